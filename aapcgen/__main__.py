@@ -1,0 +1,3 @@
+from aapcgen.cli import main
+
+main()

@@ -1,0 +1,44 @@
+"""Plain data objects passed between the pipeline stages.
+
+topology (YAML) -> Topology -> TreeInfo (root, bottleneck) -> Schedule (phases) -> ...
+
+Every stage is a pure function from one of these objects to the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Link:
+    """A switch-to-switch link (undirected, full duplex). ``bandwidth`` is in bytes per second."""
+
+    a: str
+    b: str
+    bandwidth: float
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A validated switch tree.
+
+    ``machines[r]`` is the machine that runs MPI rank ``r``; the other per-machine tuples are
+    indexed the same way. The loader guarantees: names are unique over switches and machines,
+    every machine is attached to exactly one declared switch, switch links form one tree, and
+    there are at least two machines.
+    """
+
+    name: str
+    source: str  # the file name used in messages, or "<built-in>"
+    bandwidth: float  # default link speed, bytes per second
+    switches: tuple[str, ...]  # declaration order
+    machines: tuple[str, ...]  # rank order
+    machine_switch: tuple[str, ...]  # switch of each machine, rank order
+    machine_bandwidth: tuple[float, ...]  # speed of each machine's own link, bytes/s
+    hosts: tuple[str | None, ...]  # optional hostname of each machine, rank order
+    links: tuple[Link, ...]  # switch-to-switch links, declaration order
+
+    @property
+    def n_machines(self) -> int:
+        return len(self.machines)

@@ -1,0 +1,116 @@
+"""Bandwidth strings such as ``100Mbit``, ``1.5Gbit``, ``125MB/s`` <-> bytes per second.
+
+A bandwidth is a positive number followed by a unit: an optional prefix and a base.
+
+* prefixes: SI ``k``/``K`` (1e3), ``M`` (1e6), ``G`` (1e9), ``T`` (1e12) and binary
+  ``Ki`` (2**10), ``Mi`` (2**20), ``Gi`` (2**30), ``Ti`` (2**40);
+* bits: ``b``, ``bit``, ``bits``, ``bps``, ``b/s``, ``bit/s``, ``bits/s``;
+* bytes: ``B``, ``Bps``, ``B/s``, ``byte``, ``bytes``, ``byte/s``, ``bytes/s``.
+
+The one-letter forms are case-sensitive (``Mbps`` is megabits, ``MBps`` megabytes); the
+spelled-out words ``bit`` and ``byte`` are not (``GBit`` is gigabits). Space between the
+number and the unit is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_NUMBER_UNIT = re.compile(
+    r"\s*(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>\S*)\s*"
+)
+
+# Longest first so that "Ki" wins over "K".
+_PREFIXES: tuple[tuple[str, float], ...] = (
+    ("Ki", 2.0**10),
+    ("Mi", 2.0**20),
+    ("Gi", 2.0**30),
+    ("Ti", 2.0**40),
+    ("k", 1e3),
+    ("K", 1e3),
+    ("M", 1e6),
+    ("G", 1e9),
+    ("T", 1e12),
+    ("", 1.0),
+)
+
+# Base unit -> bytes per unit.
+_CASE_SENSITIVE_BASES = {"b": 1 / 8, "bps": 1 / 8, "b/s": 1 / 8, "B": 1.0, "Bps": 1.0, "B/s": 1.0}
+_WORD_BASES = {
+    "bit": 1 / 8,
+    "bits": 1 / 8,
+    "bit/s": 1 / 8,
+    "bits/s": 1 / 8,
+    "byte": 1.0,
+    "bytes": 1.0,
+    "byte/s": 1.0,
+    "bytes/s": 1.0,
+}
+
+_EXAMPLES = "e.g. 100Mbit, 1Gbit, 125MB/s"
+
+# Prefixes used by format_bandwidth, largest first (decimal, in bits per second).
+_FORMAT_PREFIXES: tuple[tuple[str, float], ...] = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def _base_factor(base: str) -> float | None:
+    if base in _CASE_SENSITIVE_BASES:
+        return _CASE_SENSITIVE_BASES[base]
+    return _WORD_BASES.get(base.lower())
+
+
+def _unit_factor(unit: str) -> float | None:
+    """Bytes per second of one ``unit`` (e.g. ``Mbit`` -> 125000.0), or None if unknown."""
+    for prefix, scale in _PREFIXES:
+        if unit.startswith(prefix):
+            factor = _base_factor(unit[len(prefix) :])
+            if factor is not None:
+                return scale * factor
+    return None
+
+
+def parse_bandwidth(text: str) -> float:
+    """Return the bandwidth ``text`` (e.g. ``"100Mbit"``) in bytes per second.
+
+    Raises ValueError with a short reason for a bare number, a non-positive value or an
+    unknown unit.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"{text!r} is not a bandwidth string ({_EXAMPLES})")
+    match = _NUMBER_UNIT.fullmatch(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not a bandwidth ({_EXAMPLES})")
+    number = float(match["number"])
+    unit = match["unit"]
+    if not unit:
+        raise ValueError(f"{text!r} has no unit ({_EXAMPLES})")
+    factor = _unit_factor(unit)
+    if factor is None and any(unit == prefix for prefix, _ in _PREFIXES):
+        raise ValueError(f"{text!r}: write {unit}bit or {unit}B (bits or bytes?)")
+    if factor is None:
+        raise ValueError(f"{text!r} has an unknown unit {unit!r} ({_EXAMPLES})")
+    value = number * factor
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is too large")
+    if not value > 0:
+        raise ValueError(f"{text!r} is not a positive bandwidth")
+    return value
+
+
+def _format_number(value: float) -> str:
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def format_bandwidth(bytes_per_s: float) -> str:
+    """Return ``bytes_per_s`` as a bit rate with an SI prefix, e.g. ``"100 Mbit/s"``.
+
+    ``parse_bandwidth(format_bandwidth(x))`` gives back ``x`` up to rounding in the last bits.
+    """
+    bits = bytes_per_s * 8
+    for prefix, scale in _FORMAT_PREFIXES:
+        if bits >= scale:
+            return f"{_format_number(bits / scale)} {prefix}bit/s"
+    return f"{_format_number(bits)} bit/s"

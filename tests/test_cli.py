@@ -1,0 +1,142 @@
+"""The aapcgen CLI: info, schedule (text and the JSON contract), verify, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aapcgen.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPOS = sorted((ROOT / "topologies").glob("*.yaml"))
+SMALL = [t for t in TOPOS if "1024" not in t.name and "4096" not in t.name]
+
+
+def run(capsys, *argv):
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_info_default_topology(capsys):
+    code, out, err = run(capsys, "info")
+    assert code == 0
+    assert "built-in example 'paper-fig1'" in err
+    assert "root        s3" in out
+    assert "load        6 phases" in out
+    assert "41.67 MB/s" in out  # 5*4*12.5e6/6
+
+
+def test_info_json(capsys):
+    code, out, _ = run(capsys, "info", str(ROOT / "topologies/chain-4x4.yaml"), "--format", "json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["load"] == 64 and data["root"] == "s1"
+    assert data["peak_bytes_per_s"] == pytest.approx(16 * 15 * 12.5e6 / 64)
+
+
+def test_schedule_text_is_table4_shape(capsys):
+    code, out, _ = run(capsys, "schedule")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[1].split() == [
+        "phase",
+        "T0->",
+        "T1->",
+        "T2->",
+        "local",
+        "T0",
+        "local",
+        "T1",
+        "local",
+        "T2",
+    ]
+    assert lines[2].split() == ["0", "n0->n3", "n3->n2", "n2->n1", "n1->n0"]
+    assert lines[5].split() == ["3", "n0->n4", "n3->n1", "n4->n3"]
+    assert len(lines) == 2 + 6
+
+
+def test_schedule_json_contract(capsys):
+    code, out, _ = run(capsys, "schedule", "--format", "json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["machines"] == ["n0", "n1", "n2", "n3", "n4"]
+    assert data["root"] == "s3" and data["load"] == 6
+    assert data["phases"][0] == [[0, 3], [1, 0], [2, 1], [3, 2]]
+    assert sum(len(p) for p in data["phases"]) == 20
+
+
+@pytest.mark.parametrize("topo", SMALL, ids=lambda p: p.stem)
+def test_verify_every_small_topology(capsys, topo):
+    code, out, _ = run(capsys, "verify", str(topo))
+    assert code == 0
+    assert out.startswith(f"verified {topo.stem}") and "optimal" in out
+
+
+def test_verify_external_schedule_and_reject_mutation(capsys, tmp_path):
+    _, out, _ = run(capsys, "schedule", "--format", "json")
+    good = tmp_path / "good.json"
+    good.write_text(out)
+    fig1 = str(ROOT / "topologies/paper-fig1.yaml")
+    code, out2, _ = run(capsys, "verify", fig1, "--schedule", str(good))
+    assert code == 0 and "verified" in out2
+    data = json.loads(out)
+    data["phases"][1].append(data["phases"][0].pop(0))  # n0->n3 into phase 1: contends with n1->n4
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    code, _, err = run(capsys, "verify", fig1, "--schedule", str(bad))
+    assert code == 1
+    assert err.startswith("aapcgen: verification FAILED: contention in phase 1")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_bad_schedule_file_is_one_line(capsys, tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text('{"machines": ["n0"], "phases": []}')
+    fig1 = str(ROOT / "topologies/paper-fig1.yaml")
+    code, _, err = run(capsys, "verify", fig1, "--schedule", str(bad))
+    assert code == 2 and "does not match" in err and len(err.splitlines()) == 1
+    bad.write_text("{not json")
+    code, _, err = run(capsys, "verify", fig1, "--schedule", str(bad))
+    assert code == 2 and "malformed JSON" in err
+
+
+def test_schedule_output_file(capsys, tmp_path):
+    out = tmp_path / "s.json"
+    code, stdout, _ = run(capsys, "schedule", "--format", "json", "-o", str(out))
+    assert code == 0 and stdout == ""
+    assert json.loads(out.read_text())["load"] == 6
+
+
+def test_console_script_bad_input_no_traceback(tmp_path):
+    """Through a real process: one line on stderr, exit status 2, no traceback."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: x\nbandwidth: 100Mbit\nswitches: [s0]\nmachines:\n  - {name: n0, switch: s9}\n  - {name: n1, switch: s0}\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "aapcgen", "info", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert str(bad) in proc.stderr and "s9" in proc.stderr
+
+
+def test_missing_file(capsys):
+    code, _, err = run(capsys, "info", "/nonexistent/topo.yaml")
+    assert code == 2 and "/nonexistent/topo.yaml" in err
+
+
+def test_help_everywhere(capsys):
+    for argv in (["--help"], ["info", "--help"], ["schedule", "--help"], ["verify", "--help"]):
+        code, out, _ = run(capsys, *argv)
+        assert code == 0 and "usage: aapcgen" in out
