@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from aapcgen.model import Topology
 
 
@@ -209,3 +211,54 @@ def analyze(topo: Topology) -> TreeInfo:
     root = find_root(topo, links)
     subtrees, via = root_subtrees(topo, root)
     return TreeInfo(topology=topo, root=root, subtrees=subtrees, subtree_via=via, links=links)
+
+
+@dataclass(frozen=True)
+class HungTree:
+    """The tree hanging from its first switch, as arrays. Node ids: machines 0..N-1 (rank
+    order), then switches in declaration order. ``parent`` is -1 at the top."""
+
+    names: tuple[str, ...]
+    parent: np.ndarray
+    depth: np.ndarray
+    switch_of: np.ndarray  # machine rank -> node id of its switch
+
+
+def hang(topo: Topology) -> HungTree:
+    names = tuple(topo.machines) + tuple(topo.switches)
+    index = {name: i for i, name in enumerate(names)}
+    order, parent = _dfs_order(_adjacency(topo), topo.switches[0])
+    par = np.full(len(names), -1, dtype=np.int64)
+    depth = np.zeros(len(names), dtype=np.int64)
+    for node in order[1:]:
+        par[index[node]] = index[parent[node]]
+        depth[index[node]] = depth[par[index[node]]] + 1
+    switch_of = np.array([index[s] for s in topo.machine_switch], dtype=np.int64)
+    return HungTree(names=names, parent=par, depth=depth, switch_of=switch_of)
+
+
+def path_edges(tree: HungTree, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Directed edges used by each message, as (message index, edge id) pairs.
+
+    Edge id ``2*c`` is the edge from node c up to its parent, ``2*c + 1`` the edge down from the
+    parent to c. A message uses the up-edge of each ancestor of src strictly below the lowest
+    common ancestor, and the down-edge of each such ancestor of dst.
+    """
+    n = len(tree.switch_of)
+    max_depth = int(tree.depth[:n].max())
+    # anc[d, m]: ancestor of machine m at depth d (-1 where m is shallower)
+    anc = np.full((max_depth + 1, n), -1, dtype=np.int64)
+    node = np.arange(n, dtype=np.int64)
+    for d in range(max_depth, -1, -1):
+        here = tree.depth[node] == d
+        anc[d, here] = node[here]
+        node = np.where(here, tree.parent[node], node)
+    msgs, edges = [], []
+    for d in range(1, max_depth + 1):
+        a, b = anc[d][src], anc[d][dst]
+        differ = a != b
+        for end, down in ((a, 0), (b, 1)):
+            used = np.flatnonzero(differ & (end >= 0))
+            msgs.append(used)
+            edges.append(2 * end[used] + down)
+    return np.concatenate(msgs), np.concatenate(edges)
