@@ -7,17 +7,27 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import numpy as np
 
 from aapcgen import __version__
 from aapcgen.errors import AapcError, InputError, VerificationError
+from aapcgen.generate import (
+    build_library,
+    find_mpicc,
+    generate,
+    parse_block_sizes,
+    stderr_progress,
+    variant_specs,
+)
 from aapcgen.model import Topology
 from aapcgen.phases import Schedule, build_phases
 from aapcgen.report import info_json, info_text, schedule_json_chunks, schedule_text
+from aapcgen.sync import plan_sync
 from aapcgen.topology import builtin_topology, load_topology
 from aapcgen.tree import TreeInfo, analyze
-from aapcgen.verify import verify_schedule
+from aapcgen.verify import SYNC_CHECK_MAX_MACHINES, verify_schedule, verify_sync
 
 PROGRESS_MACHINES = 512  # topologies at least this big print stage progress on stderr
 
@@ -119,6 +129,83 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _specs(args: argparse.Namespace) -> list:
+    return variant_specs(args.variant, parse_block_sizes(args.block_size))
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    topo = _topology(args.topology)
+    specs = _specs(args)
+    tree, sched = _pipeline(topo)
+    print(
+        f"{topo.name}: {topo.n_machines} machines, {sched.n_phases} phases, {len(sched.src)} messages"
+    )
+    print(
+        f"{'variant':<28} {'contending pairs':>16} {'chain pairs':>12} {'not in program order':>21} {'after removal':>14}"
+    )
+    for spec in specs:
+        plan = plan_sync(tree, sched, spec)
+        c = plan.counts
+        print(
+            f"{spec.label:<28} {c.contending:>16} {c.chain:>12} {c.after_program_order:>21} {c.after_removal:>14}"
+        )
+        if spec.kind == "none":
+            extra = (
+                f"{len(plan.dummy_phase)} dummy messages" if spec.dummy else "no pair-wise syncs"
+            )
+            barriers = (
+                f", a barrier every {spec.barrier_every} phase(s)" if spec.barrier_every else ""
+            )
+            print(f"    {extra}{barriers}")
+        elif topo.n_machines <= SYNC_CHECK_MAX_MACHINES:
+            syncs = (plan.frm, plan.trigger, plan.to, plan.target)
+            proof = verify_sync(
+                topo,
+                sched.phase,
+                sched.src,
+                sched.dst,
+                spec.kind,
+                spec.scope,
+                spec.block_size,
+                syncs,
+            )
+            print("    " + proof.summary(spec.label))
+        else:
+            print(f"    (independent sync check runs up to {SYNC_CHECK_MAX_MACHINES} machines)")
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    topo = _topology(args.topology)
+    specs = _specs(args)
+    out = Path(args.output)
+    gen = generate(
+        topo,
+        specs,
+        out,
+        stderr_progress if topo.n_machines >= PROGRESS_MACHINES or args.verbose else lambda _: None,
+    )
+    labels = ", ".join(v.label for v in gen.variants)
+    print(
+        f"wrote {len(gen.files)} files to {out}/ for {topo.name} ({labels}; default {gen.default})"
+    )
+    print(
+        f"compile them with your program:  mpicc -I {out} -DAAPC_INTERCEPT your_program.c {out}/*.c"
+    )
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    topo = _topology(args.topology)
+    specs = _specs(args)
+    mpicc = find_mpicc(args.mpicc)
+    for line in build_library(
+        topo, specs, Path(args.output), mpicc, stderr_progress if args.verbose else lambda _: None
+    ):
+        print(line)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aapcgen",
@@ -156,6 +243,40 @@ def build_parser() -> argparse.ArgumentParser:
         "--schedule",
         metavar="FILE.json",
         help="verify this schedule (JSON contract) instead of ours",
+    )
+
+    def variant_options(p: argparse.ArgumentParser, default: str | None) -> None:
+        p.add_argument(
+            "--variant",
+            default=default,
+            metavar="V",
+            help="seed 002 Table 5 variant: no-sync, dummy, sender-all, sender-partial, receiver-all, "
+            "receiver-partial, barrier-all, barrier-partial-none, barrier-partial-sender, "
+            f"barrier-partial-receiver, or all (default: {default})",
+        )
+        p.add_argument(
+            "--block-size", metavar="N[,N...]", help="phases per block for the partial variants"
+        )
+        p.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
+
+    p = command(
+        "sync",
+        cmd_sync,
+        "Synchronisation messages of a variant before and after redundancy removal.",
+    )
+    variant_options(p, "all")
+    p = command(
+        "generate", cmd_generate, "Write the C routine(s) and the runtime into a directory."
+    )
+    variant_options(p, "sender-all")
+    p.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
+    p = command(
+        "build", cmd_build, "Compile a generated routine into libaapc.so or libaapc.a with mpicc."
+    )
+    variant_options(p, "sender-all")
+    p.add_argument("-o", "--output", metavar="LIB", required=True, help="libNAME.so or libNAME.a")
+    p.add_argument(
+        "--mpicc", metavar="PATH", help="MPI compiler wrapper (default: $MPICC, then mpicc on PATH)"
     )
     return parser
 

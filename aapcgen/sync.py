@@ -126,31 +126,65 @@ def _pairs_count(counts: np.ndarray) -> int:
     return int((counts * (counts - 1) // 2).sum())
 
 
-def _chains(tree: TreeInfo, sched: Schedule) -> tuple[np.ndarray, np.ndarray]:
-    """(edge id, message) for every use of a directed edge, sorted by edge then phase."""
+def _scoped_pairs(group: np.ndarray, block: np.ndarray, scope: str) -> int:
+    """Message pairs in scope among messages grouped by ``group`` (blocks given per message)."""
+    total = _pairs_count(np.unique(group, return_counts=True)[1])
+    key = group * (int(block.max()) + 1) + block
+    same_block = _pairs_count(np.unique(key, return_counts=True)[1])
+    return {"all": total, "within": same_block, "cross": total - same_block}[scope]
+
+
+def _contending(
+    tree: TreeInfo,
+    sched: Schedule,
+    msg: np.ndarray,
+    edge: np.ndarray,
+    block: np.ndarray,
+    scope: str,
+) -> int:
+    """Unique contending pairs (the paper's dependence graph). Two paths in a tree share a
+    contiguous run of directed edges, so pairs counted per shared edge, minus pairs counted per
+    shared consecutive edge pair along the paths, count every pair once."""
+    ht = hang(tree.topology)
+    # position of each edge along its message's path: up-edges from the source upwards, then down
+    child = edge // 2
+    down = edge % 2
+    depth = ht.depth[child]
+    position = np.where(down == 1, depth, -depth)
+    order = np.lexsort((position, msg))
+    m, e = msg[order], edge[order]
+    consecutive = m[:-1] == m[1:]
+    pair_key = e[:-1][consecutive] * (int(edge.max()) + 1) + e[1:][consecutive]
+    pair_block = block[m[:-1][consecutive]]
+    return _scoped_pairs(edge, block[msg], scope) - _scoped_pairs(pair_key, pair_block, scope)
+
+
+def _chains(
+    tree: TreeInfo, sched: Schedule
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(edge id, message) for every use of a directed edge, sorted by edge then phase; and the
+    same pairs unsorted (message, edge)."""
     msg, edge = path_edges(
         hang(tree.topology), sched.src.astype(np.int64), sched.dst.astype(np.int64)
     )
     order = np.lexsort((sched.phase[msg], edge))
-    return edge[order], msg[order]
+    return edge[order], msg[order], msg, edge
 
 
 def _candidates(
     edge: np.ndarray, msg: np.ndarray, block: np.ndarray, scope: str
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Generating sync pairs (u, v) and the paper's count of contending pairs."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Generating sync pairs (u, v) from the per-edge chains (sorted by edge, then phase)."""
     same_edge = edge[:-1] == edge[1:]
     b = block[msg]
-    edge_counts = np.unique(edge, return_counts=True)[1]
-    group_key = edge * (int(b.max()) + 1) + b
-    group_counts = np.unique(group_key, return_counts=True)[1]
     if scope == "all":
         keep = same_edge
-        return msg[:-1][keep], msg[1:][keep], _pairs_count(edge_counts)
+        return msg[:-1][keep], msg[1:][keep]
     if scope == "within":
         keep = same_edge & (b[:-1] == b[1:])
-        return msg[:-1][keep], msg[1:][keep], _pairs_count(group_counts)
+        return msg[:-1][keep], msg[1:][keep]
     # cross: every message of a block group -> every message of the edge's next block group
+    group_key = edge * (int(b.max()) + 1) + b
     starts = np.flatnonzero(np.r_[True, group_key[1:] != group_key[:-1]])
     sizes = np.diff(np.r_[starts, len(msg)])
     group_of = np.repeat(np.arange(len(starts)), sizes)
@@ -161,8 +195,7 @@ def _candidates(
     u = np.repeat(entries, count)
     offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
     v = starts[np.repeat(nxt, count)] + offset
-    contending = _pairs_count(edge_counts) - _pairs_count(group_counts)
-    return msg[u], msg[v], contending
+    return msg[u], msg[v]
 
 
 def _next_send(
@@ -302,8 +335,10 @@ def plan_sync(tree: TreeInfo, sched: Schedule, spec: VariantSpec) -> SyncPlan:
         return SyncPlan(spec, empty, empty, empty, empty, *dummy, counts)
     phase = sched.phase.astype(np.int64)
     src, dst = sched.src.astype(np.int64), sched.dst.astype(np.int64)
-    edge, msg = _chains(tree, sched)
-    u, v, contending = _candidates(edge, msg, phase // spec.block_size, spec.scope)
+    edge, msg, raw_msg, raw_edge = _chains(tree, sched)
+    block = phase // spec.block_size
+    u, v = _candidates(edge, msg, block, spec.scope)
+    contending = _contending(tree, sched, raw_msg, raw_edge, block, spec.scope)
     n_chain = len(u)
     fires_at = src if spec.kind == "sender" else dst
     keep = fires_at[u] != src[v]  # same rank: its own program order already orders them

@@ -18,6 +18,7 @@ vectorised comparison, and (phase, edge) keys must be unique: one sort per depth
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -184,3 +185,132 @@ def verify_schedule(topo: Topology, phase: np.ndarray, src: np.ndarray, dst: np.
         bound_links=links,
         directed_edges=2 * (len(tree.names) - 1),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Synchronisation: sufficiency and minimality (independent of aapcgen/sync.py)
+# ---------------------------------------------------------------------------------------------
+
+SYNC_CHECK_MAX_MACHINES = 64
+
+
+@dataclass(frozen=True)
+class SyncProof:
+    required_pairs: int  # contending message pairs that must be ordered
+    syncs: int
+
+    def summary(self, name: str) -> str:
+        return (
+            f"verified synchronisation of {name}: all {self.required_pairs} contending pairs are ordered "
+            f"by the {self.syncs} syncs plus program order (sufficient), and no sync is implied by the "
+            f"others plus program order, each ordering a contending pair (minimal)"
+        )
+
+
+def _edge_uses(topo: Topology, src: np.ndarray, dst: np.ndarray) -> dict[int, list[int]]:
+    """Messages using each directed edge (key 2*node for up, 2*node+1 for down)."""
+    tree = _hang(topo)
+    anc = _ancestors(tree, topo.n_machines)
+    uses: dict[int, list[int]] = {}
+    for d in range(1, anc.shape[0]):
+        a_src, a_dst = anc[d][src], anc[d][dst]
+        for end, down in ((a_src, 0), (a_dst, 1)):
+            for m in np.flatnonzero((a_src != a_dst) & (end >= 0)):
+                uses.setdefault(2 * int(end[m]) + down, []).append(int(m))
+    return uses
+
+
+def verify_sync(
+    topo: Topology,
+    phase: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    kind: str,
+    scope: str,
+    block_size: int,
+    syncs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> SyncProof:
+    """Prove a variant's syncs sufficient and minimal under the executor's program order.
+
+    kind: "sender" (a sync fires when its sender's send completes) or "receiver" (when its
+    sender's receive completes; each rank then waits for every receive before its next send).
+    scope: "all", "cross" (only pairs in different blocks) or "within" (same block).
+    syncs: (from machine, trigger phase, to machine, target phase) arrays.
+    """
+    n = topo.n_machines
+    if n > SYNC_CHECK_MAX_MACHINES:
+        raise VerificationError(
+            f"the sync check handles at most {SYNC_CHECK_MAX_MACHINES} machines, not {n}"
+        )
+    phase, src, dst = (np.asarray(a, dtype=np.int64).tolist() for a in (phase, src, dst))
+    n_msgs = len(phase)
+    sender_of = {(s, p): m for m, (s, p) in enumerate(zip(src, phase))}
+    receiver_of = {(d, p): m for m, (d, p) in enumerate(zip(dst, phase))}
+    # events: S(m) = 2m (send starts ... completes), R(m) = 2m + 1 (receive completes)
+    succ: list[set[int]] = [set() for _ in range(2 * n_msgs)]
+    by_sender = sorted(range(n_msgs), key=lambda m: (src[m], phase[m]))
+    for a, b in zip(by_sender, by_sender[1:]):
+        if src[a] == src[b]:
+            succ[2 * a].add(2 * b)  # sends start in phase order, each completes before the next
+    if kind == "receiver":
+        sends_of: dict[int, list[int]] = {}
+        for m in by_sender:
+            sends_of.setdefault(src[m], []).append(m)
+        for m in range(n_msgs):
+            succ[2 * m].add(2 * m + 1)  # a message is received after it is sent
+            mine = sends_of.get(dst[m], [])
+            i = bisect.bisect_right([phase[x] for x in mine], phase[m])
+            if i < len(mine):  # the receiver waits for it before its next send
+                succ[2 * m + 1].add(2 * mine[i])
+    fire = (lambda m: 2 * m) if kind == "sender" else (lambda m: 2 * m + 1)
+    lookup = sender_of if kind == "sender" else receiver_of
+    sync_edges = []
+    for f, t, to, q in zip(*(np.asarray(a, dtype=np.int64).tolist() for a in syncs)):
+        if (f, t) not in lookup or (to, q) not in sender_of:
+            raise VerificationError(
+                f"sync {topo.machines[f]}@{t} -> {topo.machines[to]}@{q} refers to no message"
+            )
+        edge = (fire(lookup[(f, t)]), 2 * sender_of[(to, q)])
+        if edge[1] in succ[edge[0]]:
+            raise VerificationError(
+                f"sync {topo.machines[f]}@{t} -> {topo.machines[to]}@{q} is duplicated or implied by program order"
+            )
+        succ[edge[0]].add(edge[1])
+        sync_edges.append(edge)
+    order = sorted(range(2 * n_msgs), key=lambda e: (phase[e // 2], e % 2))
+    reach = [0] * (2 * n_msgs)
+    for e in reversed(order):
+        bits = 0
+        for s in succ[e]:
+            bits |= reach[s] | (1 << s)
+        reach[e] = bits
+    required = set()
+    for ms in _edge_uses(topo, np.array(src), np.array(dst)).values():
+        ms.sort(key=lambda m: phase[m])
+        for i, a in enumerate(ms):
+            for b in ms[i + 1 :]:
+                same_block = phase[a] // block_size == phase[b] // block_size
+                if (
+                    scope == "all"
+                    or (scope == "cross" and not same_block)
+                    or (scope == "within" and same_block)
+                ):
+                    required.add((a, b))
+    for a, b in required:
+        if not reach[fire(a)] >> (2 * b) & 1:
+            raise VerificationError(
+                f"insufficient: {topo.machines[src[a]]}->{topo.machines[dst[a]]} (phase {phase[a]}) is not ordered "
+                f"before the contending {topo.machines[src[b]]}->{topo.machines[dst[b]]} (phase {phase[b]})"
+            )
+    fired = {(fire(a), 2 * b) for a, b in required}
+    for x, y in sync_edges:
+        others = [s for s in succ[x] if s != y]
+        if any(s == y or reach[s] >> y & 1 for s in others):
+            raise VerificationError(
+                f"not minimal: the sync {x // 2}->{y // 2} (message indices) is implied by the others"
+            )
+        if (x, y) not in fired:
+            raise VerificationError(
+                f"not minimal: the sync {x // 2}->{y // 2} (message indices) orders no contending pair"
+            )
+    return SyncProof(required_pairs=len(required), syncs=len(sync_edges))

@@ -27,6 +27,9 @@ extern const aapc_variant_t aapc_variants[];
 extern const int aapc_nvariants;
 extern const char *const aapc_topology_name;
 
+/* The variant named by $AAPC_VARIANT, else default_variant (looked up once per process). */
+aapc_alltoall_fn aapc_variant_lookup(const char *default_variant);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,208 @@
+"""Stage 5: per-rank tables and rendering of the generated C (templates/ lay out the data).
+
+``rank_tables(tree, schedule, plan) -> RankTables`` turns the phases and one variant's syncs into
+the CSR tables of runtime_c/aapc_phased.h (a rank reads only its own rows);
+``render(...)`` writes the files an application compiles together with its own sources.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from aapcgen.errors import InputError
+from aapcgen.model import Topology
+from aapcgen.phases import Schedule
+from aapcgen.resources import resource_dir
+from aapcgen.sync import SyncPlan
+
+SYNC_KIND = {
+    "none": "AAPC_SYNC_NONE",
+    "sender": "AAPC_SYNC_SENDER",
+    "receiver": "AAPC_SYNC_RECEIVER",
+}
+NUMBERS_PER_LINE = 20
+
+
+def c_identifier(name: str) -> str:
+    """A topology or variant name as part of a C identifier: ``paper-fig1`` -> ``paper_fig1``."""
+    ident = re.sub(r"[^0-9A-Za-z_]", "_", name).lower()
+    return ident if not ident[:1].isdigit() else f"t{ident}"
+
+
+def _csr(owner: np.ndarray, n: int) -> np.ndarray:
+    """Row offsets for entries already sorted by owner (0..n-1)."""
+    return np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))])
+
+
+@dataclass(frozen=True)
+class RankTables:
+    """The arrays of one aapc_schedule_t (names as in runtime_c/aapc_phased.h)."""
+
+    send_off: np.ndarray
+    send_phase: np.ndarray
+    send_peer: np.ndarray
+    recv_off: np.ndarray
+    recv_phase: np.ndarray
+    recv_peer: np.ndarray
+    syncin_off: np.ndarray
+    syncin_peer: np.ndarray
+    wait_off: np.ndarray
+    wait_idx: np.ndarray
+    fire_off: np.ndarray
+    fire_peer: np.ndarray
+
+
+def _entries(
+    phase: np.ndarray, owner: np.ndarray, peer: np.ndarray, n: int
+) -> tuple[np.ndarray, ...]:
+    order = np.lexsort((phase, owner))
+    return _csr(owner[order], n), phase[order], peer[order], owner[order]
+
+
+def _entry_index(
+    owner_sorted: np.ndarray,
+    phase_sorted: np.ndarray,
+    owner: np.ndarray,
+    phase: np.ndarray,
+    n_phases: int,
+) -> np.ndarray:
+    """Global entry index of (owner, phase) in entries sorted by (owner, phase)."""
+    keys = owner_sorted.astype(np.int64) * n_phases + phase_sorted
+    return np.searchsorted(keys, owner.astype(np.int64) * n_phases + phase)
+
+
+def rank_tables(sched: Schedule, plan: SyncPlan) -> RankTables:
+    """Stage 5 of the pipeline: CSR tables for the executor."""
+    n, n_phases = sched.n_machines, sched.n_phases
+    phase = np.concatenate([sched.phase, plan.dummy_phase]).astype(np.int64)
+    src = np.concatenate([sched.src, plan.dummy_src]).astype(np.int64)
+    dst = np.concatenate([sched.dst, plan.dummy_dst]).astype(np.int64)
+    dummy = np.r_[
+        np.zeros(len(sched.phase), dtype=bool), np.ones(len(plan.dummy_phase), dtype=bool)
+    ]
+    send_off, send_phase, send_peer, send_owner = _entries(
+        phase, src, np.where(dummy, -dst - 1, dst), n
+    )
+    recv_off, recv_phase, recv_peer, recv_owner = _entries(
+        phase, dst, np.where(dummy, -src - 1, src), n
+    )
+    # sync k fires at entry `event` of machine frm and is awaited before send entry `target` of `to`
+    events = (send_owner, send_phase) if plan.spec.kind == "sender" else (recv_owner, recv_phase)
+    event = _entry_index(*events, plan.frm, plan.trigger, n_phases)
+    target = _entry_index(send_owner, send_phase, plan.to, plan.target, n_phases)
+    # a source sends its syncs in (event, destination, target) order; every receiver posts its
+    # receives from one source in that same order, so MPI's non-overtaking rule pairs them up
+    fire_order = np.lexsort((target, plan.to, event))
+    n_events = len(events[0])
+    fire_off = _csr(event[fire_order], n_events)
+    post_order = np.lexsort((target, event, plan.frm, plan.to))
+    syncin_off = _csr(plan.to[post_order], n)
+    post_index = np.empty(len(post_order), dtype=np.int64)
+    post_index[post_order] = np.arange(len(post_order)) - syncin_off[plan.to[post_order]]
+    wait_order = np.lexsort((post_index, target))
+    return RankTables(
+        send_off=send_off,
+        send_phase=send_phase,
+        send_peer=send_peer,
+        recv_off=recv_off,
+        recv_phase=recv_phase,
+        recv_peer=recv_peer,
+        syncin_off=syncin_off,
+        syncin_peer=plan.frm[post_order],
+        wait_off=_csr(target[wait_order], len(send_owner)),
+        wait_idx=post_index[wait_order],
+        fire_off=fire_off,
+        fire_peer=plan.to[fire_order],
+    )
+
+
+def c_array(values: np.ndarray) -> str:
+    """An int32 array as the body of a C initializer, NUMBERS_PER_LINE numbers a line."""
+    if len(values) == 0:
+        return "0 /* empty */"
+    text = np.asarray(values, dtype=np.int64).astype(str)
+    lines = (
+        ", ".join(text[i : i + NUMBERS_PER_LINE]) for i in range(0, len(text), NUMBERS_PER_LINE)
+    )
+    return ",\n    ".join(lines)
+
+
+def host_table(topo: Topology) -> list[str] | None:
+    """Hostnames for rank mapping, all or none (InputError if only some machines give one)."""
+    given = [h for h in topo.hosts if h is not None]
+    if not given:
+        return None
+    if len(given) != topo.n_machines:
+        missing = next(m for m, h in zip(topo.machines, topo.hosts) if h is None)
+        raise InputError(
+            f"{topo.source}: machines ({missing}): host: is given for some machines but not this one; give it for all or none"
+        )
+    return list(topo.hosts)  # type: ignore[arg-type]
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@dataclass(frozen=True)
+class VariantCode:
+    label: str  # e.g. "sender-partial-4"
+    ident: str  # e.g. "sender_partial_4"
+    tables: RankTables
+    plan: SyncPlan
+
+    @property
+    def own_phases(self) -> bool:
+        """Dummy messages change the send/receive rows, so that variant carries its own."""
+        return len(self.plan.dummy_phase) > 0
+
+
+def render(
+    topo: Topology,
+    sched: Schedule,
+    plain: RankTables,
+    variants: list[VariantCode],
+    default: str,
+    out_dir: Path,
+) -> list[Path]:
+    """Write the generated sources and a copy of the runtime into ``out_dir``."""
+    env = _environment()
+    topo_id = c_identifier(topo.name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    common = {
+        "topology": topo,
+        "topo_id": topo_id,
+        "n_phases": sched.n_phases,
+        "hosts": host_table(topo),
+        "default": default,
+        "variants": variants,
+        "c_array": c_array,
+        "sync_kind": SYNC_KIND,
+    }
+    outputs = [
+        ("header.h.j2", f"aapc_{topo_id}.h", {}),
+        ("phases.c.j2", f"aapc_{topo_id}_phases.c", {"tables": plain}),
+        ("intercept.c.j2", f"aapc_{topo_id}_intercept.c", {}),
+    ]
+    outputs += [("variant.c.j2", f"aapc_{topo_id}_{v.ident}.c", {"v": v}) for v in variants]
+    for template, name, extra in outputs:
+        path = out_dir / name
+        path.write_text(env.get_template(template).render(**common, **extra))
+        written.append(path)
+    for source in sorted(resource_dir("runtime_c").glob("*.[ch]")):
+        shutil.copyfile(source, out_dir / source.name)
+        written.append(out_dir / source.name)
+    return written
