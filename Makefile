@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench generated clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ test: $(STAMP) lint
 
 bench: $(STAMP)
 	$(BIN)/python tuning/bench_scheduler.py
+	$(BIN)/python tuning/bench_generate.py
+
+generated: $(STAMP)
+	$(BIN)/python tuning/regenerate.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,355 @@
+/*
+ * alltoall_check.c: correctness harness for generated MPI_Alltoall routines.
+ *
+ * Links against one generated directory (the runtime_c .c files, the generated tables and registry) and
+ * compares every entry of aapc_variants[] with PMPI_Alltoall, byte for byte over whole receive
+ * buffers (holes of derived datatypes included: both receive buffers start with the same
+ * pattern). Cases: MPI_BYTE blocks of 0, 1, 7, 1000, 65536, 300000 bytes; strided derived
+ * datatypes on either side; MPI_IN_PLACE (contiguous and with a negative lower bound); three
+ * repeated calls with different data; a duplicate of MPI_COMM_WORLD; a sub-communicator from
+ * MPI_Comm_split (falls back to the library). A test (case x variant) fails when any rank sees
+ * a difference or an error code. Rank 0 prints the first failures and finally
+ *     alltoall_check: N passed, M failed
+ * Exit status 0 only if M == 0.
+ *
+ * Options: --max-bytes N (skip cases whose block is larger than N bytes), --variant NAME (run
+ * only that variant), -v (one line per test on rank 0). See tests/c/README.md.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "aapc_registry.h"
+
+#define DESC_LEN 200
+#define MAX_SHOWN 10
+
+static long max_bytes = -1; /* -1: no limit */
+static const char *only_variant = NULL;
+static int verbose = 0;
+
+/* A buffer for `count` elements of `type`, addressed like an MPI buffer (base may be offset
+   from the allocation when the type has a negative lower bound). */
+struct buf {
+    unsigned char *raw;
+    size_t len;
+    unsigned char *base;
+};
+
+static void buf_alloc(struct buf *b, MPI_Datatype type, long count)
+{
+    MPI_Aint lb, ext, tlb, text;
+    MPI_Type_get_extent(type, &lb, &ext);
+    MPI_Type_get_true_extent(type, &tlb, &text);
+    MPI_Aint lo = 0, hi = 0;
+    if (count > 0) {
+        MPI_Aint last = (MPI_Aint)(count - 1) * ext;
+        lo = tlb + (last < 0 ? last : 0);
+        hi = tlb + text + (last > 0 ? last : 0);
+    }
+    if (lo > 0)
+        lo = 0;
+    if (hi < 0)
+        hi = 0;
+    const size_t pad = 16;
+    b->len = (size_t)(hi - lo) + 2 * pad;
+    b->raw = malloc(b->len);
+    if (b->raw == NULL) {
+        fprintf(stderr, "alltoall_check: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    b->base = b->raw + pad - lo;
+}
+
+static unsigned char pattern(int rank, size_t i, int seed)
+{
+    return (unsigned char)((rank * 131u + i * 7u + (i >> 8) * 13u + (unsigned)seed * 29u + 1u) & 0xffu);
+}
+
+static void fill(struct buf *b, int rank, int seed)
+{
+    for (size_t i = 0; i < b->len; i++)
+        b->raw[i] = pattern(rank, i, seed);
+}
+
+/* One comparison: the variant against PMPI_Alltoall on comm. Writes a description of the first
+   local difference into desc (empty when equal). */
+static void compare_once(aapc_alltoall_fn fn, MPI_Comm comm, MPI_Datatype stype, int scount,
+                         MPI_Datatype rtype, int rcount, int in_place, int seed, char *desc)
+{
+    int rank, size, rc_ref, rc_test;
+    struct buf sb, ref, test;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    desc[0] = '\0';
+
+    buf_alloc(&ref, rtype, (long)size * rcount);
+    buf_alloc(&test, rtype, (long)size * rcount);
+    if (in_place) {
+        sb.raw = NULL;
+        fill(&ref, rank, seed); /* the data to send, and holes that must survive */
+        fill(&test, rank, seed);
+        rc_ref = PMPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ref.base, rcount, rtype, comm);
+        rc_test = fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, test.base, rcount, rtype, comm);
+    } else {
+        buf_alloc(&sb, stype, (long)size * scount);
+        fill(&sb, rank, seed);
+        memset(ref.raw, 0xA5, ref.len);
+        memset(test.raw, 0xA5, test.len);
+        for (size_t i = 0; i < ref.len; i += 3)
+            ref.raw[i] = test.raw[i] = (unsigned char)(i * 5u);
+        rc_ref = PMPI_Alltoall(sb.base, scount, stype, ref.base, rcount, rtype, comm);
+        rc_test = fn(sb.base, scount, stype, test.base, rcount, rtype, comm);
+    }
+    if (rc_ref != MPI_SUCCESS) {
+        snprintf(desc, DESC_LEN, "rank %d: PMPI_Alltoall itself returned %d", rank, rc_ref);
+    } else if (rc_test != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc_test, msg, &len);
+        snprintf(desc, DESC_LEN, "rank %d: returned error %d (%.80s)", rank, rc_test, msg);
+    } else {
+        for (size_t i = 0; i < ref.len; i++) {
+            if (ref.raw[i] != test.raw[i]) {
+                snprintf(desc, DESC_LEN,
+                         "rank %d: byte %ld of the receive buffer is 0x%02x, library 0x%02x",
+                         rank, (long)((ref.raw + i) - ref.base), test.raw[i], ref.raw[i]);
+                break;
+            }
+        }
+    }
+    free(sb.raw);
+    free(ref.raw);
+    free(test.raw);
+}
+
+/* ---- cases ------------------------------------------------------------------------------ */
+
+struct ctx {
+    MPI_Datatype vec_int;     /* 4 ints with a hole after each of the first three */
+    MPI_Datatype vec_resized; /* 3 ints with holes, extent 6 ints (trailing hole) */
+    MPI_Datatype neg_lb;      /* ints at byte -8 and 0, lb -8, extent 16 */
+};
+
+typedef void (*case_fn)(const struct ctx *, aapc_alltoall_fn, long arg, char *desc);
+
+static void case_bytes(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)c;
+    compare_once(fn, MPI_COMM_WORLD, MPI_BYTE, (int)n, MPI_BYTE, (int)n, 0, 1, desc);
+}
+
+static void case_vector_to_int(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)n;
+    compare_once(fn, MPI_COMM_WORLD, c->vec_int, 2, MPI_INT, 8, 0, 2, desc);
+}
+
+static void case_int_to_vector(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)n;
+    compare_once(fn, MPI_COMM_WORLD, MPI_INT, 6, c->vec_resized, 2, 0, 3, desc);
+}
+
+static void case_vector_to_vector(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)n; /* 12 ints per block both ways, different layouts */
+    compare_once(fn, MPI_COMM_WORLD, c->vec_int, 3, c->vec_resized, 4, 0, 4, desc);
+}
+
+static void case_in_place(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)c;
+    compare_once(fn, MPI_COMM_WORLD, MPI_DATATYPE_NULL, 0, MPI_INT, (int)(n / 4), 1, 5, desc);
+}
+
+static void case_in_place_neg_lb(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)n;
+    compare_once(fn, MPI_COMM_WORLD, MPI_DATATYPE_NULL, 0, c->neg_lb, 3, 1, 6, desc);
+}
+
+static void case_repeat(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)c;
+    for (int it = 0; it < 3 && desc[0] == '\0'; it++) {
+        compare_once(fn, MPI_COMM_WORLD, MPI_BYTE, (int)n, MPI_BYTE, (int)n, 0, 10 + it, desc);
+        if (desc[0] != '\0') {
+            char tmp[DESC_LEN];
+            snprintf(tmp, sizeof tmp, "call %d: %s", it + 1, desc);
+            memcpy(desc, tmp, DESC_LEN);
+        }
+    }
+}
+
+static void case_dup(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    MPI_Comm dup;
+    (void)c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    compare_once(fn, dup, MPI_BYTE, (int)n, MPI_BYTE, (int)n, 0, 20, desc);
+    if (desc[0] == '\0') /* second call: the cached state of this communicator */
+        compare_once(fn, dup, MPI_INT, (int)(n / 4), MPI_INT, (int)(n / 4), 0, 21, desc);
+    MPI_Comm_free(&dup);
+}
+
+static void case_split(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    MPI_Comm sub;
+    int rank;
+    (void)c;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &sub);
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    for (int it = 0; it < 2 && desc[0] == '\0'; it++) /* second call: the cached mismatch */
+        compare_once(fn, sub, MPI_BYTE, (int)n, MPI_BYTE, (int)n, 0, 30 + it, desc);
+    MPI_Comm_free(&sub);
+}
+
+struct test_case {
+    const char *name;
+    case_fn fn;
+    long arg;
+    long bytes; /* block size, for --max-bytes */
+};
+
+static const struct test_case cases[] = {
+    {"bytes-0", case_bytes, 0, 0},
+    {"bytes-1", case_bytes, 1, 1},
+    {"bytes-7", case_bytes, 7, 7},
+    {"bytes-1000", case_bytes, 1000, 1000},
+    {"bytes-65536", case_bytes, 65536, 65536},
+    {"bytes-300000", case_bytes, 300000, 300000},
+    {"vector-to-int", case_vector_to_int, 0, 32},
+    {"int-to-vector", case_int_to_vector, 0, 24},
+    {"vector-to-vector", case_vector_to_vector, 0, 48},
+    {"in-place-int", case_in_place, 1000, 1000},
+    {"in-place-neg-lb", case_in_place_neg_lb, 0, 24},
+    {"repeat-3", case_repeat, 1000, 1000},
+    {"dup-comm", case_dup, 1000, 1000},
+    {"split-comm-fallback", case_split, 1000, 1000},
+};
+
+static void make_types(struct ctx *c)
+{
+    MPI_Datatype t;
+    MPI_Type_vector(4, 1, 2, MPI_INT, &c->vec_int);
+    MPI_Type_commit(&c->vec_int);
+
+    MPI_Type_vector(3, 1, 2, MPI_INT, &t);
+    MPI_Type_create_resized(t, 0, 6 * (MPI_Aint)sizeof(int), &c->vec_resized);
+    MPI_Type_free(&t);
+    MPI_Type_commit(&c->vec_resized);
+
+    int blocklens[2] = {1, 1};
+    MPI_Aint disps[2] = {-2 * (MPI_Aint)sizeof(int), 0};
+    MPI_Datatype types[2] = {MPI_INT, MPI_INT};
+    MPI_Type_create_struct(2, blocklens, disps, types, &t);
+    MPI_Type_create_resized(t, -2 * (MPI_Aint)sizeof(int), 4 * (MPI_Aint)sizeof(int),
+                            &c->neg_lb);
+    MPI_Type_free(&t);
+    MPI_Type_commit(&c->neg_lb);
+}
+
+static void free_types(struct ctx *c)
+{
+    MPI_Type_free(&c->vec_int);
+    MPI_Type_free(&c->vec_resized);
+    MPI_Type_free(&c->neg_lb);
+}
+
+static int parse_args(int argc, char **argv, int rank)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc) {
+            char *end;
+            max_bytes = strtol(argv[++i], &end, 10);
+            if (*end != '\0' || max_bytes < 0)
+                goto usage;
+        } else if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc) {
+            only_variant = argv[++i];
+        } else if (strcmp(argv[i], "-v") == 0) {
+            verbose = 1;
+        } else {
+            goto usage;
+        }
+    }
+    return 1;
+usage:
+    if (rank == 0)
+        fprintf(stderr, "usage: alltoall_check [--max-bytes N] [--variant NAME] [-v]\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, passed = 0, failed = 0, shown = 0, nrun = 0;
+    struct ctx c;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (!parse_args(argc, argv, rank)) {
+        MPI_Finalize();
+        return 2;
+    }
+    make_types(&c);
+    char desc[DESC_LEN];
+    char *all = rank == 0 ? malloc((size_t)size * DESC_LEN) : NULL;
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+
+    for (int v = 0; v < aapc_nvariants; v++) {
+        if (only_variant && strcmp(only_variant, aapc_variants[v].variant) != 0)
+            continue;
+        nrun++;
+        for (int k = 0; k < ncases; k++) {
+            if (max_bytes >= 0 && cases[k].bytes > max_bytes)
+                continue;
+            memset(desc, 0, sizeof desc);
+            cases[k].fn(&c, aapc_variants[v].fn, cases[k].arg, desc);
+            MPI_Gather(desc, DESC_LEN, MPI_CHAR, all, DESC_LEN, MPI_CHAR, 0, MPI_COMM_WORLD);
+            if (rank != 0)
+                continue;
+            int bad = 0;
+            for (int r = 0; r < size; r++) {
+                const char *d = all + (size_t)r * DESC_LEN;
+                if (d[0] == '\0')
+                    continue;
+                if (!bad && shown < MAX_SHOWN) {
+                    printf("FAIL %s %s: %.*s\n", aapc_variants[v].variant, cases[k].name,
+                           DESC_LEN, d);
+                    shown++;
+                }
+                bad = 1;
+            }
+            if (bad)
+                failed++;
+            else
+                passed++;
+            if (verbose)
+                printf("%s %s %s\n", bad ? "fail" : "ok  ", aapc_variants[v].variant,
+                       cases[k].name);
+            fflush(stdout);
+        }
+    }
+    if (rank == 0 && only_variant && nrun == 0) {
+        printf("alltoall_check: no variant named '%s' in %s\n", only_variant,
+               aapc_topology_name);
+        failed++;
+        shown++;
+    }
+    if (rank == 0) {
+        if (shown < failed)
+            printf("(%d more failures not shown)\n", failed - shown);
+        printf("alltoall_check: %d passed, %d failed\n", passed, failed);
+        fflush(stdout);
+    }
+    MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(all);
+    free_types(&c);
+    MPI_Finalize();
+    return failed == 0 ? 0 : 1;
+}
