@@ -1,0 +1,97 @@
+/*
+ * alltoall_timer.c: time MPI_Alltoall candidates side by side in one job (seed 002 Figure 5).
+ *
+ * Candidates: "native" (PMPI_Alltoall, whatever algorithm the MPI library's environment selects)
+ * and every variant in aapc_variants[] of the generated directory it is compiled with. For each
+ * repeat, the candidates run in turn (interleaved, so they see the same machine state): warm-up
+ * calls, a barrier, then `iters` x { alltoall; barrier } timed with MPI_Wtime. Rank 0 prints one
+ * line per (repeat, candidate): "time <candidate> <bytes> <repeat> <seconds per call>" (max over
+ * ranks), then "done".
+ *
+ * usage: alltoall_timer --bytes B[,B...] [--iters N] [--warmup N] [--repeats R] [--only a,b]
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aapc_registry.h"
+
+static int native(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm)
+{
+    return PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm);
+}
+
+static int selected(const char *only, const char *name)
+{
+    if (only == NULL) {
+        return 1;
+    }
+    size_t len = strlen(name);
+    for (const char *p = only; (p = strstr(p, name)) != NULL; p += len) {
+        if ((p == only || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *bytes_list = "65536", *only = NULL;
+    int iters = 20, warmup = 2, repeats = 5;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--bytes") == 0) bytes_list = argv[i + 1];
+        else if (strcmp(argv[i], "--iters") == 0) iters = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+    }
+    int ncand = aapc_nvariants + 1;
+    aapc_alltoall_fn *fns = malloc(sizeof(*fns) * (size_t)ncand);
+    const char **names = malloc(sizeof(*names) * (size_t)ncand);
+    fns[0] = native;
+    names[0] = "native";
+    for (int v = 0; v < aapc_nvariants; v++) {
+        fns[v + 1] = aapc_variants[v].fn;
+        names[v + 1] = aapc_variants[v].variant;
+    }
+    char *list = malloc(strlen(bytes_list) + 1);
+    strcpy(list, bytes_list);
+    for (char *tok = strtok(list, ","); tok != NULL; tok = strtok(NULL, ",")) {
+        long bytes = atol(tok);
+        size_t total = (size_t)bytes * (size_t)size;
+        char *sb = malloc(total ? total : 1), *rb = malloc(total ? total : 1);
+        for (size_t k = 0; k < total; k++) sb[k] = (char)(k * 7 + (size_t)rank);
+        for (int r = 0; r < repeats; r++) {
+            for (int c = 0; c < ncand; c++) {
+                if (!selected(only, names[c])) continue;
+                for (int w = 0; w < warmup; w++) fns[c](sb, (int)bytes, MPI_BYTE, rb, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+                MPI_Barrier(MPI_COMM_WORLD);
+                double start = MPI_Wtime();
+                for (int it = 0; it < iters; it++) {
+                    fns[c](sb, (int)bytes, MPI_BYTE, rb, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+                    MPI_Barrier(MPI_COMM_WORLD);
+                }
+                double mine = (MPI_Wtime() - start) / iters, worst = 0;
+                MPI_Reduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+                if (rank == 0) {
+                    printf("time %s %ld %d %.9f\n", names[c], bytes, r, worst);
+                    fflush(stdout);
+                }
+            }
+        }
+        free(sb);
+        free(rb);
+    }
+    if (rank == 0) printf("done\n");
+    free(list);
+    free(fns);
+    free(names);
+    MPI_Finalize();
+    return 0;
+}
