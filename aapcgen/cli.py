@@ -278,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--mpicc", metavar="PATH", help="MPI compiler wrapper (default: $MPICC, then mpicc on PATH)"
     )
+    # commands of other modules: each module's register(sub) adds its subparsers (one line each)
     return parser
 
 
