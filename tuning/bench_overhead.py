@@ -71,8 +71,8 @@ def measure(n: int, nbytes: int, repeats: int, iters: int) -> dict[str, list[flo
     times: dict[str, list[float]] = {}
     for line in out.splitlines():
         if line.startswith("time "):
-            _, name, _, _, sec = line.split()
-            times.setdefault(name, []).append(float(sec))
+            fields = line.split()  # time <candidate> <bytes> <repeat> <seconds> <iters> <cpu>
+            times.setdefault(fields[1], []).append(float(fields[4]))
     return times
 
 

@@ -5,10 +5,14 @@
  * and every variant in aapc_variants[] of the generated directory it is compiled with. For each
  * repeat, the candidates run in turn (interleaved, so they see the same machine state): warm-up
  * calls, a barrier, then `iters` x { alltoall; barrier } timed with MPI_Wtime. Rank 0 prints one
- * line per (repeat, candidate): "time <candidate> <bytes> <repeat> <seconds per call>" (max over
- * ranks), then "done".
+ * line per (repeat, candidate): "time <candidate> <bytes> <repeat> <seconds per call> <iters>
+ * <cpu busy>" (time: max over ranks; cpu busy: fraction of all CPUs of the machine busy during the
+ * timed loop, from /proc/stat on rank 0's machine, -1 where unavailable), then "done".
+ * With --target-seconds T the number of timed calls adapts: iters = T / (time of the warm-up
+ * calls), clamped to [--min-iters, --iters].
  *
- * usage: alltoall_timer --bytes B[,B...] [--iters N] [--warmup N] [--repeats R] [--only a,b]
+ * usage: alltoall_timer --bytes B[,B...] [--iters N] [--min-iters N] [--target-seconds T]
+ *                       [--warmup N] [--repeats R] [--only a,b]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -36,6 +40,24 @@ static int selected(const char *only, const char *name)
     return 0;
 }
 
+/* Busy and total jiffies of all CPUs (first line of /proc/stat); 0 when unavailable. */
+static int cpu_jiffies(double *busy, double *total)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    int ok = f != NULL && fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                                 &v[3], &v[4], &v[5], &v[6], &v[7]) == 8;
+    if (f != NULL) {
+        fclose(f);
+    }
+    if (!ok) {
+        return 0;
+    }
+    *total = (double)(v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]);
+    *busy = *total - (double)(v[3] + v[4]); /* minus idle and iowait */
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -43,10 +65,13 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *bytes_list = "65536", *only = NULL;
-    int iters = 20, warmup = 2, repeats = 5;
+    int iters = 20, min_iters = 3, warmup = 2, repeats = 5;
+    double target = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--bytes") == 0) bytes_list = argv[i + 1];
         else if (strcmp(argv[i], "--iters") == 0) iters = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--min-iters") == 0) min_iters = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--target-seconds") == 0) target = atof(argv[i + 1]);
         else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
@@ -70,17 +95,33 @@ int main(int argc, char **argv)
         for (int r = 0; r < repeats; r++) {
             for (int c = 0; c < ncand; c++) {
                 if (!selected(only, names[c])) continue;
-                for (int w = 0; w < warmup; w++) fns[c](sb, (int)bytes, MPI_BYTE, rb, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
                 MPI_Barrier(MPI_COMM_WORLD);
-                double start = MPI_Wtime();
-                for (int it = 0; it < iters; it++) {
+                double wstart = MPI_Wtime();
+                for (int w = 0; w < warmup; w++) {
                     fns[c](sb, (int)bytes, MPI_BYTE, rb, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
                     MPI_Barrier(MPI_COMM_WORLD);
                 }
-                double mine = (MPI_Wtime() - start) / iters, worst = 0;
+                int n = iters;
+                if (target > 0 && warmup > 0) { /* rank 0 decides, everyone follows */
+                    double per_call = (MPI_Wtime() - wstart) / warmup;
+                    n = per_call > 0 ? (int)(target / per_call) : iters;
+                    n = n < min_iters ? min_iters : (n > iters ? iters : n);
+                    MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
+                }
+                double busy0 = 0, total0 = 0, busy1 = 0, total1 = 0;
+                int have_cpu = rank == 0 && cpu_jiffies(&busy0, &total0);
+                MPI_Barrier(MPI_COMM_WORLD);
+                double start = MPI_Wtime();
+                for (int it = 0; it < n; it++) {
+                    fns[c](sb, (int)bytes, MPI_BYTE, rb, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+                    MPI_Barrier(MPI_COMM_WORLD);
+                }
+                double mine = (MPI_Wtime() - start) / n, worst = 0;
+                have_cpu = have_cpu && cpu_jiffies(&busy1, &total1) && total1 > total0;
                 MPI_Reduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
                 if (rank == 0) {
-                    printf("time %s %ld %d %.9f\n", names[c], bytes, r, worst);
+                    double cpu = have_cpu ? (busy1 - busy0) / (total1 - total0) : -1.0;
+                    printf("time %s %ld %d %.9f %d %.3f\n", names[c], bytes, r, worst, n, cpu);
                     fflush(stdout);
                 }
             }

@@ -1,0 +1,574 @@
+"""`aapcgen bench`: generated routines against the MPI library's MPI_Alltoall, side by side.
+
+Measurement as in seed 002 Figure 5 (runtime_c/bench/alltoall_timer.c): warm-up calls, then
+timed calls each followed by a barrier; time per call = max over ranks. One invocation runs
+several MPI jobs per repeat, interleaved so every candidate sees the same machine: job 0 times the
+library's default MPI_Alltoall and every generated variant; each further job times one forced
+native algorithm (MPICH: MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM; SimGrid: --cfg=smpi/alltoall).
+
+Throughput = |M|(|M|-1) * msize / time, reported with its percentage of the section 3 peak. Every
+measurement records the CPU utilisation of the machine during the timed calls; above
+CPU_BOUND it is flagged "cpu-bound": not a statement about the network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from aapcgen.errors import AapcError, InputError
+from aapcgen.generate import generate
+from aapcgen.model import Link, Topology
+from aapcgen.resources import resource_dir
+from aapcgen.sync import VariantSpec
+from aapcgen.tree import analyze
+from aapcgen.units import format_bandwidth
+
+BACKENDS = ("local", "emulate", "simulate", "mpiexec")
+MPICH_NATIVES = ("brucks", "scattered", "pairwise")
+SIMGRID_NATIVES = ("basic_linear", "pair", "ring", "bruck", "mpich", "ompi", "mvapich2")
+CPU_BOUND = 0.90
+_UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 2**20, "MB": 2**20, "MIB": 2**20}
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """``1K,4K,64K,1M`` -> bytes (binary prefixes, as message sizes usually are)."""
+    sizes = []
+    for item in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", item)
+        if not m or m.group(2).upper() not in _UNITS:
+            raise InputError(
+                f"--sizes: '{item}' is not a message size (examples: 1024, 4K, 64K, 1M)"
+            )
+        sizes.append(int(m.group(1)) * _UNITS[m.group(2).upper()])
+    return tuple(sizes)
+
+
+def with_rate(topo: Topology, rate: float | None) -> Topology:
+    """The topology with every link at ``rate`` bytes/s (--rate for scaled-down experiments)."""
+    if rate is None:
+        return topo
+    return replace(
+        topo,
+        bandwidth=rate,
+        machine_bandwidth=(rate,) * topo.n_machines,
+        links=tuple(Link(ln.a, ln.b, rate) for ln in topo.links),
+    )
+
+
+@dataclass(frozen=True)
+class Measurement:
+    candidate: str
+    bytes: int
+    repeat: int
+    seconds: float
+    iters: int
+    cpu_busy: float  # fraction of the machine's CPUs busy during the timed calls; -1 unknown
+
+
+@dataclass(frozen=True)
+class Summary:
+    candidate: str
+    bytes: int
+    median_s: float
+    min_s: float
+    max_s: float
+    throughput_mbps: float  # MB/s (1e6 bytes) at the median time
+    percent_of_peak: float
+    cpu_busy: float  # median
+    cpu_bound: bool
+    repeats: int
+
+
+def parse_timer_output(text: str, rename: dict[str, str], repeat: int) -> list[Measurement]:
+    rows = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 7 and f[0] == "time":
+            rows.append(
+                Measurement(
+                    rename.get(f[1], f[1]), int(f[2]), repeat, float(f[4]), int(f[5]), float(f[6])
+                )
+            )
+    return rows
+
+
+def summarize(rows: list[Measurement], n_machines: int, peak: float) -> list[Summary]:
+    """Median and spread per (candidate, size); pure."""
+    groups: dict[tuple[str, int], list[Measurement]] = {}
+    for r in rows:
+        groups.setdefault((r.candidate, r.bytes), []).append(r)
+    out = []
+    for (cand, size), ms in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        times = [m.seconds for m in ms]
+        med = statistics.median(times)
+        cpus = [m.cpu_busy for m in ms if m.cpu_busy >= 0]
+        cpu = statistics.median(cpus) if cpus else -1.0
+        tput = n_machines * (n_machines - 1) * size / med if med > 0 else 0.0
+        out.append(
+            Summary(
+                cand,
+                size,
+                med,
+                min(times),
+                max(times),
+                tput / 1e6,
+                100 * tput / peak,
+                cpu,
+                cpu >= CPU_BOUND,
+                len(ms),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Job:
+    """One MPI job of a repeat: the timer's arguments, environment and candidate names."""
+
+    label: str
+    args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    rename: tuple[tuple[str, str], ...]  # timer candidate name -> reported name
+    simgrid_algorithm: str | None = None
+
+
+def plan_jobs(
+    backend: str, natives: tuple[str, ...], sizes: tuple[int, ...], target_s: float, max_iters: int
+) -> list[Job]:
+    """Job 0: default native + generated variants; then one job per forced native algorithm."""
+    common = (
+        "--bytes",
+        ",".join(map(str, sizes)),
+        "--repeats",
+        "1",
+        "--warmup",
+        "1",
+        "--target-seconds",
+        str(target_s),
+        "--iters",
+        str(max_iters),
+        "--min-iters",
+        "3",
+    )
+    jobs = [Job("native + generated", common, (), (("native", "native-default"),))]
+    for alg in natives:
+        rename = (("native", f"native-{alg}"),)
+        if backend == "simulate":
+            jobs.append(Job(f"native-{alg}", (*common, "--only", "native"), (), rename, alg))
+        else:
+            env = (("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", alg),)
+            jobs.append(Job(f"native-{alg}", (*common, "--only", "native"), env, rename))
+    return jobs
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    topology: Topology
+    backend: str
+    sizes: tuple[int, ...]
+    variants: list[VariantSpec]
+    natives: tuple[str, ...]
+    repeats: int
+    target_seconds: float
+    max_iters: int
+    rate: float | None
+    queue: int
+    out_dir: Path
+    hostfile: str | None = None
+    launcher: str | None = None
+    timeout: float = 3600.0
+
+
+Runner = Callable[[Job, Path], str]
+
+
+def _bin(name: str) -> str:
+    local = Path(sys.executable).parent / name
+    return str(local) if local.exists() else name
+
+
+def _check(cmd: list[str], env: dict[str, str], timeout: float) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise AapcError(
+            f"benchmark job timed out after {timeout:.0f} s: {shlex.join(cmd[:6])} ..."
+        ) from None
+    if proc.returncode != 0 or "done" not in proc.stdout.splitlines():
+        tail = (
+            proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"]
+        )[-1]
+        raise AapcError(f"benchmark job failed (exit {proc.returncode}): {tail}")
+    return proc.stdout
+
+
+@contextlib.contextmanager
+def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
+    """A function running one job's timer on the chosen backend, and the compiler to build it."""
+    n = cfg.topology.n_machines
+    base_env = {**os.environ, "AAPC_QUIET": "1"}
+    if cfg.backend == "local":
+        yield (
+            (
+                lambda job, exe: _check(
+                    [_bin("mpiexec"), "-n", str(n), str(exe), *job.args],
+                    {**base_env, **dict(job.env)},
+                    cfg.timeout,
+                )
+            ),
+            _bin("mpicc"),
+        )
+    elif cfg.backend == "mpiexec":
+        if cfg.launcher:
+            launch = shlex.split(cfg.launcher)
+        else:
+            launch = [
+                _bin("mpiexec"),
+                "-n",
+                str(n),
+                *(["-f", cfg.hostfile] if cfg.hostfile else []),
+            ]
+        yield (
+            (
+                lambda job, exe: _check(
+                    [*launch, str(exe), *job.args], {**base_env, **dict(job.env)}, cfg.timeout
+                )
+            ),
+            _bin("mpicc"),
+        )
+    elif cfg.backend == "emulate":
+        from aapcgen import emulate
+
+        with emulate.emulated(cfg.topology, rate=cfg.rate, queue=cfg.queue) as em:
+
+            def run(job: Job, exe: Path) -> str:
+                cmd = emulate.mpiexec_command(
+                    em, _bin("mpiexec"), [str(exe), *job.args], dict(job.env)
+                )
+                return _check(cmd, base_env, cfg.timeout)
+
+            yield run, _bin("mpicc")
+    elif cfg.backend == "simulate":
+        from aapcgen import simgrid
+
+        with tempfile.TemporaryDirectory(prefix="aapc-sim-") as tmp:
+            platform_file, hostfile = simgrid.export_simgrid(cfg.topology, Path(tmp), rate=cfg.rate)
+
+            def run(job: Job, exe: Path) -> str:
+                cmd = simgrid.smpirun_command(
+                    platform_file, hostfile, n, exe, list(job.args), job.simgrid_algorithm
+                )
+                return _check(cmd, base_env, cfg.timeout)
+
+            yield run, "smpicc"
+    else:
+        raise InputError(f"unknown backend '{cfg.backend}' (choose from: {', '.join(BACKENDS)})")
+
+
+def _compile(mpicc: str, gen_dir: Path, exe: Path) -> None:
+    sources = [str(p) for p in sorted(gen_dir.glob("*.c"))]
+    timer = resource_dir("runtime_c") / "bench" / "alltoall_timer.c"
+    cmd = [mpicc, "-std=c11", "-O2", f"-I{gen_dir}", str(timer), *sources, "-o", str(exe)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AapcError(
+            f"compiling the benchmark failed: {(proc.stderr.strip().splitlines() or ['?'])[0]}"
+        )
+
+
+def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measurement]:
+    jobs = plan_jobs(cfg.backend, cfg.natives, cfg.sizes, cfg.target_seconds, cfg.max_iters)
+    rows: list[Measurement] = []
+    with tempfile.TemporaryDirectory(prefix="aapc-bench-") as tmp, runner(cfg) as (run, mpicc):
+        gen_dir = Path(tmp) / "gen"
+        generate(cfg.topology, cfg.variants, gen_dir)
+        exe = Path(tmp) / "alltoall_timer"
+        _compile(mpicc, gen_dir, exe)
+        total, done, start = len(jobs) * cfg.repeats, 0, time.monotonic()
+        for repeat in range(cfg.repeats):
+            for job in jobs:
+                out = run(job, exe)
+                rows += parse_timer_output(out, dict(job.rename), repeat)
+                done += 1
+                elapsed = time.monotonic() - start
+                eta = elapsed / done * (total - done)
+                progress(
+                    f"repeat {repeat + 1}/{cfg.repeats}, {job.label}: done ({done}/{total} jobs, "
+                    f"{elapsed:.0f} s elapsed, ETA {eta:.0f} s)"
+                )
+    return rows
+
+
+def write_outputs(
+    cfg: BenchConfig, rows: list[Measurement], summary: list[Summary], peak: float
+) -> list[Path]:
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    n = cfg.topology.n_machines
+    csv_path, json_path, png_path = (
+        cfg.out_dir / f for f in ("results.csv", "results.json", "throughput.png")
+    )
+    with open(csv_path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(
+            [
+                "candidate",
+                "bytes",
+                "repeat",
+                "seconds",
+                "iters",
+                "throughput_MBps",
+                "percent_of_peak",
+                "cpu_busy",
+                "cpu_bound",
+            ]
+        )
+        for r in rows:
+            tput = n * (n - 1) * r.bytes / r.seconds if r.seconds > 0 else 0.0
+            w.writerow(
+                [
+                    r.candidate,
+                    r.bytes,
+                    r.repeat,
+                    f"{r.seconds:.9f}",
+                    r.iters,
+                    f"{tput / 1e6:.3f}",
+                    f"{100 * tput / peak:.2f}",
+                    f"{r.cpu_busy:.3f}",
+                    r.cpu_busy >= CPU_BOUND,
+                ]
+            )
+    env = {
+        "topology": cfg.topology.name,
+        "machines": n,
+        "backend": cfg.backend,
+        "rate": format_bandwidth(cfg.rate) if cfg.rate else "from topology",
+        "queue_bytes": cfg.queue if cfg.backend == "emulate" else None,
+        "peak_MBps": peak / 1e6,
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "mpi": _mpi_version(),
+    }
+    json_path.write_text(
+        json.dumps(
+            {
+                "environment": env,
+                "summary": [asdict(s) for s in summary],
+                "measurements": [asdict(r) for r in rows],
+            },
+            indent=1,
+        )
+    )
+    plot(summary, peak, f"{cfg.topology.name} ({cfg.backend}, {n} machines)", png_path)
+    return [csv_path, json_path, png_path]
+
+
+def _mpi_version() -> str:
+    try:
+        out = subprocess.run(
+            [_bin("mpichversion")], capture_output=True, text=True, timeout=10
+        ).stdout
+        return " ".join(out.split()[:3]) or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def plot(summary: list[Summary], peak: float, title: str, path: Path) -> None:
+    """Throughput against message size, one line per candidate, the peak as a line (seed 002 Fig. 7)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for cand in sorted({s.candidate for s in summary}):
+        pts = sorted((s for s in summary if s.candidate == cand), key=lambda s: s.bytes)
+        sizes = [s.bytes for s in pts]
+        style = "--" if cand.startswith("native") else "-"
+        ax.plot(sizes, [s.throughput_mbps for s in pts], style, marker="o", label=cand)
+    ax.axhline(peak / 1e6, color="black", linewidth=1.5, label="peak (bottleneck bound)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size per pair (bytes)")
+    ax.set_ylabel("aggregate throughput (MB/s)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report_table(summary: list[Summary]) -> str:
+    lines = [
+        "| size | candidate | median MB/s | time median (min-max) ms | % of peak | CPU busy | note |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        note = "cpu-bound: not network-bound" if s.cpu_bound else ""
+        cpu = f"{100 * s.cpu_busy:.0f}%" if s.cpu_busy >= 0 else "?"
+        lines.append(
+            f"| {_size(s.bytes)} | {s.candidate} | {s.throughput_mbps:.2f} | {1e3 * s.median_s:.2f} "
+            f"({1e3 * s.min_s:.2f}-{1e3 * s.max_s:.2f}) | {s.percent_of_peak:.1f} | {cpu} | {note} |"
+        )
+    return "\n".join(lines)
+
+
+def best_ratios(summary: list[Summary]) -> str:
+    """Per size: best generated variant against the best native algorithm (median throughput)."""
+    lines = []
+    for size in sorted({s.bytes for s in summary}):
+        at = [s for s in summary if s.bytes == size]
+        gen = max(
+            (s for s in at if not s.candidate.startswith("native")),
+            key=lambda s: s.throughput_mbps,
+            default=None,
+        )
+        nat = max(
+            (s for s in at if s.candidate.startswith("native")),
+            key=lambda s: s.throughput_mbps,
+            default=None,
+        )
+        default = next((s for s in at if s.candidate == "native-default"), None)
+        if gen and nat:
+            vs_default = (
+                f", {gen.throughput_mbps / default.throughput_mbps:.2f}x native-default"
+                if default
+                else ""
+            )
+            lines.append(
+                f"{_size(size)}: best generated {gen.candidate} {gen.percent_of_peak:.1f}% of peak, "
+                f"{gen.throughput_mbps / nat.throughput_mbps:.2f}x the best native ({nat.candidate}){vs_default}"
+            )
+    return "\n".join(lines)
+
+
+def _size(b: int) -> str:
+    for unit, factor in (("M", 2**20), ("K", 1024)):
+        if b >= factor and b % factor == 0:
+            return f"{b // factor}{unit}"
+    return str(b)
+
+
+def peak_of(topo: Topology, rate: float | None) -> float:
+    return analyze(with_rate(topo, rate)).peak
+
+
+def cmd_bench(args: object) -> int:
+    from aapcgen.cli import _topology
+    from aapcgen.generate import parse_block_sizes, stderr_progress, variant_specs
+    from aapcgen.units import parse_bandwidth
+
+    a = args  # argparse.Namespace
+    topo = _topology(a.topology)
+    try:
+        rate = parse_bandwidth(a.rate) if a.rate else None
+    except ValueError as exc:
+        raise InputError(f"--rate: {exc}") from None
+    if a.backend not in BACKENDS:
+        raise InputError(
+            f"--backend: unknown backend '{a.backend}' (choose from: {', '.join(BACKENDS)})"
+        )
+    specs = []
+    for v in a.variants.split(","):
+        specs += variant_specs(
+            v, parse_block_sizes(a.block_size) if ("partial" in v or v == "all") else None
+        )
+    default_natives = SIMGRID_NATIVES if a.backend == "simulate" else MPICH_NATIVES
+    natives = tuple(
+        x for x in (a.natives.split(",") if a.natives is not None else default_natives) if x
+    )
+    out_dir = Path(a.output or f"bench-results/{topo.name}-{a.backend}")
+    cfg = BenchConfig(
+        topo,
+        a.backend,
+        parse_sizes(a.sizes),
+        specs,
+        natives,
+        a.repeats,
+        a.target_seconds,
+        a.max_iters,
+        rate,
+        a.queue,
+        out_dir,
+        a.hostfile,
+        a.launcher,
+        a.timeout,
+    )
+    peak = peak_of(topo, rate)
+    stderr_progress(
+        f"bench {topo.name} on {a.backend}: {len(specs)} generated variant(s), natives "
+        f"{', '.join(natives) or 'default only'}, sizes {a.sizes}, {a.repeats} repeats; "
+        f"peak {peak / 1e6:.2f} MB/s"
+    )
+    rows = run_bench(cfg, stderr_progress)
+    summary = summarize(rows, topo.n_machines, peak)
+    files = write_outputs(cfg, rows, summary, peak)
+    print(report_table(summary))
+    print(best_ratios(summary))
+    print("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def register(sub: object) -> None:
+    """Add `aapcgen bench` to the CLI's subparsers."""
+    p = sub.add_parser(  # type: ignore[attr-defined]
+        "bench",
+        help="Benchmark generated routines against the MPI library's MPI_Alltoall.",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("topology", nargs="?", metavar="TOPO.yaml")
+    p.add_argument(
+        "--backend", default="local", help=f"one of {', '.join(BACKENDS)} (default local)"
+    )
+    p.add_argument(
+        "--sizes", default="1K,4K,16K,64K,256K,1M", help="message sizes per pair, e.g. 1K,64K,1M"
+    )
+    p.add_argument(
+        "--variants",
+        default="sender-all,no-sync",
+        help="generated variants, comma-separated, or all",
+    )
+    p.add_argument("--block-size", metavar="N[,N...]", help="block sizes for partial variants")
+    p.add_argument(
+        "--natives", help="native algorithms to force besides the default (comma list; '' for none)"
+    )
+    p.add_argument("--repeats", type=int, default=5, help="interleaved repeats (median and spread)")
+    p.add_argument(
+        "--target-seconds", type=float, default=1.0, help="timed seconds per measurement"
+    )
+    p.add_argument(
+        "--max-iters", type=int, default=50, help="at most this many timed calls per measurement"
+    )
+    p.add_argument("--rate", help="emulate/simulate: every link at this speed (e.g. 100Mbit)")
+    p.add_argument(
+        "--queue", type=int, default=100_000, help="emulate: switch port buffer in bytes"
+    )
+    p.add_argument("--hostfile", help="mpiexec backend: hostfile for mpiexec -f")
+    p.add_argument(
+        "--launcher", help="mpiexec backend: launch command, e.g. 'srun -N 16 --ntasks-per-node=1'"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=3600.0, help="seconds before one MPI job is killed"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="results directory (default bench-results/NAME-BACKEND)",
+    )
+    p.set_defaults(func=cmd_bench)
