@@ -132,19 +132,32 @@ def _subtree_counts(topo: Topology, order: list[str], parent: dict[str, str]) ->
     return count
 
 
-def link_loads(topo: Topology) -> tuple[LinkLoad, ...]:
-    """Every link with the number of machines on each side (switch links first, file order)."""
+@dataclass(frozen=True)
+class _Counts:
+    """The tree hanging from its first switch, with the machines below every node."""
+
+    adj: dict[str, list[tuple[str, float]]]
+    parent: dict[str, str]
+    below: dict[str, int]
+    n: int
+
+    def beyond(self, node: str, nxt: str) -> int:
+        """Machines reached from ``node`` through its neighbour ``nxt``."""
+        return self.below[nxt] if self.parent.get(nxt) == node else self.n - self.below[node]
+
+
+def _counts(topo: Topology) -> _Counts:
     adj = _adjacency(topo)
     order, parent = _dfs_order(adj, topo.switches[0])
-    count = _subtree_counts(topo, order, parent)
+    return _Counts(adj, parent, _subtree_counts(topo, order, parent), topo.n_machines)
+
+
+def link_loads(topo: Topology) -> tuple[LinkLoad, ...]:
+    """Every link with the number of machines on each side (switch links first, file order)."""
+    c = _counts(topo)
     n = topo.n_machines
-
-    def side_of(a: str, b: str) -> int:
-        """Machines on a's side of link (a, b)."""
-        return count[a] if parent.get(a) == b else n - count[b]
-
     links = [
-        LinkLoad(ln.a, ln.b, side_of(ln.a, ln.b), side_of(ln.b, ln.a), ln.bandwidth)
+        LinkLoad(ln.a, ln.b, c.beyond(ln.b, ln.a), c.beyond(ln.a, ln.b), ln.bandwidth)
         for ln in topo.links
     ]
     links += [
@@ -158,14 +171,8 @@ def find_root(topo: Topology, links: tuple[LinkLoad, ...]) -> str:
     """The root switch by the walk of section 4.1 (see the module docstring for tie rules)."""
     if topo.n_machines == 2:
         return topo.machine_switch[0]
-    adj = _adjacency(topo)
-    order, parent = _dfs_order(adj, topo.switches[0])
-    count = _subtree_counts(topo, order, parent)
-    n = topo.n_machines
-
-    def beyond(node: str, nxt: str) -> int:
-        """Machines reached from ``node`` through neighbour ``nxt``."""
-        return count[nxt] if parent.get(nxt) == node else n - count[node]
+    c = _counts(topo)
+    adj, parent = c.adj, c.parent
 
     top = max(link.load for link in links)
     start = next(link for link in links if link.load == top)
@@ -184,7 +191,7 @@ def find_root(topo: Topology, links: tuple[LinkLoad, ...]) -> str:
         upper = start.b if a_below else start.a
         u, v = (lower, upper) if lower in ancestors_of_rank0 else (upper, lower)
     while True:
-        branches = [w for w, _ in adj[u] if w != v and beyond(u, w) > 0]
+        branches = [w for w, _ in adj[u] if w != v and c.beyond(u, w) > 0]
         if len(branches) != 1:
             return u
         u, v = branches[0], u
