@@ -38,7 +38,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check aapcgen tests tuning
 	$(BIN)/ruff format --check aapcgen tests tuning
 
-test: $(STAMP) $(OMPI_STAMP) lint
+# ip and tc (iproute2) for `aapcgen emulate` and its tests (docs/emulation.md); ping is optional.
+emulation-tools:
+	command -v tc >/dev/null || (apt-get update && apt-get install -y iproute2)
+	-command -v ping >/dev/null || apt-get install -y iputils-ping
+
+test: $(STAMP) $(OMPI_STAMP) lint emulation-tools
 	$(BIN)/pytest
 
 bench: $(STAMP)

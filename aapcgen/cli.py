@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen import __version__
+from aapcgen import __version__, bench, emulate
 from aapcgen.errors import AapcError, InputError, VerificationError
 from aapcgen.generate import (
     build_library,
@@ -279,6 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--mpicc", metavar="PATH", help="MPI compiler wrapper (default: $MPICC, then mpicc on PATH)"
     )
     # commands of other modules: each module's register(sub) adds its subparsers (one line each)
+    bench.register(sub)
+    emulate.register(sub)
     return parser
 
 

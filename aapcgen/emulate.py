@@ -1,0 +1,670 @@
+"""Emulate a switch tree on one Linux machine: network namespaces, bridges, veth pairs and tbf.
+
+``aapcgen emulate up TOPO.yaml`` builds (as root, see ``docs/emulation.md``):
+
+* one network namespace per machine (``<prefix>-m<rank>``) whose only link is ``eth0``;
+* one namespace ``<prefix>-sw`` holding one Linux bridge per switch (``<prefix>b<i>``);
+* a veth pair per machine link (``eth0`` <-> ``<prefix>m<rank>``) and per switch-switch link
+  (``<prefix>l<k>a`` <-> ``<prefix>l<k>b``), the switch-side ends attached to their bridges;
+* a ``tbf`` qdisc on both ends of every veth (egress each way) at the link's rate, with a small
+  queue that plays the switch port buffer.
+
+Machines get addresses in the RFC 2544 benchmarking range 198.18.0.0/15 (rank r ->
+198.18.0.0 + r + 1, one /15 subnet), no default route: nothing leaves the namespaces.
+
+Planning (:func:`plan_emulation`) is pure and unit-tested without root; execution
+(:func:`emulate_up`, :func:`emulate_down`, :func:`emulate_status`) runs the planned ``ip``/``tc``
+commands. :func:`emulated` is a context manager that always tears down, also on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import FrameType
+
+from aapcgen.errors import AapcError, InputError
+from aapcgen.model import Topology
+from aapcgen.units import format_bandwidth, parse_bandwidth
+
+DEFAULT_PREFIX = "aapc"
+DEFAULT_QUEUE = 100_000  # bytes of tbf queue per link direction: the switch port buffer
+MIN_BURST = 32 * 1024  # bytes; "burst 32kb" as measured in docs/emulation.md
+ASSUMED_HZ = 1000  # burst >= rate / HZ (classic tbf rule; modern tbf uses hrtimers anyway)
+MTU_FRAME = 1514  # bytes of a full Ethernet frame on a veth (MTU 1500 + header)
+NETWORK = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544 benchmarking range
+IFNAME_MAX = 15  # Linux IFNAMSIZ - 1
+PREFIX_RE = re.compile(r"[a-z][a-z0-9]{0,7}")
+PROGRESS_MACHINES = 32  # set-ups at least this big print progress on stderr
+ROOT_MESSAGE = (
+    "emulate needs root (network namespaces); run as root or use --backend local/simulate"
+)
+SYSCTL_NO_IPV6 = (
+    "net.ipv6.conf.all.disable_ipv6=1",
+    "net.ipv6.conf.default.disable_ipv6=1",
+)
+
+
+class EmulationExists(AapcError):
+    """An emulation with the requested prefix is already up."""
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class Shaper:
+    """One tbf qdisc: egress of ``dev`` in namespace ``ns``, carrying traffic ``direction``."""
+
+    ns: str
+    dev: str
+    direction: str  # e.g. "s0->s1", "s1->n3", "n3->s1"
+    rate: float  # bytes per second
+
+
+@dataclass(frozen=True)
+class VethPair:
+    """A veth pair for one link. ``label`` names the link, e.g. ``n3-s1`` or ``s0-s1``."""
+
+    label: str
+    ns_a: str
+    dev_a: str
+    ns_b: str
+    dev_b: str
+    rate: float  # bytes per second, both directions
+
+
+@dataclass(frozen=True)
+class EmulationPlan:
+    """Everything :func:`emulate_up` will create, and the commands that create it."""
+
+    prefix: str
+    topology_name: str
+    machines: tuple[str, ...]  # rank order
+    machine_ns: tuple[str, ...]  # rank order
+    machine_ip: tuple[str, ...]  # rank order, without prefix length
+    prefixlen: int
+    switch_ns: str
+    bridges: tuple[tuple[str, str], ...]  # (switch name, bridge device), declaration order
+    veths: tuple[VethPair, ...]
+    shapers: tuple[Shaper, ...]
+    burst: int  # bytes
+    queue: int  # bytes
+    commands: tuple[tuple[str, ...], ...]  # argv lists, in execution order
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        return (self.switch_ns, *self.machine_ns)
+
+    @property
+    def interface_names(self) -> tuple[str, ...]:
+        """Every interface name created (``eth0`` once per machine namespace)."""
+        names = [dev for _, dev in self.bridges]
+        for v in self.veths:
+            names += [v.dev_a, v.dev_b]
+        return tuple(names)
+
+
+@dataclass(frozen=True)
+class Emulation:
+    """A running emulation, as returned by :func:`emulate_up`."""
+
+    prefix: str
+    topology_name: str
+    machines: tuple[str, ...]
+    machine_ns: tuple[str, ...]  # rank order
+    machine_ip: tuple[str, ...]  # rank order
+    switch_ns: str
+    switch_devices: tuple[tuple[str, str], ...]  # (switch-side device, direction label)
+    machine_devices: tuple[tuple[str, str], ...]  # (machine namespace, direction on its eth0)
+    ip: str = "ip"  # path of the ip tool used
+    tc: str = "tc"  # path of the tc tool used
+
+
+# --------------------------------------------------------------------------- pure planning
+
+
+def check_prefix(prefix: str) -> str:
+    if not isinstance(prefix, str) or PREFIX_RE.fullmatch(prefix) is None:
+        raise InputError(
+            f"--prefix {prefix!r}: use 1-8 lower-case letters and digits, starting with a letter"
+        )
+    return prefix
+
+
+def parse_rate(text: str | None) -> float | None:
+    """``--rate`` text -> bytes/s (None stays None); a bad value is a one-line InputError."""
+    if text is None:
+        return None
+    try:
+        return parse_bandwidth(text)
+    except ValueError as exc:
+        raise InputError(f"--rate: {exc}") from None
+
+
+def parse_queue(text: str | int) -> int:
+    """``--queue`` bytes; at least one full frame."""
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise InputError(f"--queue {text!r}: expected a whole number of bytes") from None
+    if value < MTU_FRAME:
+        raise InputError(f"--queue {value}: must be at least {MTU_FRAME} bytes (one frame)")
+    return value
+
+
+def burst_for(rate: float) -> int:
+    """tbf bucket size in bytes: max(32 KiB, rate/HZ, 2 frames)."""
+    return max(MIN_BURST, math.ceil(rate / ASSUMED_HZ), 2 * MTU_FRAME)
+
+
+def tc_rate(rate: float) -> str:
+    """Bytes/s -> a tc rate in bit/s, e.g. ``100000000bit``."""
+    return f"{max(1, round(rate * 8))}bit"
+
+
+def namespace_names(prefix: str, n_machines: int) -> tuple[str, tuple[str, ...]]:
+    return f"{prefix}-sw", tuple(f"{prefix}-m{r}" for r in range(n_machines))
+
+
+def machine_address(rank: int) -> str:
+    if rank + 1 >= NETWORK.num_addresses - 1:
+        raise InputError(f"too many machines for {NETWORK} ({NETWORK.num_addresses - 2} at most)")
+    return str(NETWORK.network_address + rank + 1)
+
+
+def tbf_command(tc: str, ns: str, dev: str, rate: float, burst: int, queue: int) -> tuple[str, ...]:
+    return (
+        tc,
+        "-n",
+        ns,
+        "qdisc",
+        "add",
+        "dev",
+        dev,
+        "root",
+        "tbf",
+        "rate",
+        tc_rate(rate),
+        "burst",
+        str(burst),
+        "limit",
+        str(queue),
+    )
+
+
+def plan_emulation(
+    topo: Topology,
+    rate: float | None = None,
+    queue: int = DEFAULT_QUEUE,
+    prefix: str = DEFAULT_PREFIX,
+    ip: str = "ip",
+    tc: str = "tc",
+) -> EmulationPlan:
+    """Plan namespaces, interfaces, addresses and the ``ip``/``tc`` commands (pure).
+
+    ``rate`` (bytes/s) overrides every link's bandwidth; ``queue`` is the tbf limit in bytes.
+    """
+    check_prefix(prefix)
+    queue = parse_queue(queue)
+    if rate is not None and not rate > 0:
+        raise InputError(f"rate {rate!r}: must be positive")
+    sw_ns, m_ns = namespace_names(prefix, topo.n_machines)
+    ips = tuple(machine_address(r) for r in range(topo.n_machines))
+    bridge = {s: f"{prefix}b{i}" for i, s in enumerate(topo.switches)}
+    veths: list[VethPair] = []
+    shapers: list[Shaper] = []
+    for r, (m, s) in enumerate(zip(topo.machines, topo.machine_switch)):
+        bw = rate if rate is not None else topo.machine_bandwidth[r]
+        v = VethPair(f"{m}-{s}", m_ns[r], "eth0", sw_ns, f"{prefix}m{r}", bw)
+        veths.append(v)
+        shapers += [
+            Shaper(v.ns_a, v.dev_a, f"{m}->{s}", bw),
+            Shaper(v.ns_b, v.dev_b, f"{s}->{m}", bw),
+        ]
+    for k, link in enumerate(topo.links):
+        bw = rate if rate is not None else link.bandwidth
+        v = VethPair(f"{link.a}-{link.b}", sw_ns, f"{prefix}l{k}a", sw_ns, f"{prefix}l{k}b", bw)
+        veths.append(v)
+        shapers += [
+            Shaper(sw_ns, v.dev_a, f"{link.a}->{link.b}", bw),
+            Shaper(sw_ns, v.dev_b, f"{link.b}->{link.a}", bw),
+        ]
+    too_long = [
+        n
+        for n in (*bridge.values(), *(d for v in veths for d in (v.dev_a, v.dev_b)))
+        if len(n) > IFNAME_MAX
+    ]
+    if too_long:
+        raise InputError(
+            f"interface name {too_long[0]!r} longer than {IFNAME_MAX}: shorter --prefix"
+        )
+    burst = burst_for(max((s.rate for s in shapers), default=0.0))
+
+    # commands, in execution order
+    cmds: list[tuple[str, ...]] = []
+    for ns in (sw_ns, *m_ns):
+        cmds.append((ip, "netns", "add", ns))
+        cmds.append((ip, "netns", "exec", ns, "sysctl", "-q", "-w", *SYSCTL_NO_IPV6))
+        cmds.append((ip, "-n", ns, "link", "set", "lo", "up"))
+    for s in topo.switches:
+        cmds.append((ip, "-n", sw_ns, "link", "add", bridge[s], "type", "bridge", "stp_state", "0"))
+        cmds.append((ip, "-n", sw_ns, "link", "set", bridge[s], "up"))
+    n_machine_links = topo.n_machines
+    for i, v in enumerate(veths):
+        if i < n_machine_links:  # machine link: eth0 in the machine namespace
+            s = topo.machine_switch[i]
+            cmds.append(
+                (ip, "-n", sw_ns, "link", "add", v.dev_b, "type", "veth")
+                + ("peer", "name", "eth0", "netns", v.ns_a)
+            )
+            cmds.append((ip, "-n", sw_ns, "link", "set", v.dev_b, "master", bridge[s]))
+            cmds.append((ip, "-n", sw_ns, "link", "set", v.dev_b, "up"))
+            cmds.append(
+                (ip, "-n", v.ns_a, "addr", "add", f"{ips[i]}/{NETWORK.prefixlen}", "dev", "eth0")
+            )
+            cmds.append((ip, "-n", v.ns_a, "link", "set", "eth0", "up"))
+        else:
+            link = topo.links[i - n_machine_links]
+            cmds.append(
+                (ip, "-n", sw_ns, "link", "add", v.dev_a, "type", "veth", "peer", "name", v.dev_b)
+            )
+            for dev, s in ((v.dev_a, link.a), (v.dev_b, link.b)):
+                cmds.append((ip, "-n", sw_ns, "link", "set", dev, "master", bridge[s]))
+                cmds.append((ip, "-n", sw_ns, "link", "set", dev, "up"))
+    for sh in shapers:
+        cmds.append(tbf_command(tc, sh.ns, sh.dev, sh.rate, burst_for(sh.rate), queue))
+    return EmulationPlan(
+        prefix=prefix,
+        topology_name=topo.name,
+        machines=topo.machines,
+        machine_ns=m_ns,
+        machine_ip=ips,
+        prefixlen=NETWORK.prefixlen,
+        switch_ns=sw_ns,
+        bridges=tuple((s, bridge[s]) for s in topo.switches),
+        veths=tuple(veths),
+        shapers=tuple(shapers),
+        burst=burst,
+        queue=queue,
+        commands=tuple(cmds),
+    )
+
+
+def emulation_of(plan: EmulationPlan, ip: str = "ip", tc: str = "tc") -> Emulation:
+    return Emulation(
+        prefix=plan.prefix,
+        topology_name=plan.topology_name,
+        machines=plan.machines,
+        machine_ns=plan.machine_ns,
+        machine_ip=plan.machine_ip,
+        switch_ns=plan.switch_ns,
+        switch_devices=tuple((s.dev, s.direction) for s in plan.shapers if s.ns == plan.switch_ns),
+        machine_devices=tuple((s.ns, s.direction) for s in plan.shapers if s.ns != plan.switch_ns),
+        ip=ip,
+        tc=tc,
+    )
+
+
+def mpiexec_command(
+    em: Emulation, mpiexec: str, argv: Sequence[str], env: dict[str, str] | None = None
+) -> list[str]:
+    """The MPMD hydra command running rank r of ``argv`` in machine r's namespace.
+
+    ``MPIR_CVAR_NOLOCAL=1`` stops MPICH from using shared memory between the "local" ranks
+    (they are on one host), so all traffic crosses the emulated links.
+    """
+    genv = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0", "MPIR_CVAR_NOLOCAL": "1", **(env or {})}
+    cmd = [mpiexec]
+    for key, value in genv.items():
+        cmd += ["-genv", key, value]
+    for r, ns in enumerate(em.machine_ns):
+        if r:
+            cmd.append(":")
+        cmd += ["-n", "1", em.ip, "netns", "exec", ns, *argv]
+    return cmd
+
+
+_QDISC_RE = re.compile(
+    r"^qdisc\s+(?P<kind>\S+)\s+\S+\s+dev\s+(?P<dev>\S+)\s+root.*?\n\s*Sent\s+(?P<bytes>\d+)\s+bytes\s+"
+    r"(?P<pkts>\d+)\s+pkt\s+\(dropped\s+(?P<drops>\d+)",
+    re.MULTILINE,
+)
+
+
+def parse_tc_stats(text: str) -> dict[str, tuple[int, int, int]]:
+    """``tc -s qdisc show`` output -> {device: (bytes sent, packets, drops)} of its root tbf."""
+    return {
+        m["dev"]: (int(m["bytes"]), int(m["pkts"]), int(m["drops"]))
+        for m in _QDISC_RE.finditer(text)
+        if m["kind"] == "tbf"
+    }
+
+
+# --------------------------------------------------------------------------- execution
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def require_root() -> None:
+    if not _is_root():
+        raise AapcError(ROOT_MESSAGE)
+
+
+def find_tool(name: str) -> str:
+    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if path is None:
+        raise AapcError(f"emulate needs `{name}` (iproute2): apt-get install iproute2")
+    return path
+
+
+def _run(argv: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=60)
+    if check and proc.returncode != 0:
+        reason = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        raise AapcError(f"`{' '.join(argv)}` failed: {reason}")
+    return proc
+
+
+def _namespaces(ip: str, prefix: str) -> list[str]:
+    out = _run([ip, "netns", "list"], check=False).stdout
+    names = [line.split()[0] for line in out.splitlines() if line.strip()]
+    return sorted((n for n in names if n.startswith(prefix + "-")), key=_natural)
+
+
+def _root_links(ip: str, prefix: str) -> list[str]:
+    out = _run([ip, "-o", "link", "show"], check=False).stdout
+    pattern = re.compile(re.escape(prefix) + r"[bml]\d+[ab]?")
+    names = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line]
+    return [n for n in names if pattern.fullmatch(n)]
+
+
+def _natural(name: str) -> tuple:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+
+
+def emulate_status(prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Namespaces and stray host interfaces with ``prefix``, e.g. ``["netns aapc-sw", ...]``."""
+    check_prefix(prefix)
+    ip = find_tool("ip")
+    return [f"netns {n}" for n in _namespaces(ip, prefix)] + [
+        f"link {n}" for n in _root_links(ip, prefix)
+    ]
+
+
+def _kill_namespace_processes(ip: str, namespaces: Sequence[str]) -> list[str]:
+    """Stop processes still inside our namespaces (they would keep a deleted namespace alive)."""
+    pids: dict[int, str] = {}
+    for ns in namespaces:
+        out = _run([ip, "netns", "pids", ns], check=False).stdout
+        pids.update({int(p): ns for p in out.split() if p.isdigit() and int(p) != os.getpid()})
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = [p for p in pids if _alive(p)]
+        for pid in alive:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 2.0
+        while any(_alive(p) for p in alive) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return [f"process {pid} in {ns}" for pid, ns in pids.items()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def emulate_down(prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Remove every namespace and host interface with ``prefix``; returns what it removed.
+
+    Idempotent: nothing to remove is not an error. Processes still running inside the
+    namespaces (e.g. left-over MPI ranks) are terminated first.
+    """
+    check_prefix(prefix)
+    require_root()
+    ip = find_tool("ip")
+    removed: list[str] = []
+    namespaces = _namespaces(ip, prefix)
+    removed += _kill_namespace_processes(ip, namespaces)
+    for link in _root_links(ip, prefix):
+        if _run([ip, "link", "del", link], check=False).returncode == 0:
+            removed.append(f"link {link}")
+    for ns in namespaces:
+        proc = _run([ip, "netns", "del", ns], check=False)
+        if proc.returncode == 0:
+            removed.append(f"netns {ns}")
+    left = emulate_status(prefix)
+    if left:
+        raise AapcError(f"could not remove {', '.join(left)}")
+    return removed
+
+
+def _stderr_progress(message: str) -> None:
+    print(f"aapcgen: {message}", file=sys.stderr, flush=True)
+
+
+def emulate_up(
+    topo: Topology,
+    rate: float | None = None,
+    queue: int = DEFAULT_QUEUE,
+    prefix: str = DEFAULT_PREFIX,
+    progress: Callable[[str], None] | None = None,
+) -> Emulation:
+    """Build the emulation of ``topo``; on any failure (or interruption) remove what was built.
+
+    ``progress`` receives progress lines; by default they go to stderr for set-ups of at least
+    ``PROGRESS_MACHINES`` machines.
+    """
+    check_prefix(prefix)
+    require_root()
+    ip, tc = find_tool("ip"), find_tool("tc")
+    plan = plan_emulation(topo, rate, queue, prefix, ip, tc)
+    existing = emulate_status(prefix)
+    if existing:
+        hint = "" if prefix == DEFAULT_PREFIX else f" --prefix {prefix}"
+        raise EmulationExists(
+            f"an emulation with prefix '{prefix}' is already up ({len(existing)} namespaces/"
+            f"interfaces); run `aapcgen emulate down{hint}` first"
+        )
+    if progress is None:
+        progress = _stderr_progress if topo.n_machines >= PROGRESS_MACHINES else lambda _: None
+    have_sysctl = shutil.which("sysctl") or shutil.which("sysctl", path="/usr/sbin:/sbin")
+    commands = [c for c in plan.commands if have_sysctl or "sysctl" not in c]
+    step = max(1, len(commands) // 10)
+    start = time.perf_counter()
+    try:
+        progress(f"emulate: {len(commands)} ip/tc commands for {topo.n_machines} machines ...")
+        for i, argv in enumerate(commands):
+            _run(argv)
+            if (i + 1) % step == 0 and i + 1 < len(commands):
+                progress(f"emulate: {i + 1}/{len(commands)} commands")
+        progress(f"emulate: up in {time.perf_counter() - start:.1f} s")
+    except BaseException:
+        try:
+            emulate_down(prefix)
+        except AapcError as exc:  # report the original failure, mention the leftover
+            print(f"aapcgen: emulate: cleanup after failure: {exc}", file=sys.stderr)
+        raise
+    return emulation_of(plan, ip, tc)
+
+
+def link_counters(em: Emulation, machines: bool = False) -> dict[str, tuple[int, int, int]]:
+    """{direction: (bytes sent, packets, drops)} of every tbf in the switch namespace.
+
+    Keys are directions such as ``s0->s1``, ``s1->s0`` (switch links) and ``s1->n3`` (towards a
+    machine). With ``machines=True`` the machines' uplinks (``n3->s1``, each machine's ``eth0``)
+    are added, one ``tc`` call per machine namespace.
+    """
+    stats = parse_tc_stats(_run([em.tc, "-s", "-n", em.switch_ns, "qdisc", "show"]).stdout)
+    result = {label: stats[dev] for dev, label in em.switch_devices if dev in stats}
+    if machines:
+        for ns, label in em.machine_devices:
+            eth = parse_tc_stats(_run([em.tc, "-s", "-n", ns, "qdisc", "show"]).stdout)
+            if "eth0" in eth:
+                result[label] = eth["eth0"]
+    return result
+
+
+# --------------------------------------------------------------------------- context manager
+
+
+def _raise_on_signal(signum: int, frame: FrameType | None) -> None:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
+
+
+def _set_handlers(handler: object) -> dict[int, object] | None:
+    """Install ``handler`` for SIGINT and SIGTERM; returns the previous ones (None off-main)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+@contextmanager
+def emulated(
+    topo: Topology,
+    rate: float | None = None,
+    queue: int = DEFAULT_QUEUE,
+    prefix: str = DEFAULT_PREFIX,
+    progress: Callable[[str], None] | None = None,
+) -> Iterator[Emulation]:
+    """Bring the emulation up for the ``with`` block and ALWAYS tear it down.
+
+    SIGINT raises KeyboardInterrupt and SIGTERM raises SystemExit(143) inside the block, so an
+    interrupted or killed benchmark still removes its namespaces; the previous handlers are
+    restored afterwards. (SIGKILL cannot be caught: run ``aapcgen emulate down`` then.)
+    """
+    previous = _set_handlers(_raise_on_signal)
+    owned = True
+    try:
+        try:
+            em = emulate_up(topo, rate, queue, prefix, progress)
+        except EmulationExists:
+            owned = False  # somebody else's emulation: leave it alone
+            raise
+        yield em
+    finally:
+        if previous is not None:
+            _set_handlers(signal.SIG_IGN)  # no second interruption during teardown
+        try:
+            if owned:
+                emulate_down(prefix)
+        finally:
+            if previous is not None:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _describe(plan: EmulationPlan) -> list[str]:
+    rates = sorted({s.rate for s in plan.shapers})
+    rate_text = ", ".join(format_bandwidth(r) for r in rates)
+    n = len(plan.machine_ns)
+    return [
+        f"emulation of {plan.topology_name} up (prefix '{plan.prefix}'):",
+        f"  {n} machine namespaces {plan.machine_ns[0]} .. {plan.machine_ns[-1]}, "
+        f"eth0 {plan.machine_ip[0]} .. {plan.machine_ip[-1]} /{plan.prefixlen}",
+        f"  switch namespace {plan.switch_ns}: {len(plan.bridges)} bridges, {len(plan.veths)} veth pairs",
+        f"  tbf on both ends of every veth: rate {rate_text}, burst {plan.burst} B, "
+        f"limit {plan.queue} B",
+        f"  run MPI:   mpiexec -genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0 -genv MPIR_CVAR_NOLOCAL 1 "
+        f"-n 1 ip netns exec {plan.machine_ns[0]} ./prog : -n 1 ip netns exec {plan.machine_ns[1]} ./prog : ...",
+        f"  counters:  ip netns exec {plan.switch_ns} tc -s qdisc show",
+        "  tear down: aapcgen emulate down"
+        + ("" if plan.prefix == DEFAULT_PREFIX else f" --prefix {plan.prefix}"),
+    ]
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from aapcgen.topology import load_topology
+
+    prefix = check_prefix(args.prefix)
+    rate = parse_rate(args.rate)
+    queue = parse_queue(args.queue)
+    topo = load_topology(args.topology)
+    plan = plan_emulation(topo, rate, queue, prefix)  # validate before needing root
+    require_root()
+    emulate_up(topo, rate, queue, prefix, _stderr_progress if args.verbose else None)
+    print("\n".join(_describe(plan)))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    prefix = check_prefix(args.prefix)
+    require_root()
+    removed = emulate_down(prefix)
+    if removed:
+        print(f"removed {len(removed)}: " + ", ".join(removed))
+    else:
+        print(f"nothing to remove (no emulation with prefix '{prefix}')")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    prefix = check_prefix(args.prefix)
+    left = emulate_status(prefix)  # read-only: works without root
+    if not left:
+        print(f"no emulation running (prefix '{prefix}')")
+    for item in left:
+        print(item)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``emulate up|down|status`` to the aapcgen command line."""
+    help_text = "Emulate the switch tree on this machine (root: namespaces, bridges, tbf)."
+    p = sub.add_parser("emulate", help=help_text, description=help_text)
+    esub = p.add_subparsers(dest="emulate_command", metavar="ACTION", required=True)
+
+    def action(
+        name: str, func: Callable[[argparse.Namespace], int], text: str
+    ) -> argparse.ArgumentParser:
+        a = esub.add_parser(name, help=text, description=text)
+        a.add_argument(
+            "--prefix",
+            default=DEFAULT_PREFIX,
+            help=f"name prefix of namespaces and interfaces (default: {DEFAULT_PREFIX})",
+        )
+        a.set_defaults(func=func)
+        return a
+
+    a = action(
+        "up",
+        cmd_up,
+        "Build one namespace per machine, a bridge per switch, veth + tbf per link.",
+    )
+    a.add_argument("topology", metavar="TOPO.yaml", help="switch tree (see docs/topology.md)")
+    a.add_argument(
+        "--rate", metavar="R", help="one rate for every link, e.g. 20Mbit (default: the YAML's)"
+    )
+    a.add_argument(
+        "--queue",
+        metavar="BYTES",
+        default=str(DEFAULT_QUEUE),
+        help=f"tbf queue per link direction, the switch port buffer (default: {DEFAULT_QUEUE})",
+    )
+    a.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
+    action("down", cmd_down, "Remove every namespace and interface with the prefix (idempotent).")
+    action("status", cmd_status, "List namespaces and interfaces left with the prefix.")

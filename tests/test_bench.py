@@ -1,0 +1,121 @@
+"""aapcgen bench: parsing, summaries, job plan, and a short real run with well-formed output."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aapcgen.bench import (
+    Measurement,
+    parse_sizes,
+    parse_timer_output,
+    peak_of,
+    plan_jobs,
+    summarize,
+    with_rate,
+)
+from aapcgen.errors import InputError
+from aapcgen.topology import load_topology
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def test_parse_sizes():
+    assert parse_sizes("1K,4K,64K,1M,100") == (1024, 4096, 65536, 2**20, 100)
+    with pytest.raises(InputError, match="'1Q' is not a message size"):
+        parse_sizes("1K,1Q")
+
+
+def test_peak_and_rate_override():
+    topo = load_topology(ROOT / "topologies/two-switch-4-4.yaml")
+    assert peak_of(topo, None) == pytest.approx(8 * 7 * 12.5e6 / 16)
+    assert peak_of(topo, 2.5e6) == pytest.approx(8 * 7 * 2.5e6 / 16)  # 20 Mbit everywhere
+    assert all(ln.bandwidth == 2.5e6 for ln in with_rate(topo, 2.5e6).links)
+
+
+def test_timer_output_and_summary():
+    out = "time native 65536 0 0.5 3 0.25\ntime sender-all 65536 0 0.25 4 0.95\nnoise\ndone\n"
+    rows = parse_timer_output(out, {"native": "native-default"}, repeat=0)
+    assert [r.candidate for r in rows] == ["native-default", "sender-all"]
+    rows += [
+        Measurement("sender-all", 65536, 1, 0.75, 4, 0.5),
+        Measurement("sender-all", 65536, 2, 0.30, 4, 0.97),
+    ]
+    summary = {s.candidate: s for s in summarize(rows, n_machines=4, peak=4 * 3 * 65536 / 0.25)}
+    s = summary["sender-all"]
+    assert (s.median_s, s.min_s, s.max_s, s.repeats) == (0.30, 0.25, 0.75, 3)
+    assert s.percent_of_peak == pytest.approx(100 * 0.25 / 0.30)
+    assert s.cpu_bound  # median CPU 0.95 >= 0.90: flagged, not network-bound
+    assert not summary["native-default"].cpu_bound
+
+
+def test_job_plan_interleaves_natives():
+    jobs = plan_jobs("emulate", ("brucks", "pairwise"), (1024, 65536), 1.0, 50)
+    assert [j.label for j in jobs] == ["native + generated", "native-brucks", "native-pairwise"]
+    assert dict(jobs[1].env) == {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "brucks"}
+    assert "--only" in jobs[2].args and "1024,65536" in jobs[0].args
+    sim = plan_jobs("simulate", ("pair",), (1024,), 1.0, 50)
+    assert sim[1].simgrid_algorithm == "pair" and sim[1].env == ()
+
+
+def test_short_local_bench_is_well_formed(tmp_path):
+    out = tmp_path / "res"
+    proc = subprocess.run(
+        [
+            str(BIN / "aapcgen"),
+            "bench",
+            str(ROOT / "topologies/paper-fig1.yaml"),
+            "--backend",
+            "local",
+            "--sizes",
+            "1K,16K",
+            "--repeats",
+            "2",
+            "--target-seconds",
+            "0.05",
+            "--max-iters",
+            "5",
+            "--natives",
+            "pairwise",
+            "--variants",
+            "sender-all,barrier-partial-none",
+            "--block-size",
+            "2",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "ETA" in proc.stderr  # progress lines
+    rows = list(csv.DictReader(open(out / "results.csv")))
+    cands = {r["candidate"] for r in rows}
+    assert cands == {"native-default", "native-pairwise", "sender-all", "barrier-partial-none-2"}
+    assert len(rows) == 4 * 2 * 2  # candidates x sizes x repeats
+    assert all(float(r["seconds"]) > 0 and 0 <= float(r["cpu_busy"]) <= 1 for r in rows)
+    data = json.loads((out / "results.json").read_text())
+    assert data["environment"]["backend"] == "local" and len(data["summary"]) == 4 * 2
+    assert (out / "throughput.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| 16K | sender-all |" in proc.stdout
+
+
+def test_bad_backend_is_one_line(tmp_path):
+    proc = subprocess.run(
+        [str(BIN / "aapcgen"), "bench", "--backend", "cloud"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (
+        proc.returncode == 2
+        and "unknown backend 'cloud'" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )

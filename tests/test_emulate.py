@@ -1,0 +1,411 @@
+"""aapcgen emulate: pure planning (no root) and a real switch tree in namespaces (root).
+
+The root tests build namespaces with their own prefixes (aapct, aapcc, aapcs, aapcf) so they
+never touch an emulation somebody else runs with the default prefix. Under CI=true they must
+run: without root they fail instead of skipping.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aapcgen import emulate
+from aapcgen.cli import main
+from aapcgen.emulate import (
+    EmulationExists,
+    emulate_down,
+    emulate_status,
+    emulate_up,
+    emulated,
+    emulation_of,
+    link_counters,
+    mpiexec_command,
+    parse_tc_stats,
+    plan_emulation,
+)
+from aapcgen.errors import AapcError, InputError
+from aapcgen.topology import load_topology
+from aapcgen.units import parse_bandwidth
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPOS = ROOT / "topologies"
+BIN = Path(sys.executable).parent
+MPICC, MPIEXEC = BIN / "mpicc", BIN / "mpiexec"
+IS_ROOT = os.geteuid() == 0
+IN_CI = os.environ.get("CI") == "true"
+
+needs_root = pytest.mark.skipif(
+    not IS_ROOT and not IN_CI, reason="emulation needs root (runs in CI as root)"
+)
+
+
+def run(capsys, *argv):
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.fixture
+def clean():
+    """Yield a cleaner for the given prefixes; it also runs (and must succeed) afterwards."""
+    if not IS_ROOT:
+        pytest.fail("CI=true but not root: the emulation tests need root")
+    for tool in ("ip", "tc"):
+        if shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None:
+            pytest.fail(f"`{tool}` missing: run `make emulation-tools`")
+    prefixes: list[str] = []
+
+    def use(prefix: str) -> str:
+        prefixes.append(prefix)
+        emulate_down(prefix)
+        return prefix
+
+    yield use
+    for prefix in prefixes:
+        emulate_down(prefix)
+        assert emulate_status(prefix) == []
+
+
+# --------------------------------------------------------------------------- pure planning
+
+
+@pytest.mark.parametrize("name", ["paper-fig1", "two-switch-4-4", "chain-4x8"])
+def test_plan_names_addresses_and_shapers(name):
+    topo = load_topology(TOPOS / f"{name}.yaml")
+    plan = plan_emulation(topo)
+    # every machine a namespace, all namespaces distinct and prefixed
+    assert len(plan.machine_ns) == topo.n_machines
+    assert len(set(plan.namespaces)) == len(plan.namespaces)
+    assert all(ns.startswith("aapc-") for ns in plan.namespaces)
+    # interface names: <= 15 chars, unique per namespace, prefixed (eth0 lives in machine ns)
+    devices = [(v.ns_a, v.dev_a) for v in plan.veths] + [(v.ns_b, v.dev_b) for v in plan.veths]
+    devices += [(plan.switch_ns, dev) for _, dev in plan.bridges]
+    assert len(set(devices)) == len(devices)
+    for ns, dev in devices:
+        assert len(dev) <= 15 and len(ns) <= 15
+        assert dev == "eth0" if ns in plan.machine_ns else dev.startswith("aapc")
+    assert len(plan.veths) == topo.n_machines + len(topo.links)
+    # addresses: unique, inside the RFC 2544 range, one subnet
+    net = ipaddress.ip_network("198.18.0.0/15")
+    assert len(set(plan.machine_ip)) == topo.n_machines
+    assert all(ipaddress.ip_address(a) in net for a in plan.machine_ip)
+    assert plan.prefixlen in (15, 16)
+    assert not any("default" in cmd or "route" in cmd for cmd in plan.commands)
+    # tbf on both ends of every veth, at the link's rate, and a command for each
+    shaped = {(s.ns, s.dev): s.rate for s in plan.shapers}
+    tbf = {
+        (c[2], c[6]): c[c.index("rate") + 1] for c in plan.commands if "tbf" in c and c[0] == "tc"
+    }
+    for v in plan.veths:
+        for end in ((v.ns_a, v.dev_a), (v.ns_b, v.dev_b)):
+            assert shaped[end] == v.rate
+            assert tbf[end] == f"{round(v.rate * 8)}bit"
+    assert len(tbf) == 2 * len(plan.veths)
+    # machine links at machine_bandwidth, switch links at the link bandwidth
+    for r, m in enumerate(topo.machines):
+        assert plan.veths[r].label == f"{m}-{topo.machine_switch[r]}"
+        assert plan.veths[r].rate == topo.machine_bandwidth[r]
+    for k, link in enumerate(topo.links):
+        assert plan.veths[topo.n_machines + k].rate == link.bandwidth
+    # lo up in every namespace
+    for ns in plan.namespaces:
+        assert ("ip", "-n", ns, "link", "set", "lo", "up") in plan.commands
+
+
+def test_plan_per_link_rates_queue_burst_and_override(tmp_path):
+    yaml = tmp_path / "mixed.yaml"
+    yaml.write_text(
+        "name: mixed\nbandwidth: 100Mbit\nswitches: [a, b]\n"
+        "machines:\n  - {name: x, switch: a, bandwidth: 1Gbit}\n  - {name: y, switch: b}\n"
+        "links:\n  - {ends: [a, b], bandwidth: 10Gbit}\n"
+    )
+    topo = load_topology(yaml)
+    plan = plan_emulation(topo, queue=50_000)
+    rates = {s.direction: s.rate for s in plan.shapers}
+    assert rates == {
+        "x->a": 125e6,
+        "a->x": 125e6,
+        "y->b": 12.5e6,
+        "b->y": 12.5e6,
+        "a->b": 1.25e9,
+        "b->a": 1.25e9,
+    }
+    bursts = {
+        c[6]: (int(c[c.index("burst") + 1]), int(c[c.index("limit") + 1]))
+        for c in plan.commands
+        if "tbf" in c
+    }
+    assert bursts["eth0"][1] == 50_000
+    assert bursts["aapcm1"] == (32768, 50_000)  # 100 Mbit: the 32 KiB floor
+    assert bursts["aapcl0a"][0] == 1_250_000  # 10 Gbit: rate / HZ(1000)
+    assert all(b >= 2 * 1514 for b, _ in bursts.values())
+    # --rate overrides every link
+    slow = plan_emulation(topo, rate=parse_bandwidth("20Mbit"))
+    assert {s.rate for s in slow.shapers} == {2.5e6}
+    assert all(c[c.index("rate") + 1] == "20000000bit" for c in slow.commands if "tbf" in c)
+
+
+def test_plan_rejects_bad_prefix_and_queue():
+    topo = load_topology(TOPOS / "paper-fig1.yaml")
+    for bad in ("", "AAPC", "aa-pc", "aapc12345", "1aapc"):
+        with pytest.raises(InputError, match="--prefix"):
+            plan_emulation(topo, prefix=bad)
+    with pytest.raises(InputError, match="--queue"):
+        plan_emulation(topo, queue=100)
+    plan = plan_emulation(topo, prefix="zz")
+    assert plan.switch_ns == "zz-sw" and plan.machine_ns[4] == "zz-m4"
+
+
+def test_mpiexec_command_is_mpmd_one_rank_per_namespace():
+    topo = load_topology(TOPOS / "paper-fig1.yaml")
+    em = emulation_of(plan_emulation(topo))
+    cmd = mpiexec_command(em, "mpiexec", ["./prog", "-x"], {"AAPC_QUIET": "1"})
+    head = ["mpiexec", "-genv", "UCX_TLS", "tcp", "-genv", "UCX_NET_DEVICES", "eth0"]
+    head += ["-genv", "MPIR_CVAR_NOLOCAL", "1", "-genv", "AAPC_QUIET", "1"]
+    assert cmd[: len(head)] == head
+    parts = " ".join(cmd[len(head) :]).split(" : ")
+    assert parts == [f"-n 1 ip netns exec aapc-m{r} ./prog -x" for r in range(5)]
+    assert em.machine_ip == ("198.18.0.1", "198.18.0.2", "198.18.0.3", "198.18.0.4", "198.18.0.5")
+
+
+def test_parse_tc_stats():
+    text = (
+        "qdisc noqueue 0: dev lo root refcnt 2 \n"
+        " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
+        " backlog 0b 0p requeues 0\n"
+        "qdisc tbf 8002: dev aapcm0 root refcnt 3 rate 100Mbit burst 32Kb lat 5.38ms \n"
+        " Sent 522355 bytes 370 pkt (dropped 12, overlimits 81 requeues 0) \n"
+        " backlog 0b 0p requeues 0\n"
+    )
+    assert parse_tc_stats(text) == {"aapcm0": (522355, 370, 12)}
+
+
+def test_cli_help():
+    for argv in (["emulate", "--help"], ["emulate", "up", "--help"], ["emulate", "down", "-h"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 0
+
+
+def test_cli_bad_rate_is_one_line(capsys):
+    code, out, err = run(
+        capsys, "emulate", "up", str(TOPOS / "two-switch-4-4.yaml"), "--rate", "20 furlongs"
+    )
+    assert code == 2 and out == ""
+    assert err.startswith("aapcgen: --rate: ") and err.count("\n") == 1
+    code, _, err = run(capsys, "emulate", "up", str(TOPOS / "two-switch-4-4.yaml"), "--rate", "20M")
+    assert code == 2 and "bits or bytes" in err and err.count("\n") == 1
+
+
+def test_cli_not_root(capsys, monkeypatch):
+    monkeypatch.setattr(emulate, "_is_root", lambda: False)
+    message = (
+        "aapcgen: emulate needs root (network namespaces); "
+        "run as root or use --backend local/simulate\n"
+    )
+    for argv in (["up", str(TOPOS / "two-switch-4-4.yaml")], ["down"]):
+        code, out, err = run(capsys, "emulate", *argv)
+        assert (code, out, err) == (2, "", message)
+    with pytest.raises(AapcError, match="needs root"):
+        emulate_up(load_topology(TOPOS / "paper-fig1.yaml"), prefix="aapcn")
+
+
+# --------------------------------------------------------------------------- real emulation
+
+A2A = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int rank, size, n = atoi(argv[1]), bad = 0, allbad = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    char *s = malloc((size_t)n * size), *r = malloc((size_t)n * size);
+    for (int i = 0; i < n * size; i++) s[i] = (char)(rank * 31 + i / n);
+    MPI_Alltoall(s, n, MPI_CHAR, r, n, MPI_CHAR, MPI_COMM_WORLD);
+    for (int i = 0; i < n * size; i++) bad |= r[i] != (char)((i / n) * 31 + rank);
+    MPI_Reduce(&bad, &allbad, 1, MPI_INT, MPI_LOR, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("alltoall %s on %d ranks\n", allbad ? "WRONG" : "ok", size);
+    free(s); free(r);
+    MPI_Finalize();
+    return allbad;
+}
+"""
+
+
+def netns(*argv: str, timeout: float = 20) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["ip", "netns", "exec", *argv], capture_output=True, text=True, timeout=timeout
+    )
+
+
+LISTEN = """
+import socket
+s = socket.create_server(("0.0.0.0", 5999)); print("ready", flush=True)
+c, _ = s.accept(); c.sendall(b"hello"); c.close()
+"""
+CONNECT = """
+import socket, sys
+print(socket.create_connection((sys.argv[1], 5999), timeout=5).recv(5).decode())
+"""
+
+
+def tcp_hello(server_ns: str, client_ns: str, server_ip: str) -> str:
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", server_ns, sys.executable, "-c", LISTEN],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout.readline() == "ready\n"
+        return netns(client_ns, sys.executable, "-c", CONNECT, server_ip).stdout.strip()
+    finally:
+        server.kill()
+        server.wait()
+
+
+@needs_root
+def test_two_switch_tree_ping_mpi_counters(clean, tmp_path):
+    prefix = clean("aapct")
+    topo = load_topology(TOPOS / "two-switch-4-4.yaml")
+    em = emulate_up(topo, rate=parse_bandwidth("100Mbit"), prefix=prefix)
+    try:
+        assert em.machine_ns == tuple(f"aapct-m{r}" for r in range(8))
+        assert set(emulate_status(prefix)) == {
+            f"netns {ns}" for ns in (*em.machine_ns, em.switch_ns)
+        }
+        # n0 (on s0) reaches n7 (on s1); nothing outside the tree is reachable
+        if shutil.which("ping"):
+            ping = netns(em.machine_ns[0], "ping", "-c", "1", "-W", "2", em.machine_ip[7])
+            assert ping.returncode == 0, ping.stdout + ping.stderr
+            outside = netns(em.machine_ns[0], "ping", "-c", "1", "-W", "1", "8.8.8.8")
+            assert outside.returncode != 0
+        else:  # no iputils-ping: a TCP connection n0 -> n7 instead
+            assert tcp_hello(em.machine_ns[7], em.machine_ns[0], em.machine_ip[7]) == "hello"
+        routes = netns(em.machine_ns[3], "ip", "route").stdout
+        assert "default" not in routes and "198.18.0.0/15 dev eth0" in routes
+        qdiscs = netns(em.machine_ns[3], "tc", "qdisc", "show", "dev", "eth0").stdout
+        assert "tbf" in qdiscs and "rate 100Mbit" in qdiscs
+        # a tiny MPI_Alltoall across the namespaces; its traffic crosses s0-s1
+        if not MPICC.exists():
+            pytest.fail("MPICH wheel not installed (run make test)")
+        exe = tmp_path / "a2a"
+        (tmp_path / "a2a.c").write_text(A2A)
+        subprocess.run(
+            [str(MPICC), "-O1", str(tmp_path / "a2a.c"), "-o", str(exe)], check=True, timeout=120
+        )
+        before = link_counters(em)
+        cmd = mpiexec_command(em, str(MPIEXEC), [str(exe), "65536"], {})
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+        assert "alltoall ok on 8 ranks" in proc.stdout
+        after = link_counters(em, machines=True)
+        moved = {k: after[k][0] - before[k][0] for k in before}
+        # 4 x 4 messages of 64 KiB each way over the one switch link (plus headers)
+        assert moved["s0->s1"] >= 16 * 65536 and moved["s1->s0"] >= 16 * 65536
+        assert all(moved[f"s1->n{m}"] >= 7 * 65536 for m in range(4, 8))
+        assert after["n0->s0"][0] >= 7 * 65536
+    finally:
+        removed = emulate_down(prefix)
+    assert f"netns {em.switch_ns}" in removed
+    assert emulate_status(prefix) == []
+
+
+@needs_root
+def test_cli_up_twice_status_down_twice(clean, capsys):
+    prefix = clean("aapcc")
+    topo = str(TOPOS / "paper-fig1.yaml")
+    code, out, err = run(capsys, "emulate", "up", topo, "--prefix", prefix, "--rate", "20Mbit")
+    assert code == 0, err
+    assert "5 machine namespaces aapcc-m0 .. aapcc-m4" in out and "20 Mbit/s" in out
+    code, out, err = run(capsys, "emulate", "up", topo, "--prefix", prefix)
+    assert code == 2 and "aapcgen emulate down --prefix aapcc` first" in err
+    assert err.count("\n") == 1
+    # the context manager leaves somebody else's emulation alone
+    with pytest.raises(EmulationExists), emulated(load_topology(topo), prefix=prefix):
+        pass
+    code, out, _ = run(capsys, "emulate", "status", "--prefix", prefix)
+    assert code == 0 and out.count("netns aapcc-") == 6
+    code, out, _ = run(capsys, "emulate", "down", "--prefix", prefix)
+    assert code == 0 and out.startswith("removed 6:")
+    code, out, _ = run(capsys, "emulate", "down", "--prefix", prefix)
+    assert code == 0 and "nothing to remove" in out
+    code, out, _ = run(capsys, "emulate", "status", "--prefix", prefix)
+    assert code == 0 and "no emulation running" in out
+
+
+@needs_root
+def test_failed_up_removes_what_it_built(clean, monkeypatch):
+    prefix = clean("aapcf")
+    real = emulate.plan_emulation
+
+    def broken(*args, **kwargs):
+        plan = real(*args, **kwargs)
+        bogus = (plan.commands[0][0], "link", "set", "no-such-device-x", "up")
+        mid = len(plan.commands) // 2
+        cmds = (*plan.commands[:mid], bogus, *plan.commands[mid:])
+        return type(plan)(**{**plan.__dict__, "commands": cmds})
+
+    monkeypatch.setattr(emulate, "plan_emulation", broken)
+    with pytest.raises(AapcError, match="no-such-device-x"):
+        emulate_up(load_topology(TOPOS / "paper-fig1.yaml"), prefix=prefix)
+    assert emulate_status(prefix) == []
+
+
+SLEEPER = """
+import sys, time
+from aapcgen.emulate import emulated
+from aapcgen.topology import load_topology
+with emulated(load_topology(sys.argv[1]), prefix="aapcs"):
+    print("up", flush=True)
+    time.sleep(60)
+"""
+
+
+@needs_root
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_interrupted_context_manager_cleans_up(clean, sig):
+    prefix = clean("aapcs")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLEEPER, str(TOPOS / "two-switch-4-4.yaml")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout.readline() == "up\n", proc.stderr.read() if proc.poll() else ""
+        assert len(emulate_status(prefix)) == 9
+        proc.send_signal(sig)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # SystemExit(143) for SIGTERM; an uncaught KeyboardInterrupt re-kills itself with SIGINT
+    assert code == (143 if sig == signal.SIGTERM else -signal.SIGINT)
+    assert emulate_status(prefix) == []
+
+
+@needs_root
+def test_down_when_nothing_exists(clean):
+    prefix = clean("aapcz")
+    assert emulate_down(prefix) == []
+    assert emulate_down(prefix) == []
+    assert emulate_status(prefix) == []
+    start = time.perf_counter()
+    with emulated(load_topology(TOPOS / "paper-fig1.yaml"), prefix=prefix) as em:
+        assert len(emulate_status(prefix)) == 6
+        assert em.topology_name == "paper-fig1"
+    assert emulate_status(prefix) == []
+    assert time.perf_counter() - start < 20
