@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "aapc_comm.h"
+#include "aapc_wait.h"
 
 /* State of one call on machine m. */
 struct aapc_run {
@@ -76,7 +77,7 @@ static int aapc_rank(const struct aapc_run *st, int32_t peer)
 /* Complete the outstanding dummy receive, if any. */
 static int aapc_dummy_wait(struct aapc_run *st)
 {
-    return PMPI_Wait(&st->dreq, MPI_STATUS_IGNORE);
+    return aapc_waitall(1, &st->dreq);
 }
 
 static int aapc_post_recv_dummy(struct aapc_run *st, int r)
@@ -98,7 +99,7 @@ static int aapc_start_send(struct aapc_run *st, int e)
             int32_t idx = s->wait_idx[k];
             if (idx < 0 || idx >= st->y1 - st->y0)
                 return MPI_ERR_INTERN;
-            if ((rc = PMPI_Wait(&st->yreq[idx], MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+            if ((rc = aapc_waitall(1, &st->yreq[idx])) != MPI_SUCCESS)
                 return rc;
         }
     }
@@ -137,8 +138,7 @@ static int aapc_barriers_through(struct aapc_run *st, int32_t q)
         while (st->rdone < st->r1 && s->recv_phase[st->rdone] <= st->next_barrier)
             st->rdone++;
         if (st->rdone > from &&
-            (rc = PMPI_Waitall(st->rdone - from, st->rreq + (from - st->r0),
-                               MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
+            (rc = aapc_waitall(st->rdone - from, st->rreq + (from - st->r0))) != MPI_SUCCESS)
             return rc;
         if ((rc = aapc_dummy_wait(st)) != MPI_SUCCESS)
             return rc;
@@ -162,7 +162,7 @@ static int aapc_phase(struct aapc_run *st, int ri, int rj, int si, int sj)
     if (s->sync_kind == AAPC_SYNC_RECEIVER) { /* step 2 */
         for (int r = ri; r < rj; r++) {
             MPI_Request *req = s->recv_peer[r] >= 0 ? &st->rreq[r - st->r0] : &st->dreq;
-            if ((rc = PMPI_Wait(req, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+            if ((rc = aapc_waitall(1, req)) != MPI_SUCCESS)
                 return rc;
             if (s->fire_off != NULL && (rc = aapc_fire(st, r)) != MPI_SUCCESS)
                 return rc;
@@ -171,7 +171,7 @@ static int aapc_phase(struct aapc_run *st, int ri, int rj, int si, int sj)
     for (int e = si; e < sj; e++) {
         if (e > si && (rc = aapc_start_send(st, e)) != MPI_SUCCESS)
             return rc;
-        if ((rc = PMPI_Wait(&st->sreq, MPI_STATUS_IGNORE)) != MPI_SUCCESS) /* step 3 */
+        if ((rc = aapc_waitall(1, &st->sreq)) != MPI_SUCCESS) /* step 3 */
             return rc;
         if (s->sync_kind == AAPC_SYNC_SENDER && s->fire_off != NULL &&
             (rc = aapc_fire(st, e)) != MPI_SUCCESS) /* step 4 */
@@ -359,12 +359,12 @@ static int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssi
         if (rc != MPI_SUCCESS)
             goto fail;
     }
-    if ((rc = PMPI_Waitall((int)(st->r1 - st->r0), st->rreq, MPI_STATUSES_IGNORE)) !=
+    if ((rc = aapc_waitall((int)(st->r1 - st->r0), st->rreq)) !=
             MPI_SUCCESS ||
         (rc = aapc_dummy_wait(st)) != MPI_SUCCESS ||
-        (rc = PMPI_Waitall((int)(st->y1 - st->y0), st->yreq, MPI_STATUSES_IGNORE)) !=
+        (rc = aapc_waitall((int)(st->y1 - st->y0), st->yreq)) !=
             MPI_SUCCESS ||
-        (rc = PMPI_Waitall(st->nfired, st->freq, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
+        (rc = aapc_waitall(st->nfired, st->freq)) != MPI_SUCCESS)
         goto fail;
     goto out;
 fail:
