@@ -43,7 +43,11 @@ emulation-tools:
 	command -v tc >/dev/null || (apt-get update && apt-get install -y iproute2)
 	-command -v ping >/dev/null || apt-get install -y iputils-ping
 
-test: $(STAMP) $(OMPI_STAMP) lint emulation-tools
+# SimGrid SMPI (smpicc, smpirun) for `aapcgen export simgrid` and its tests (docs/simulation.md).
+simgrid:
+	command -v smpicc >/dev/null || (apt-get update && apt-get install -y libsimgrid-dev)
+
+test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid
 	$(BIN)/pytest
 
 bench: $(STAMP)

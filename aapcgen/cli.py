@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen import __version__, bench, emulate
+from aapcgen import __version__, bench, emulate, simgrid
 from aapcgen.errors import AapcError, InputError, VerificationError
 from aapcgen.generate import (
     build_library,
@@ -268,12 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "generate", cmd_generate, "Write the C routine(s) and the runtime into a directory."
     )
-    variant_options(p, "sender-all")
+    variant_options(p, "receiver-all")
     p.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
     p = command(
         "build", cmd_build, "Compile a generated routine into libaapc.so or libaapc.a with mpicc."
     )
-    variant_options(p, "sender-all")
+    variant_options(p, "receiver-all")
     p.add_argument("-o", "--output", metavar="LIB", required=True, help="libNAME.so or libNAME.a")
     p.add_argument(
         "--mpicc", metavar="PATH", help="MPI compiler wrapper (default: $MPICC, then mpicc on PATH)"
@@ -281,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     # commands of other modules: each module's register(sub) adds its subparsers (one line each)
     bench.register(sub)
     emulate.register(sub)
+    simgrid.register(sub)
     return parser
 
 

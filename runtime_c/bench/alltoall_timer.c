@@ -21,6 +21,16 @@
 
 #include "aapc_registry.h"
 
+/* Under SimGrid SMPI (smpicc), all ranks share one process: back the send and receive buffers
+   by SMPI's shared malloc so 1024 ranks x 1024 blocks fit in memory (data is not checked). */
+#ifdef SMPI_SHARED_MALLOC
+#define BUF_MALLOC(size) SMPI_SHARED_MALLOC(size)
+#define BUF_FREE(ptr) SMPI_SHARED_FREE(ptr)
+#else
+#define BUF_MALLOC(size) malloc(size)
+#define BUF_FREE(ptr) free(ptr)
+#endif
+
 static int native(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm)
 {
     return PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm);
@@ -87,10 +97,15 @@ int main(int argc, char **argv)
     }
     char *list = malloc(strlen(bytes_list) + 1);
     strcpy(list, bytes_list);
-    for (char *tok = strtok(list, ","); tok != NULL; tok = strtok(NULL, ",")) {
+    /* no strtok: its hidden state is shared by all ranks of a SimGrid (SMPI) process */
+    for (char *tok = list, *next; tok != NULL; tok = next) {
+        next = strchr(tok, ',');
+        if (next != NULL) {
+            *next++ = '\0';
+        }
         long bytes = atol(tok);
         size_t total = (size_t)bytes * (size_t)size;
-        char *sb = malloc(total ? total : 1), *rb = malloc(total ? total : 1);
+        char *sb = BUF_MALLOC(total ? total : 1), *rb = BUF_MALLOC(total ? total : 1);
         for (size_t k = 0; k < total; k++) sb[k] = (char)(k * 7 + (size_t)rank);
         for (int r = 0; r < repeats; r++) {
             for (int c = 0; c < ncand; c++) {
@@ -126,8 +141,8 @@ int main(int argc, char **argv)
                 }
             }
         }
-        free(sb);
-        free(rb);
+        BUF_FREE(sb);
+        BUF_FREE(rb);
     }
     if (rank == 0) printf("done\n");
     free(list);
