@@ -191,6 +191,7 @@ class BenchConfig:
     hostfile: str | None = None
     launcher: str | None = None
     timeout: float = 3600.0
+    prefix: str = "aapc"  # emulate: name prefix of namespaces and interfaces
 
 
 Runner = Callable[[Job, Path], str]
@@ -253,7 +254,9 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
     elif cfg.backend == "emulate":
         from aapcgen import emulate
 
-        with emulate.emulated(cfg.topology, rate=cfg.rate, queue=cfg.queue) as em:
+        with emulate.emulated(
+            cfg.topology, rate=cfg.rate, queue=cfg.queue, prefix=cfg.prefix
+        ) as em:
 
             def run(job: Job, exe: Path) -> str:
                 cmd = emulate.mpiexec_command(
@@ -518,6 +521,7 @@ def cmd_bench(args: object) -> int:
         a.hostfile,
         a.launcher,
         a.timeout,
+        a.prefix,
     )
     peak = peak_of(topo, rate)
     stderr_progress(
@@ -567,6 +571,9 @@ def register(sub: object) -> None:
     p.add_argument("--rate", help="emulate/simulate: every link at this speed (e.g. 100Mbit)")
     p.add_argument(
         "--queue", type=int, default=100_000, help="emulate: switch port buffer in bytes"
+    )
+    p.add_argument(
+        "--prefix", default="aapc", help="emulate: prefix of namespace and interface names"
     )
     p.add_argument("--hostfile", help="mpiexec backend: hostfile for mpiexec -f")
     p.add_argument(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen import __version__, bench, emulate, simgrid
+from aapcgen import __version__, bench, emulate, simgrid, vschedule
 from aapcgen.errors import AapcError, InputError, VerificationError
 from aapcgen.generate import (
     build_library,
@@ -282,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.register(sub)
     emulate.register(sub)
     simgrid.register(sub)
+    vschedule.register(sub)
     return parser
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,64 @@ def test_bad_backend_is_one_line(tmp_path):
         and "unknown backend 'cloud'" in proc.stderr
         and "Traceback" not in proc.stderr
     )
+
+
+IS_ROOT = os.geteuid() == 0
+IN_CI = os.environ.get("CI") == "true"
+
+
+@pytest.mark.skipif(not IS_ROOT and not IN_CI, reason="emulation needs root (runs in CI as root)")
+def test_short_emulated_bench_is_well_formed(tmp_path):
+    """On an emulated 4+4 tree: a short bench runs all candidates and writes well-formed output."""
+    if not IS_ROOT:
+        pytest.fail("CI=true but not root: the emulated bench needs root")
+    out = tmp_path / "emu"
+    proc = subprocess.run(
+        [
+            str(BIN / "aapcgen"),
+            "bench",
+            str(ROOT / "topologies/two-switch-4-4.yaml"),
+            "--backend",
+            "emulate",
+            "--sizes",
+            "16K",
+            "--repeats",
+            "1",
+            "--target-seconds",
+            "0.1",
+            "--max-iters",
+            "3",
+            "--natives",
+            "pairwise",
+            "--variants",
+            "receiver-all",
+            "--rate",
+            "200Mbit",
+            "--prefix",
+            "aapcb",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads((out / "results.json").read_text())
+    assert data["environment"]["backend"] == "emulate"
+    assert data["environment"]["peak_MBps"] == pytest.approx(8 * 7 * 25e6 / 16 / 1e6)
+    assert {s["candidate"] for s in data["summary"]} == {
+        "native-default",
+        "native-pairwise",
+        "receiver-all",
+    }
+    assert all(
+        0 < s["percent_of_peak"] <= 110 for s in data["summary"]
+    )  # the emulated links bound it
+    status = subprocess.run(
+        [str(BIN / "aapcgen"), "emulate", "status", "--prefix", "aapcb"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "no emulation running" in status.stdout  # torn down after the bench
