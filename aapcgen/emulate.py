@@ -44,6 +44,10 @@ DEFAULT_QUEUE = 100_000  # bytes of tbf queue per link direction: the switch por
 MIN_BURST = 32 * 1024  # bytes; "burst 32kb" as measured in docs/emulation.md
 ASSUMED_HZ = 1000  # burst >= rate / HZ (classic tbf rule; modern tbf uses hrtimers anyway)
 MTU_FRAME = 1514  # bytes of a full Ethernet frame on a veth (MTU 1500 + header)
+# A host's own NIC queue (Linux txqueuelen 1000 frames, with TCP Small Queues pushing back on the
+# socket) is not a switch buffer: the tbf on the machine side of a machine link gets this limit,
+# so a machine never drops its own packets; --queue sizes the switch ports.
+HOST_QUEUE = 1000 * MTU_FRAME
 NETWORK = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544 benchmarking range
 IFNAME_MAX = 15  # Linux IFNAMSIZ - 1
 PREFIX_RE = re.compile(r"[a-z][a-z0-9]{0,7}")
@@ -285,7 +289,8 @@ def plan_emulation(
                 cmds.append((ip, "-n", sw_ns, "link", "set", dev, "master", bridge[s]))
                 cmds.append((ip, "-n", sw_ns, "link", "set", dev, "up"))
     for sh in shapers:
-        cmds.append(tbf_command(tc, sh.ns, sh.dev, sh.rate, burst_for(sh.rate), queue))
+        limit = queue if sh.ns == sw_ns else max(queue, HOST_QUEUE)  # switch port or host NIC
+        cmds.append(tbf_command(tc, sh.ns, sh.dev, sh.rate, burst_for(sh.rate), limit))
     return EmulationPlan(
         prefix=prefix,
         topology_name=topo.name,

@@ -145,7 +145,7 @@ def test_plan_per_link_rates_queue_burst_and_override(tmp_path):
         for c in plan.commands
         if "tbf" in c
     }
-    assert bursts["eth0"][1] == 50_000
+    assert bursts["eth0"][1] == 1000 * 1514  # the host's own NIC queue, not a switch buffer
     assert bursts["aapcm1"] == (32768, 50_000)  # 100 Mbit: the 32 KiB floor
     assert bursts["aapcl0a"][0] == 1_250_000  # 10 Gbit: rate / HZ(1000)
     assert all(b >= 2 * 1514 for b, _ in bursts.values())
