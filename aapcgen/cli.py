@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen import __version__, bench, emulate, simgrid, vschedule
+from aapcgen import __version__, bench, emulate, simgrid, vbench, vschedule
 from aapcgen.errors import AapcError, InputError, VerificationError
 from aapcgen.generate import (
+    AlltoallvRequest,
     build_library,
     find_mpicc,
     generate,
@@ -28,6 +29,7 @@ from aapcgen.sync import plan_sync
 from aapcgen.topology import builtin_topology, load_topology
 from aapcgen.tree import TreeInfo, analyze
 from aapcgen.verify import SYNC_CHECK_MAX_MACHINES, verify_schedule, verify_sync
+from aapcgen.vschedule import load_pattern
 
 PROGRESS_MACHINES = 512  # topologies at least this big print stage progress on stderr
 
@@ -184,15 +186,30 @@ def cmd_generate(args: argparse.Namespace) -> int:
         specs,
         out,
         stderr_progress if topo.n_machines >= PROGRESS_MACHINES or args.verbose else lambda _: None,
+        _alltoallv_request(args, topo),
     )
     labels = ", ".join(v.label for v in gen.variants)
     print(
         f"wrote {len(gen.files)} files to {out}/ for {topo.name} ({labels}; default {gen.default})"
     )
+    if gen.alltoallv is not None:
+        v = gen.alltoallv
+        print(
+            f"MPI_Alltoallv for {v.source}: {v.schedule.scheduler} schedule, {v.schedule.n_phases} "
+            f"phases, cost/bound {v.schedule.ratio:.4f}; level3-{v.default} by default "
+            "(calls with other counts use PMPI_Alltoallv)"
+        )
     print(
         f"compile them with your program:  mpicc -I {out} -DAAPC_INTERCEPT your_program.c {out}/*.c"
     )
     return 0
+
+
+def _alltoallv_request(args: argparse.Namespace, topo: Topology) -> AlltoallvRequest | None:
+    if args.alltoallv is None:
+        return None
+    pattern = load_pattern(args.alltoallv, topo)
+    return AlltoallvRequest(pattern, args.alltoallv, args.scheduler, args.threshold, args.chunk)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -270,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     variant_options(p, "receiver-all")
     p.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
+    vschedule.alltoallv_options(p)
     p = command(
         "build", cmd_build, "Compile a generated routine into libaapc.so or libaapc.a with mpicc."
     )
@@ -283,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     emulate.register(sub)
     simgrid.register(sub)
     vschedule.register(sub)
+    vbench.register(sub)
     return parser
 
 

@@ -20,6 +20,8 @@ from aapcgen.model import Topology
 from aapcgen.phases import Schedule
 from aapcgen.resources import resource_dir
 from aapcgen.sync import SyncPlan
+from aapcgen.vschedule import VSchedule
+from aapcgen.vtables import render_vtree_c, vtree_tables
 
 SYNC_KIND = {
     "none": "AAPC_SYNC_NONE",
@@ -94,7 +96,10 @@ def rank_tables(sched: Schedule, plan: SyncPlan) -> RankTables:
     )
     # sync k fires at entry `event` of machine frm and is awaited before send entry `target` of `to`
     events = (send_owner, send_phase) if plan.spec.kind == "sender" else (recv_owner, recv_phase)
-    event = _entry_index(*events, plan.frm, plan.trigger, n_phases)
+    # a rank with several entries in one phase (the small-message phase of an Alltoallv
+    # schedule) fires after the last of them and waits before the first: conservative, and the
+    # same entry when there is one entry per phase (every MPI_Alltoall schedule)
+    event = _entry_index(*events, plan.frm, plan.trigger + 1, n_phases) - 1
     target = _entry_index(send_owner, send_phase, plan.to, plan.target, n_phases)
     # a source sends its syncs in (event, destination, target) order; every receiver posts its
     # receives from one source in that same order, so MPI's non-overtaking rule pairs them up
@@ -157,16 +162,96 @@ def _environment() -> jinja2.Environment:
 
 
 @dataclass(frozen=True)
+class PieceTables:
+    """Alltoallv: the byte range of every send and recv entry of a RankTables, same order."""
+
+    send_pos: np.ndarray
+    send_len: np.ndarray
+    recv_pos: np.ndarray
+    recv_len: np.ndarray
+
+
+def piece_tables(
+    phase: np.ndarray, src: np.ndarray, dst: np.ndarray, pos: np.ndarray, length: np.ndarray
+) -> PieceTables:
+    """Pieces in schedule order -> their ranges in rank_tables' entry order (its sort is stable:
+    owner, then phase, then schedule order)."""
+    send = np.lexsort((phase, src))
+    recv = np.lexsort((phase, dst))
+    return PieceTables(pos[send], length[send], pos[recv], length[recv])
+
+
+@dataclass(frozen=True)
 class VariantCode:
     label: str  # e.g. "sender-partial-4"
     ident: str  # e.g. "sender_partial_4"
     tables: RankTables
     plan: SyncPlan
 
+    pieces: PieceTables | None = None  # Alltoallv (level 3) variants only
+
     @property
     def own_phases(self) -> bool:
         """Dummy messages change the send/receive rows, so that variant carries its own."""
         return len(self.plan.dummy_phase) > 0
+
+
+VSYNC_C = {
+    "no-sync": "AAPC_VSYNC_NONE",
+    "sender-all": "AAPC_VSYNC_SENDER",
+    "receiver-all": "AAPC_VSYNC_RECEIVER",
+    "barrier-all": "AAPC_VSYNC_BARRIER",
+}
+VSCHEDULER_C = {
+    "greedy": "AAPC_VSCHED_GREEDY",
+    "alltoall": "AAPC_VSCHED_ALLTOALL",
+    "balanced": "AAPC_VSCHED_BALANCED",
+}
+# runtime_c subdirectories whose files go into every generated directory (flattened)
+RUNTIME_SUBDIRS = ("vsched",)
+
+
+@dataclass(frozen=True)
+class VLevelProgram:
+    label: str  # synchronisation, e.g. "sender-all"
+    ident: str
+    sync_c: str
+
+
+@dataclass(frozen=True)
+class VLevelCode:
+    """Levels 1 and 2: the tree tables for the run-time scheduler and one program per sync."""
+
+    scheduler: str
+    scheduler_c: str
+    threshold: int
+    chunk: int
+    tree_c: str
+    programs: list[VLevelProgram]
+
+
+def vlevel_code(topo: Topology, scheduler: str, threshold: int, chunk: int | None) -> VLevelCode:
+    tables = vtree_tables(topo, with_template=scheduler == "alltoall")
+    programs = [VLevelProgram(s, c_identifier(s), c) for s, c in VSYNC_C.items()]
+    return VLevelCode(
+        scheduler,
+        VSCHEDULER_C[scheduler],
+        threshold,
+        chunk or 0,
+        render_vtree_c(tables, "vtree"),
+        programs,
+    )
+
+
+@dataclass(frozen=True)
+class AlltoallvCode:
+    """Level 3: one Alltoallv schedule of a compiled pattern and its variants."""
+
+    schedule: VSchedule
+    pattern: np.ndarray  # machines x machines byte counts
+    source: str  # where the pattern came from (a comment in the C)
+    variants: list[VariantCode]
+    default: str
 
 
 def render(
@@ -176,6 +261,8 @@ def render(
     variants: list[VariantCode],
     default: str,
     out_dir: Path,
+    alltoallv: AlltoallvCode | None = None,
+    vlevel: VLevelCode | None = None,
 ) -> list[Path]:
     """Write the generated sources and a copy of the runtime into ``out_dir``."""
     env = _environment()
@@ -191,18 +278,33 @@ def render(
         "variants": variants,
         "c_array": c_array,
         "sync_kind": SYNC_KIND,
+        "vvariants": alltoallv.variants if alltoallv else [],
+        "vdefault": f"level3-{alltoallv.default}" if alltoallv else "level1-receiver-all",
+        "vlevel": vlevel or vlevel_code(topo, "balanced", 0, None),
+        "vpattern": alltoallv.pattern.ravel() if alltoallv else np.zeros(0),
     }
     outputs = [
         ("header.h.j2", f"aapc_{topo_id}.h", {}),
         ("phases.c.j2", f"aapc_{topo_id}_phases.c", {"tables": plain}),
         ("intercept.c.j2", f"aapc_{topo_id}_intercept.c", {}),
+        ("alltoallv.c.j2", f"aapc_{topo_id}_alltoallv.c", {}),
     ]
     outputs += [("variant.c.j2", f"aapc_{topo_id}_{v.ident}.c", {"v": v}) for v in variants]
+    if alltoallv is not None:
+        vextra = {"vs": alltoallv.schedule, "pattern_source": alltoallv.source}
+        outputs += [
+            ("vvariant.c.j2", f"aapc_{topo_id}_alltoallv_{v.ident}.c", {"v": v, **vextra})
+            for v in alltoallv.variants
+        ]
     for template, name, extra in outputs:
         path = out_dir / name
         path.write_text(env.get_template(template).render(**common, **extra))
         written.append(path)
-    for source in sorted(resource_dir("runtime_c").glob("*.[ch]")):
+    runtime = resource_dir("runtime_c")
+    sources = [*runtime.glob("*.[ch]")] + [
+        f for d in RUNTIME_SUBDIRS for f in (runtime / d).glob("*.[ch]")
+    ]
+    for source in sorted(sources, key=lambda f: f.name):
         shutil.copyfile(source, out_dir / source.name)
         written.append(out_dir / source.name)
     return written

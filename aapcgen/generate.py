@@ -20,7 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen.codegen import RankTables, VariantCode, c_identifier, rank_tables, render
+from aapcgen.codegen import (
+    AlltoallvCode,
+    RankTables,
+    VariantCode,
+    c_identifier,
+    piece_tables,
+    rank_tables,
+    render,
+    vlevel_code,
+)
 from aapcgen.errors import AapcError, InputError
 from aapcgen.model import Topology
 from aapcgen.phases import Schedule, build_phases
@@ -33,7 +42,8 @@ from aapcgen.sync import (
     plan_sync,
     variant_spec,
 )
-from aapcgen.tree import analyze
+from aapcgen.tree import TreeInfo, analyze
+from aapcgen.vschedule import run_scheduler
 
 DEFAULT_BLOCK_SIZES = (4,)
 
@@ -80,6 +90,53 @@ class Generated:
     files: list[Path]
     variants: list[VariantCode]
     default: str
+    alltoallv: AlltoallvCode | None = None
+
+
+@dataclass(frozen=True)
+class AlltoallvRequest:
+    """``generate --alltoallv PATTERN``: compile one count pattern into level-3 routines."""
+
+    pattern: np.ndarray
+    source: str
+    scheduler: str = "balanced"
+    threshold: int = 0
+    chunk: int | None = None
+
+
+def alltoallv_code(
+    tree: TreeInfo,
+    request: AlltoallvRequest,
+    specs: list[VariantSpec],
+    progress: Callable[[str], None],
+) -> AlltoallvCode:
+    """Schedule the pattern, verify it independently, and plan each variant's syncs on it."""
+    from aapcgen.vverify import verify_vschedule  # the independent checker
+
+    topo = tree.topology
+    vs = run_scheduler(request.scheduler, topo, request.pattern, request.threshold, request.chunk)
+    verify_vschedule(topo, request.pattern, vs)
+    progress(
+        f"alltoallv {request.source}: {request.scheduler}, {vs.n_phases} phases, "
+        f"{len(vs.src)} pieces, cost/bound {vs.ratio:.4f} (verified)"
+    )
+    as_phases = Schedule(topo.n_machines, vs.n_phases, vs.phase, vs.src, vs.dst)
+    pieces = piece_tables(vs.phase, vs.src, vs.dst, vs.offset, vs.length)
+    variants = []
+    for spec in specs:
+        if spec.dummy:
+            raise InputError(
+                f"--alltoallv: variant {spec.label} sends dummy messages, which Alltoallv "
+                "schedules do not have; use no-sync, sender-*, receiver-* or barrier-*"
+            )
+        plan = plan_sync(tree, as_phases, spec)
+        tables = rank_tables(as_phases, plan)
+        variants.append(VariantCode(spec.label, c_identifier(spec.label), tables, plan, pieces))
+    labels = [v.label for v in variants]
+    default = next((v for v in ("receiver-all", "sender-all") if v in labels), labels[0])
+    return AlltoallvCode(
+        vs, np.asarray(request.pattern, dtype=np.int64), request.source, variants, default
+    )
 
 
 def generate(
@@ -87,6 +144,7 @@ def generate(
     specs: list[VariantSpec],
     out_dir: Path,
     progress: Callable[[str], None] = lambda _: None,
+    alltoallv: AlltoallvRequest | None = None,
 ) -> Generated:
     tree = analyze(topo)
     start = time.perf_counter()
@@ -111,10 +169,16 @@ def generate(
     # receiver-based syncs keep TCP networks contention-free (docs/performance.md), so they are
     # the default; seed 002 preferred sender-all on its 2005 MPICH
     default = next((v for v in ("receiver-all", "sender-all") if v in labels), labels[0])
+    vcode = None
+    if alltoallv is not None:
+        vspecs = [s for s in specs if not s.dummy] if len(specs) > 1 else specs
+        vcode = alltoallv_code(tree, alltoallv, vspecs, progress)
     start = time.perf_counter()
-    files = render(topo, sched, plain, variants, default, out_dir)
+    req = alltoallv or AlltoallvRequest(np.zeros(0), "", "balanced")
+    vlevel = vlevel_code(topo, req.scheduler, req.threshold, req.chunk)
+    files = render(topo, sched, plain, variants, default, out_dir, vcode, vlevel)
     progress(f"wrote {len(files)} files to {out_dir} ({time.perf_counter() - start:.1f} s)")
-    return Generated(files=files, variants=variants, default=default)
+    return Generated(files=files, variants=variants, default=default, alltoallv=vcode)
 
 
 def find_mpicc(explicit: str | None) -> str:

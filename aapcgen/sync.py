@@ -326,6 +326,11 @@ def _dummies(tree: TreeInfo, sched: Schedule) -> tuple[np.ndarray, np.ndarray, n
     return np.concatenate(phases), np.concatenate(srcs), np.concatenate(dsts)
 
 
+def _several_per_phase(phase: np.ndarray, rank: np.ndarray) -> bool:
+    key = phase.astype(np.int64) * (int(rank.max(initial=0)) + 1) + rank
+    return len(np.unique(key)) < len(key)
+
+
 def plan_sync(tree: TreeInfo, sched: Schedule, spec: VariantSpec) -> SyncPlan:
     """Stage 4 of the pipeline: the synchronisation messages (and dummies) of one variant."""
     empty = np.zeros(0, dtype=np.int64)
@@ -340,13 +345,22 @@ def plan_sync(tree: TreeInfo, sched: Schedule, spec: VariantSpec) -> SyncPlan:
     u, v = _candidates(edge, msg, block, spec.scope)
     contending = _contending(tree, sched, raw_msg, raw_edge, block, spec.scope)
     n_chain = len(u)
+    # Alltoallv schedules may put many messages of one rank into one (small-message) phase:
+    # then syncs only order different phases, and the exact removal (which tracks one send per
+    # rank and phase) is skipped, keeping every pair not implied by program order
+    several = _several_per_phase(phase, src) or _several_per_phase(phase, dst)
+    if several:
+        forward = phase[u] < phase[v]
+        u, v = u[forward], v[forward]
     fires_at = src if spec.kind == "sender" else dst
     keep = fires_at[u] != src[v]  # same rank: its own program order already orders them
     pairs = np.unique(u[keep] * len(phase) + v[keep])
     u, v = pairs // len(phase), pairs % len(phase)
     po_src = _next_send(src, phase, src, phase, sched.n_phases)
     po_out = po_src if spec.kind == "sender" else _next_send(src, phase, dst, phase, sched.n_phases)
-    needed = _reduce(sched, u, v, spec.kind, po_out, po_src)
+    needed = (
+        np.ones(len(u), dtype=bool) if several else _reduce(sched, u, v, spec.kind, po_out, po_src)
+    )
     u, v = u[needed], v[needed]
     counts = SyncCounts(contending, n_chain, len(pairs), len(u))
     return SyncPlan(spec, fires_at[u], phase[u], src[v], phase[v], *dummy, counts)

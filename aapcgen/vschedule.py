@@ -414,7 +414,7 @@ def balanced(topo: Topology, pattern: np.ndarray, chunk: int | None = None) -> V
     k = len(m.src)
     remaining = m.count.astype(np.int64).copy()
     bound = _bound(m)
-    quantum = (chunk / float(m.rate.max())) if chunk else bound / BALANCED_QUANTA
+    quantum = (chunk / float(m.rate.max())) if chunk and k else bound / BALANCED_QUANTA
     edges = m.edges_of()
     out_phase: list[np.ndarray] = []
     out_msg: list[np.ndarray] = []
@@ -542,17 +542,19 @@ def cmd_vschedule(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``aapcgen vschedule``."""
-    text = "Phases for an MPI_Alltoallv pattern (greedy, all-to-all based or balanced), verified."
-    p = sub.add_parser("vschedule", help=text, description=text)
-    p.add_argument("topology", metavar="TOPO.yaml", help="switch tree (see docs/topology.md)")
+def alltoallv_options(p: argparse.ArgumentParser) -> None:
+    """``aapcgen generate --alltoallv PATTERN``: level-3 MPI_Alltoallv routines."""
     p.add_argument(
-        "pattern",
+        "--alltoallv",
         metavar="PATTERN",
-        help="N x N byte counts: .yaml (list of lists), .csv or .npy; or builtin:table3",
+        help="also compile MPI_Alltoallv for this N x N byte-count pattern (.yaml, .csv, .npy "
+        "or builtin:table3); calls with other counts fall back to PMPI_Alltoallv",
     )
-    p.add_argument("--scheduler", choices=SCHEDULERS, default="balanced")
+    p.add_argument("--scheduler", choices=SCHEDULERS, default="balanced", help="with --alltoallv")
+    _schedule_options(p)
+
+
+def _schedule_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--threshold",
         type=_nonneg_int,
@@ -567,5 +569,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="BYTES",
         help=f"balanced: shortest phase in bytes (default: bound / {BALANCED_QUANTA})",
     )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``aapcgen vschedule``."""
+    text = "Phases for an MPI_Alltoallv pattern (greedy, all-to-all based or balanced), verified."
+    p = sub.add_parser("vschedule", help=text, description=text)
+    p.add_argument("topology", metavar="TOPO.yaml", help="switch tree (see docs/topology.md)")
+    p.add_argument(
+        "pattern",
+        metavar="PATTERN",
+        help="N x N byte counts: .yaml (list of lists), .csv or .npy; or builtin:table3",
+    )
+    p.add_argument("--scheduler", choices=SCHEDULERS, default="balanced")
+    _schedule_options(p)
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_vschedule)

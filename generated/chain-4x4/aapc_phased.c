@@ -59,6 +59,15 @@ struct aapc_run {
     MPI_Request sreq;       /* the one outstanding data/dummy send */
     int rdone;              /* recv entries < rdone are complete (barrier bookkeeping) */
     int next_barrier;
+    /* Alltoallv (vmode): per-rank counts and displacements, element sizes and extents */
+    int vmode;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    MPI_Aint sext, rext;
+    int ssize, rsize, sdense, rdense;
+    /* messages moved in pieces with non-dense types travel packed: per rank, the offset of its
+       packed message in spack/rpack, or -1 */
+    char *spack, *rpack;
+    MPI_Aint *spoff, *rpoff;
 };
 
 static char aapc_zero[1]; /* address of zero-byte sync messages */
@@ -89,6 +98,58 @@ static int aapc_post_recv_dummy(struct aapc_run *st, int r)
                       AAPC_TAG_DUMMY, st->dup, &st->dreq);
 }
 
+/* Alltoallv: where the piece [pos, pos + len) of a message of `count` elements at `base`
+   lives. A whole message goes with the user's datatype; a part of a message as bytes, from
+   the user's buffer when the type is dense, else from the packed copy. */
+static int aapc_piece(const char *base, int count, MPI_Datatype type, int size, int dense,
+                      const char *packed, int64_t pos, int64_t len, const char **buf,
+                      int *n, MPI_Datatype *t)
+{
+    int64_t total = (int64_t)count * size;
+    if (pos < 0 || len < 0 || pos + len > total)
+        return MPI_ERR_COUNT; /* the schedule does not fit this call's counts */
+    if (pos == 0 && len == total) {
+        *buf = base;
+        *n = count;
+        *t = type;
+        return MPI_SUCCESS;
+    }
+    if (len > INT_MAX)
+        return MPI_ERR_COUNT;
+    *buf = (dense ? base : packed) + pos;
+    *n = (int)len;
+    *t = MPI_BYTE;
+    return dense || packed != NULL ? MPI_SUCCESS : MPI_ERR_INTERN;
+}
+
+static int aapc_isend_piece(struct aapc_run *st, int e, int dest)
+{
+    const char *buf;
+    int n, rc;
+    MPI_Datatype t;
+    rc = aapc_piece(st->sbuf + (MPI_Aint)st->sdispls[dest] * st->sext, st->scounts[dest],
+                    st->stype, st->ssize, st->sdense,
+                    st->spoff[dest] >= 0 ? st->spack + st->spoff[dest] : NULL,
+                    st->s->send_pos[e], st->s->send_len[e], &buf, &n, &t);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return PMPI_Isend(buf, n, t, dest, AAPC_TAG_DATA, st->dup, &st->sreq);
+}
+
+static int aapc_irecv_piece(struct aapc_run *st, int r, int src, MPI_Request *req)
+{
+    const char *buf;
+    int n, rc;
+    MPI_Datatype t;
+    rc = aapc_piece(st->rbuf + (MPI_Aint)st->rdispls[src] * st->rext, st->rcounts[src],
+                    st->rtype, st->rsize, st->rdense,
+                    st->rpoff[src] >= 0 ? st->rpack + st->rpoff[src] : NULL,
+                    st->s->recv_pos[r], st->s->recv_len[r], &buf, &n, &t);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return PMPI_Irecv((char *)buf, n, t, src, AAPC_TAG_DATA, st->dup, req);
+}
+
 /* Step 1: wait for e's sync receives, then start send entry e. */
 static int aapc_start_send(struct aapc_run *st, int e)
 {
@@ -105,6 +166,8 @@ static int aapc_start_send(struct aapc_run *st, int e)
     }
     int32_t peer = s->send_peer[e];
     int dest = aapc_rank(st, peer);
+    if (peer >= 0 && st->vmode)
+        return aapc_isend_piece(st, e, dest);
     if (peer >= 0)
         return PMPI_Isend(st->sbuf + (MPI_Aint)dest * st->sblock, st->scount, st->stype, dest,
                           AAPC_TAG_DATA, st->dup, &st->sreq);
@@ -203,8 +266,11 @@ static int aapc_prepost(struct aapc_run *st, int *self_in_schedule)
         if (peer == st->m)
             *self_in_schedule = 1;
         int src = aapc_rank(st, peer);
-        rc = PMPI_Irecv(st->rbuf + (MPI_Aint)src * st->rblock, st->rcount, st->rtype, src,
-                        AAPC_TAG_DATA, st->dup, &st->rreq[r - st->r0]);
+        if (st->vmode)
+            rc = aapc_irecv_piece(st, r, src, &st->rreq[r - st->r0]);
+        else
+            rc = PMPI_Irecv(st->rbuf + (MPI_Aint)src * st->rblock, st->rcount, st->rtype, src,
+                            AAPC_TAG_DATA, st->dup, &st->rreq[r - st->r0]);
         if (rc != MPI_SUCCESS)
             return rc;
     }
@@ -271,15 +337,43 @@ static int aapc_check_rows(const struct aapc_run *st)
 {
     const aapc_schedule_t *s = st->s;
     for (int e = st->s0; e < st->s1; e++)
-        if (!aapc_peer_ok(s, s->send_peer[e]))
+        if (!aapc_peer_ok(s, s->send_peer[e]) || (st->vmode && s->send_peer[e] < 0))
             return 0;
     for (int r = st->r0; r < st->r1; r++)
-        if (!aapc_peer_ok(s, s->recv_peer[r]))
+        if (!aapc_peer_ok(s, s->recv_peer[r]) || (st->vmode && s->recv_peer[r] < 0))
             return 0;
     for (int i = st->y0; i < st->y1; i++)
         if (s->syncin_peer[i] < 0 || s->syncin_peer[i] >= s->nmachines)
             return 0;
     return 1;
+}
+
+/* The rank's own block: one memcpy for dense types, else a local copy through the library. */
+static int aapc_copy_own(struct aapc_run *st, int me)
+{
+    const char *sb = st->sbuf + (MPI_Aint)me * st->sblock;
+    char *rb = st->rbuf + (MPI_Aint)me * st->rblock;
+    int sc = st->scount, rcnt = st->rcount, size;
+    if (st->vmode) {
+        sb = st->sbuf + (MPI_Aint)st->sdispls[me] * st->sext;
+        rb = st->rbuf + (MPI_Aint)st->rdispls[me] * st->rext;
+        sc = st->scounts[me];
+        rcnt = st->rcounts[me];
+    }
+    if (aapc_dense(st->stype) && aapc_dense(st->rtype)) {
+        int rs;
+        PMPI_Type_size(st->stype, &size);
+        PMPI_Type_size(st->rtype, &rs);
+        if ((int64_t)size * sc > (int64_t)rs * rcnt)
+            return MPI_ERR_TRUNCATE;
+        if (sc > 0)
+            memcpy(rb, sb, (size_t)size * (size_t)sc);
+        return MPI_SUCCESS;
+    }
+    if (sc == 0 && rcnt == 0)
+        return MPI_SUCCESS;
+    return PMPI_Sendrecv(sb, sc, st->stype, me, AAPC_TAG_SELF, rb, rcnt, st->rtype, me,
+                         AAPC_TAG_SELF, st->dup, MPI_STATUS_IGNORE);
 }
 
 /* Run machine m's rows; buffers and counts already resolved in *st. */
@@ -346,19 +440,8 @@ static int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssi
     if ((rc = aapc_prepost(st, &self_in_schedule)) != MPI_SUCCESS ||
         (rc = aapc_phase_loop(st)) != MPI_SUCCESS)
         goto fail;
-    if (!self_in_schedule && aapc_dense(st->stype) && aapc_dense(st->rtype)) {
-        int size;
-        PMPI_Type_size(st->stype, &size); /* own block, dense types: one memcpy */
-        memcpy(st->rbuf + (MPI_Aint)myrank * st->rblock, st->sbuf + (MPI_Aint)myrank * st->sblock,
-               (size_t)size * (size_t)st->scount);
-    } else if (!self_in_schedule) { /* own block: a local copy through the MPI library */
-        rc = PMPI_Sendrecv(st->sbuf + (MPI_Aint)myrank * st->sblock, st->scount, st->stype,
-                           myrank, AAPC_TAG_SELF, st->rbuf + (MPI_Aint)myrank * st->rblock,
-                           st->rcount, st->rtype, myrank, AAPC_TAG_SELF, st->dup,
-                           MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS)
-            goto fail;
-    }
+    if (!self_in_schedule && (rc = aapc_copy_own(st, myrank)) != MPI_SUCCESS)
+        goto fail;
     if ((rc = aapc_waitall((int)(st->r1 - st->r0), st->rreq)) !=
             MPI_SUCCESS ||
         (rc = aapc_dummy_wait(st)) != MPI_SUCCESS ||
@@ -440,4 +523,214 @@ int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcou
     rc = aapc_execute(&st, myrank, bytes, ssize);
     free(tmp);
     return rc;
+}
+
+/* ---- MPI_Alltoallv ------------------------------------------------------------------------ */
+
+/* Byte span [*lo, *hi) of `count` elements of `type` at displacement disp (in extents). */
+static void aapc_span(MPI_Aint disp, int count, MPI_Aint ext, MPI_Aint tlb, MPI_Aint text,
+                      MPI_Aint *lo, MPI_Aint *hi)
+{
+    MPI_Aint base = disp * ext, last = (MPI_Aint)(count - 1);
+    *lo = base + tlb + (ext < 0 ? last * ext : 0);
+    *hi = base + tlb + text + (ext > 0 ? last * ext : 0);
+}
+
+/* For messages moved in pieces with a non-dense type: offsets into one packed buffer per
+   direction (-1: not packed). Returns the buffer size through *total. */
+static int aapc_pack_plan(struct aapc_run *st, int send, int nranks, MPI_Aint **off,
+                          MPI_Aint *total)
+{
+    const aapc_schedule_t *s = st->s;
+    int lo = send ? st->s0 : st->r0, hi = send ? st->s1 : st->r1, rc;
+    const int32_t *peer = send ? s->send_peer : s->recv_peer;
+    const int64_t *pos = send ? s->send_pos : s->recv_pos, *len = send ? s->send_len : s->recv_len;
+    const int *counts = send ? st->scounts : st->rcounts;
+    int size = send ? st->ssize : st->rsize;
+    MPI_Datatype type = send ? st->stype : st->rtype;
+    *total = 0;
+    *off = malloc((size_t)nranks * sizeof **off);
+    if (*off == NULL)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < nranks; i++)
+        (*off)[i] = -1;
+    if (send ? st->sdense : st->rdense)
+        return MPI_SUCCESS;
+    for (int e = lo; e < hi; e++) {
+        int r = aapc_rank(st, peer[e]);
+        if ((*off)[r] >= 0 || (pos[e] == 0 && len[e] == (int64_t)counts[r] * size))
+            continue;
+        int bytes;
+        if ((rc = PMPI_Pack_size(counts[r], type, st->dup, &bytes)) != MPI_SUCCESS)
+            return rc;
+        (*off)[r] = *total;
+        *total += bytes;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Pack (send) or unpack (receive) every message listed in off[]. */
+static int aapc_pack_all(struct aapc_run *st, int send, int nranks)
+{
+    MPI_Aint *off = send ? st->spoff : st->rpoff;
+    for (int r = 0; r < nranks; r++) {
+        if (off[r] < 0)
+            continue;
+        int n = send ? st->scounts[r] : st->rcounts[r], size = send ? st->ssize : st->rsize;
+        int packed, pos = 0, rc;
+        MPI_Datatype type = send ? st->stype : st->rtype;
+        if ((rc = PMPI_Pack_size(n, type, st->dup, &packed)) != MPI_SUCCESS)
+            return rc;
+        if (send)
+            rc = PMPI_Pack(st->sbuf + (MPI_Aint)st->sdispls[r] * st->sext, n, type,
+                           st->spack + off[r], packed, &pos, st->dup);
+        else
+            rc = PMPI_Unpack(st->rpack + off[r], packed, &pos,
+                             st->rbuf + (MPI_Aint)st->rdispls[r] * st->rext, n, type, st->dup);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if ((int64_t)pos != (int64_t)n * size) /* packed form is not the raw bytes: refuse */
+            return MPI_ERR_INTERN;
+    }
+    return MPI_SUCCESS;
+}
+
+int aapc_alltoallv_exec(const aapc_schedule_t *s, struct aapc_comm_info *info,
+                        const void *sendbuf, const int sendcounts[], const int sdispls[],
+                        MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                        const int rdispls[], MPI_Datatype recvtype)
+{
+    struct aapc_run st;
+    int rc, me = 0, size = 0;
+    MPI_Aint lb, spack = 0, rpack = 0;
+    char *tmp = NULL;
+
+    memset(&st, 0, sizeof st);
+    if (s == NULL || info == NULL || !info->usable || s->send_pos == NULL ||
+        s->send_len == NULL || s->recv_pos == NULL || s->recv_len == NULL)
+        return MPI_ERR_ARG;
+    st.s = s;
+    st.info = *info;
+    st.dup = info->dup;
+    st.m = info->my_machine;
+    st.vmode = 1;
+    if ((rc = PMPI_Comm_rank(st.dup, &me)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_size(st.dup, &size)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_size(recvtype, &st.rsize)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_get_extent(recvtype, &lb, &st.rext)) != MPI_SUCCESS)
+        return rc;
+    st.rbuf = recvbuf;
+    st.rcounts = recvcounts;
+    st.rdispls = rdispls;
+    st.rtype = recvtype;
+    if (sendbuf == MPI_IN_PLACE) { /* copy the span of every block aside */
+        MPI_Aint tlb, text, lo = 0, hi = 0;
+        int any = 0;
+        if ((rc = PMPI_Type_get_true_extent(recvtype, &tlb, &text)) != MPI_SUCCESS)
+            return rc;
+        for (int i = 0; i < size; i++) {
+            MPI_Aint a, b;
+            if (recvcounts[i] <= 0)
+                continue;
+            aapc_span(rdispls[i], recvcounts[i], st.rext, tlb, text, &a, &b);
+            lo = any && lo < a ? lo : a;
+            hi = any && hi > b ? hi : b;
+            any = 1;
+        }
+        tmp = malloc(hi > lo ? (size_t)(hi - lo) : 1);
+        if (tmp == NULL)
+            return MPI_ERR_NO_MEM;
+        if (hi > lo)
+            memcpy(tmp, (char *)recvbuf + lo, (size_t)(hi - lo));
+        st.sbuf = tmp - lo; /* the same addressing as recvbuf */
+        st.scounts = recvcounts;
+        st.sdispls = rdispls;
+        st.stype = recvtype;
+        st.ssize = st.rsize;
+        st.sext = st.rext;
+    } else {
+        if ((rc = PMPI_Type_size(sendtype, &st.ssize)) != MPI_SUCCESS ||
+            (rc = PMPI_Type_get_extent(sendtype, &lb, &st.sext)) != MPI_SUCCESS)
+            return rc;
+        st.sbuf = sendbuf;
+        st.scounts = sendcounts;
+        st.sdispls = sdispls;
+        st.stype = sendtype;
+    }
+    st.sdense = aapc_dense(st.stype);
+    st.rdense = aapc_dense(st.rtype);
+    st.s0 = s->send_off[st.m];
+    st.s1 = s->send_off[st.m + 1];
+    st.r0 = s->recv_off[st.m];
+    st.r1 = s->recv_off[st.m + 1];
+    for (int e = st.s0; e < st.s1; e++) /* rows are checked again in aapc_execute */
+        if (!aapc_peer_ok(s, s->send_peer[e]) || s->send_peer[e] < 0)
+            rc = MPI_ERR_INTERN;
+    for (int r = st.r0; r < st.r1; r++)
+        if (!aapc_peer_ok(s, s->recv_peer[r]) || s->recv_peer[r] < 0)
+            rc = MPI_ERR_INTERN;
+    if (rc == MPI_SUCCESS &&
+        (rc = aapc_pack_plan(&st, 1, size, &st.spoff, &spack)) == MPI_SUCCESS &&
+        (rc = aapc_pack_plan(&st, 0, size, &st.rpoff, &rpack)) == MPI_SUCCESS) {
+        st.spack = malloc(spack ? (size_t)spack : 1);
+        st.rpack = malloc(rpack ? (size_t)rpack : 1);
+        if (st.spack == NULL || st.rpack == NULL)
+            rc = MPI_ERR_NO_MEM;
+    }
+    if (rc == MPI_SUCCESS && (rc = aapc_pack_all(&st, 1, size)) == MPI_SUCCESS &&
+        (rc = aapc_execute(&st, me, 0, st.ssize)) == MPI_SUCCESS)
+        rc = aapc_pack_all(&st, 0, size);
+    free(st.spack);
+    free(st.rpack);
+    free(st.spoff);
+    free(st.rpoff);
+    free(tmp);
+    return rc;
+}
+
+/* Level 3: do this call's counts equal the compiled pattern on every rank? (1 Allreduce) */
+static int aapc_pattern_matches(const aapc_schedule_t *s, const aapc_comm_info_t *info,
+                                const int sendcounts[], MPI_Datatype sendtype, int inplace,
+                                const int recvcounts[], MPI_Datatype recvtype, int *all_ok)
+{
+    int ssize, rsize, rc, ok = 1, m = info->my_machine, n = s->nmachines;
+    if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+        return rc;
+    if (inplace) {
+        ssize = rsize;
+        sendcounts = recvcounts;
+    } else if ((rc = PMPI_Type_size(sendtype, &ssize)) != MPI_SUCCESS) {
+        return rc;
+    }
+    for (int j = 0; j < n && ok; j++) {
+        int r = aapc_comm_rank_of(info, j);
+        if (j == m)
+            continue;
+        ok = (int64_t)sendcounts[r] * ssize == s->pattern[(int64_t)m * n + j] &&
+             (int64_t)recvcounts[r] * rsize == s->pattern[(int64_t)j * n + m];
+    }
+    *all_ok = ok;
+    return PMPI_Allreduce(MPI_IN_PLACE, all_ok, 1, MPI_INT, MPI_MIN, info->dup);
+}
+
+int aapc_alltoallv_run(const aapc_schedule_t *s, const void *sendbuf, const int sendcounts[],
+                       const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                       const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                       MPI_Comm comm)
+{
+    aapc_comm_info_t info;
+    int rc, ok = 1;
+    if (s == NULL)
+        return MPI_ERR_ARG;
+    if ((rc = aapc_comm_lookup(s, comm, &info)) != MPI_SUCCESS)
+        return rc;
+    if (info.usable && s->pattern != NULL &&
+        (rc = aapc_pattern_matches(s, &info, sendcounts, sendtype, sendbuf == MPI_IN_PLACE,
+                                   recvcounts, recvtype, &ok)) != MPI_SUCCESS)
+        return rc;
+    if (!info.usable || !ok)
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                              rdispls, recvtype, comm);
+    return aapc_alltoallv_exec(s, &info, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                               recvcounts, rdispls, recvtype);
 }

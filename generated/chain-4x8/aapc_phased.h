@@ -60,6 +60,16 @@ typedef struct aapc_schedule {
     /* NULL, or the hostname of every machine: ranks are then mapped to machines by
        MPI_Get_processor_name (first unused machine with that host name, in rank order). */
     const char *const *hosts;
+
+    /* MPI_Alltoallv schedules only (NULL for MPI_Alltoall): every data entry moves the byte
+       range [pos, pos + len) of its (source, destination) message, so one message may be split
+       into pieces sent in different phases. Per send entry and per recv entry. */
+    const int64_t *send_pos, *send_len, *recv_pos, *recv_len;
+
+    /* Level 3 only (NULL otherwise): the compiled byte-count matrix, nmachines x nmachines,
+       row = source machine. A call whose counts differ falls back to PMPI_Alltoallv on every
+       rank (decided collectively with one MPI_Allreduce of an int). */
+    const int64_t *pattern;
 } aapc_schedule_t;
 
 /* MPI_Alltoall semantics (any datatypes, counts including 0, MPI_IN_PLACE, MPI error codes).
@@ -67,6 +77,24 @@ typedef struct aapc_schedule {
 int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcount,
                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm);
+
+/* MPI_Alltoallv semantics with the pieces of an Alltoallv schedule (s->send_pos != NULL): any
+   datatypes, zero counts, non-contiguous displacements, MPI_IN_PLACE. Falls back to
+   PMPI_Alltoallv when comm does not match the schedule or (level 3) the counts differ from
+   s->pattern. */
+int aapc_alltoallv_run(const aapc_schedule_t *s, const void *sendbuf, const int sendcounts[],
+                       const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                       const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                       MPI_Comm comm);
+
+/* The same with the communicator already looked up with aapc_comm_lookup(key, comm, ...) for a
+   schedule `key` of the same machines (levels 1 and 2 build s at run time and look up a fixed
+   key). `info` is a const struct aapc_comm_info *. */
+struct aapc_comm_info;
+int aapc_alltoallv_exec(const aapc_schedule_t *s, struct aapc_comm_info *info,
+                        const void *sendbuf, const int sendcounts[], const int sdispls[],
+                        MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                        const int rdispls[], MPI_Datatype recvtype);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include <mpi.h>
 #include "aapc_phased.h"
 #include "aapc_registry.h"
+#include "aapc_vregistry.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +50,33 @@ int aapc_alltoall_deep_unbalanced_barrier_partial_sender_4(const void *sendbuf, 
 /* barrier-partial-receiver-4: MPI_Alltoall's signature and semantics */
 int aapc_alltoall_deep_unbalanced_barrier_partial_receiver_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
+/* MPI_Alltoallv, levels 1 (counts gathered at run time) and 2 (bytes: the whole N x N byte
+   matrix, row = source rank, known on every rank), scheduled at run time (balanced) */
+int aapc_alltoallv_deep_unbalanced_level1_no_sync(const void *sendbuf, const int sendcounts[],
+    const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int aapc_alltoallv_deep_unbalanced_level2_no_sync(const long long *bytes, const void *sendbuf,
+    const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int aapc_alltoallv_deep_unbalanced_level1_sender_all(const void *sendbuf, const int sendcounts[],
+    const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int aapc_alltoallv_deep_unbalanced_level2_sender_all(const long long *bytes, const void *sendbuf,
+    const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int aapc_alltoallv_deep_unbalanced_level1_receiver_all(const void *sendbuf, const int sendcounts[],
+    const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int aapc_alltoallv_deep_unbalanced_level2_receiver_all(const long long *bytes, const void *sendbuf,
+    const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int aapc_alltoallv_deep_unbalanced_level1_barrier_all(const void *sendbuf, const int sendcounts[],
+    const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int aapc_alltoallv_deep_unbalanced_level2_barrier_all(const long long *bytes, const void *sendbuf,
+    const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
 
 #ifdef __cplusplus
 }

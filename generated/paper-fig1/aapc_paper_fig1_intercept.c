@@ -26,3 +26,40 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                                                 recvtype, comm);
 }
 #endif
+
+/* MPI_Alltoallv routines of this directory: AAPC_ALLTOALLV picks one, the default is level1-receiver-all */
+static int native_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                            MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                            const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                          recvtype, comm);
+}
+
+const aapc_vvariant_t aapc_vvariants[] = {
+    {"level1-no-sync", aapc_alltoallv_paper_fig1_level1_no_sync},
+    {"level1-sender-all", aapc_alltoallv_paper_fig1_level1_sender_all},
+    {"level1-receiver-all", aapc_alltoallv_paper_fig1_level1_receiver_all},
+    {"level1-barrier-all", aapc_alltoallv_paper_fig1_level1_barrier_all},
+    {"native", native_alltoallv},
+};
+const int aapc_nvvariants = 5;
+
+const aapc_vlevel2_t aapc_vlevel2s[] = {
+    {"level2-no-sync", aapc_alltoallv_paper_fig1_level2_no_sync},
+    {"level2-sender-all", aapc_alltoallv_paper_fig1_level2_sender_all},
+    {"level2-receiver-all", aapc_alltoallv_paper_fig1_level2_receiver_all},
+    {"level2-barrier-all", aapc_alltoallv_paper_fig1_level2_barrier_all},
+};
+const int aapc_nvlevel2s = 4;
+
+#ifdef AAPC_INTERCEPT
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    static aapc_alltoallv_fn chosen = NULL;
+    return aapc_vvariant_lookup(aapc_vvariants, aapc_nvvariants, "level1-receiver-all", &chosen)(
+        sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+}
+#endif

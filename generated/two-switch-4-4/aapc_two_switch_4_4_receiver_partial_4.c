@@ -43,7 +43,9 @@ static const aapc_schedule_t schedule = {
     syncin_off, syncin_peer,
     wait_off, wait_idx,
     fire_off, fire_peer,
-    NULL /* ranks map to machines in rank order */};
+    NULL /* ranks map to machines in rank order */,
+    NULL, NULL, NULL, NULL, /* not an Alltoallv schedule */
+    NULL};
 
 int aapc_alltoall_two_switch_4_4_receiver_partial_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)

@@ -1,0 +1,202 @@
+/*
+ * alltoallv_timer.c: time MPI_Alltoallv candidates side by side in one job (seed 002 Figure 5
+ * measurement applied to a byte-count pattern).
+ *
+ * The pattern file holds N, then N x N byte counts (row = source rank). Candidates: "native"
+ * (PMPI_Alltoallv, whatever algorithm the MPI library's environment selects), every entry of
+ * aapc_vvariants[] except its "native" (level3-*, level1-*) and every entry of aapc_vlevel2s[]
+ * (level2-*, given the pattern). For each repeat the candidates run in turn (interleaved):
+ * warm-up calls, a barrier, then `iters` x { alltoallv; barrier } timed with MPI_Wtime. Rank 0
+ * prints one line per (repeat, candidate): "time <candidate> <total bytes> <repeat> <seconds per
+ * call> <iters> <cpu busy>" (as alltoall_timer.c), then "done".
+ *
+ * usage: alltoallv_timer --pattern FILE [--iters N] [--min-iters N] [--target-seconds T]
+ *                        [--warmup N] [--repeats R] [--only a,b]
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aapc_vregistry.h"
+
+static int native(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb,
+                  const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm)
+{
+    return PMPI_Alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm);
+}
+
+static const long long *g_bytes;
+static aapc_alltoallv_level2_fn g_level2[64];
+#define LEVEL2(k)                                                                              \
+    static int level2_##k(const void *sb, const int sc[], const int sd[], MPI_Datatype st,     \
+                          void *rb, const int rc[], const int rd[], MPI_Datatype rt,           \
+                          MPI_Comm comm)                                                       \
+    {                                                                                          \
+        return g_level2[k](g_bytes, sb, sc, sd, st, rb, rc, rd, rt, comm);                     \
+    }
+LEVEL2(0)
+LEVEL2(1)
+LEVEL2(2)
+LEVEL2(3)
+static const aapc_alltoallv_fn level2_fns[4] = {level2_0, level2_1, level2_2, level2_3};
+
+static int selected(const char *only, const char *name)
+{
+    if (only == NULL) {
+        return 1;
+    }
+    size_t len = strlen(name);
+    for (const char *p = only; (p = strstr(p, name)) != NULL; p += len) {
+        if ((p == only || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Busy and total jiffies of all CPUs (first line of /proc/stat); 0 when unavailable. */
+static int cpu_jiffies(double *busy, double *total)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    int ok = f != NULL && fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                                 &v[3], &v[4], &v[5], &v[6], &v[7]) == 8;
+    if (f != NULL) {
+        fclose(f);
+    }
+    if (!ok) {
+        return 0;
+    }
+    *total = (double)(v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]);
+    *busy = *total - (double)(v[3] + v[4]); /* minus idle and iowait */
+    return 1;
+}
+
+static long long *read_pattern(const char *path, int n)
+{
+    FILE *f = fopen(path, "r");
+    int m = 0;
+    if (f == NULL || fscanf(f, "%d", &m) != 1 || m != n) {
+        if (f != NULL)
+            fclose(f);
+        return NULL;
+    }
+    long long *p = malloc(sizeof *p * (size_t)n * (size_t)n);
+    for (long long i = 0; p != NULL && i < (long long)n * n; i++) {
+        if (fscanf(f, "%lld", &p[i]) != 1 || p[i] < 0 || p[i] > 2147483647LL) {
+            free(p);
+            p = NULL;
+        }
+    }
+    fclose(f);
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *path = NULL, *only = NULL;
+    int iters = 20, min_iters = 3, warmup = 2, repeats = 5;
+    double target = 0.0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--pattern") == 0) path = argv[i + 1];
+        else if (strcmp(argv[i], "--iters") == 0) iters = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--min-iters") == 0) min_iters = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--target-seconds") == 0) target = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+    }
+    long long *pattern = path ? read_pattern(path, size) : NULL;
+    if (pattern == NULL) {
+        if (rank == 0)
+            fprintf(stderr, "alltoallv_timer: --pattern FILE with %d x %d byte counts needed\n",
+                    size, size);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    g_bytes = pattern;
+    int nl2 = aapc_nvlevel2s < 4 ? aapc_nvlevel2s : 4;
+    int ncand = 1 + aapc_nvvariants + nl2;
+    aapc_alltoallv_fn *fns = malloc(sizeof(*fns) * (size_t)ncand);
+    const char **names = malloc(sizeof(*names) * (size_t)ncand);
+    int nc = 0;
+    fns[nc] = native;
+    names[nc++] = "native";
+    for (int v = 0; v < aapc_nvvariants; v++) {
+        if (strcmp(aapc_vvariants[v].variant, "native") == 0)
+            continue;
+        fns[nc] = aapc_vvariants[v].fn;
+        names[nc++] = aapc_vvariants[v].variant;
+    }
+    for (int k = 0; k < nl2; k++) {
+        g_level2[k] = aapc_vlevel2s[k].fn;
+        fns[nc] = level2_fns[k];
+        names[nc++] = aapc_vlevel2s[k].variant;
+    }
+    int *sc = malloc(sizeof(int) * (size_t)size), *sd = malloc(sizeof(int) * (size_t)size);
+    int *rc = malloc(sizeof(int) * (size_t)size), *rd = malloc(sizeof(int) * (size_t)size);
+    long long stot = 0, rtot = 0, total = 0;
+    for (int j = 0; j < size; j++) {
+        sc[j] = (int)pattern[(long long)rank * size + j];
+        rc[j] = (int)pattern[(long long)j * size + rank];
+        sd[j] = (int)stot;
+        rd[j] = (int)rtot;
+        stot += sc[j];
+        rtot += rc[j];
+    }
+    for (long long i = 0; i < (long long)size * size; i++)
+        if (i / size != i % size)
+            total += pattern[i];
+    char *sb = malloc(stot ? (size_t)stot : 1), *rb = malloc(rtot ? (size_t)rtot : 1);
+    for (long long k = 0; k < stot; k++) sb[k] = (char)(k * 7 + rank);
+    for (int r = 0; r < repeats; r++) {
+        for (int c = 0; c < nc; c++) {
+            if (!selected(only, names[c])) continue;
+            MPI_Barrier(MPI_COMM_WORLD);
+            double wstart = MPI_Wtime();
+            for (int w = 0; w < warmup; w++) {
+                fns[c](sb, sc, sd, MPI_BYTE, rb, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+                MPI_Barrier(MPI_COMM_WORLD);
+            }
+            int n = iters;
+            if (target > 0 && warmup > 0) { /* rank 0 decides, everyone follows */
+                double per_call = (MPI_Wtime() - wstart) / warmup;
+                n = per_call > 0 ? (int)(target / per_call) : iters;
+                n = n < min_iters ? min_iters : (n > iters ? iters : n);
+                MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            }
+            double busy0 = 0, total0 = 0, busy1 = 0, total1 = 0;
+            int have_cpu = rank == 0 && cpu_jiffies(&busy0, &total0);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double start = MPI_Wtime();
+            for (int it = 0; it < n; it++) {
+                fns[c](sb, sc, sd, MPI_BYTE, rb, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+                MPI_Barrier(MPI_COMM_WORLD);
+            }
+            double mine = (MPI_Wtime() - start) / n, worst = 0;
+            have_cpu = have_cpu && cpu_jiffies(&busy1, &total1) && total1 > total0;
+            MPI_Reduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (rank == 0) {
+                double cpu = have_cpu ? (busy1 - busy0) / (total1 - total0) : -1.0;
+                printf("time %s %lld %d %.9f %d %.3f\n", names[c], total, r, worst, n, cpu);
+                fflush(stdout);
+            }
+        }
+    }
+    if (rank == 0) printf("done\n");
+    free(sb);
+    free(rb);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    free(fns);
+    free(names);
+    free(pattern);
+    MPI_Finalize();
+    return 0;
+}
