@@ -28,7 +28,12 @@ from aapcgen.report import info_json, info_text, schedule_json_chunks, schedule_
 from aapcgen.sync import plan_sync
 from aapcgen.topology import builtin_topology, load_topology
 from aapcgen.tree import TreeInfo, analyze
-from aapcgen.verify import SYNC_CHECK_MAX_MACHINES, verify_schedule, verify_sync
+from aapcgen.verify import (
+    SYNC_CHECK_MAX_MACHINES,
+    verify_hierarchical,
+    verify_schedule,
+    verify_sync,
+)
 from aapcgen.vschedule import load_pattern
 
 PROGRESS_MACHINES = 512  # topologies at least this big print stage progress on stderr
@@ -128,6 +133,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     proof = verify_schedule(topo, phase, src, dst)
     _progress(topo, f"verified in {time.perf_counter() - start:.1f} s")
     print(proof.summary(what))
+    if topo.ranks_per_machine > 1:
+        print(verify_hierarchical(topo, phase, src, dst))
     return 0
 
 

@@ -324,12 +324,17 @@ def emulation_of(plan: EmulationPlan, ip: str = "ip", tc: str = "tc") -> Emulati
 
 
 def mpiexec_command(
-    em: Emulation, mpiexec: str, argv: Sequence[str], env: dict[str, str] | None = None
+    em: Emulation,
+    mpiexec: str,
+    argv: Sequence[str],
+    env: dict[str, str] | None = None,
+    ranks_per_machine: int = 1,
 ) -> list[str]:
-    """The MPMD hydra command running rank r of ``argv`` in machine r's namespace.
+    """The MPMD hydra command running ranks k*R .. k*R+R-1 of ``argv`` in machine k's namespace
+    (R = ``ranks_per_machine``).
 
     ``MPIR_CVAR_NOLOCAL=1`` stops MPICH from using shared memory between the "local" ranks
-    (they are on one host), so all traffic crosses the emulated links.
+    (they are on one host), so all traffic between machines crosses the emulated links.
     """
     genv = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0", "MPIR_CVAR_NOLOCAL": "1", **(env or {})}
     cmd = [mpiexec]
@@ -338,7 +343,7 @@ def mpiexec_command(
     for r, ns in enumerate(em.machine_ns):
         if r:
             cmd.append(":")
-        cmd += ["-n", "1", em.ip, "netns", "exec", ns, *argv]
+        cmd += ["-n", str(ranks_per_machine), em.ip, "netns", "exec", ns, *argv]
     return cmd
 
 

@@ -129,7 +129,7 @@ def alltoallv_code(
                 f"--alltoallv: variant {spec.label} sends dummy messages, which Alltoallv "
                 "schedules do not have; use no-sync, sender-*, receiver-* or barrier-*"
             )
-        plan = plan_sync(tree, as_phases, spec)
+        plan = plan_sync(tree, as_phases, spec, reduce=False)  # direct syncs: see plan_sync
         tables = rank_tables(as_phases, plan)
         variants.append(VariantCode(spec.label, c_identifier(spec.label), tables, plan, pieces))
     labels = [v.label for v in variants]

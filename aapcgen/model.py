@@ -38,6 +38,9 @@ class Topology:
     machine_bandwidth: tuple[float, ...]  # speed of each machine's own link, bytes/s
     hosts: tuple[str | None, ...]  # optional hostname of each machine, rank order
     links: tuple[Link, ...]  # switch-to-switch links, declaration order
+    # MPI ranks per machine (multicore machines): ranks k*R .. k*R+R-1 run on machine k, in
+    # blocks (mpiexec -ppn R); 1 = one rank per machine, the rank order of ``machines``
+    ranks_per_machine: int = 1
 
     @property
     def n_machines(self) -> int:

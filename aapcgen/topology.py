@@ -26,7 +26,7 @@ from aapcgen.units import parse_bandwidth
 DEFAULT_BANDWIDTH = "1Gbit"
 BUILTIN_NAME = "paper-fig1"
 
-_TOP_KEYS = ("name", "bandwidth", "switches", "machines", "links")
+_TOP_KEYS = ("name", "bandwidth", "switches", "machines", "links", "ranks_per_machine")
 _REQUIRED_TOP_KEYS = ("switches", "machines")
 _MACHINE_KEYS = ("name", "switch", "host", "rank", "bandwidth")
 _LINK_KEYS = ("ends", "bandwidth")
@@ -599,6 +599,7 @@ def parse_topology(data: object, source: str) -> Topology:
                 machine.where, "not attached to any switch (give switch: or a link to a switch)"
             )
     ordered = _assign_ranks(ctx, machine_list)
+    ranks_per_machine = _ranks_per_machine(ctx, data.get("ranks_per_machine", 1))
     return Topology(
         name=name,
         source=source,
@@ -611,4 +612,13 @@ def parse_topology(data: object, source: str) -> Topology:
         ),
         hosts=tuple(m.host for m in ordered),
         links=tuple(links),
+        ranks_per_machine=ranks_per_machine,
     )
+
+
+def _ranks_per_machine(ctx: _Context, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
+        raise ctx.error(
+            "ranks_per_machine", f"must be a whole number from 1 to 1024, got {value!r}"
+        )
+    return value

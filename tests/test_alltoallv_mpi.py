@@ -96,7 +96,7 @@ def test_level3_matches_pmpi(tmp_path, topo_file, scheduler, threshold, seed, sy
 def test_level3_sanitizers(tmp_path):
     pattern = random_pattern(5, 4, symmetric=True)
     exe = build("paper-fig1.yaml", pattern, "balanced", 0, tmp_path, extra=SANITIZE)
-    env = {"AAPC_QUIET": "1", "ASAN_OPTIONS": "detect_leaks=0"}
+    env = {"AAPC_QUIET": "1", "ASAN_OPTIONS": "detect_leaks=0", "AAPC_PREPOST_WINDOW": "2"}
     passed(
         run(exe, 5, str(tmp_path / "pattern.txt"), env=env, timeout=400),
         CASES_PER_VARIANT * ROUTINES,

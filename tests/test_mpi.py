@@ -118,8 +118,10 @@ def test_unchanged_program_is_intercepted(tmp_path):
 
 
 def test_sanitizers_clean(tmp_path):
+    """Also runs the windowed receive posting (AAPC_PREPOST_WINDOW=1: one phase ahead)."""
     exe = build(load_topology(ROOT / "topologies" / "paper-fig1.yaml"), tmp_path, extra=SANITIZE)
     env = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1", "UBSAN_OPTIONS": "print_stacktrace=1"}
+    env["AAPC_PREPOST_WINDOW"] = "1"
     proc = run(exe, 5, "--max-bytes", "65536", env=env)
     passed(proc, 10 * 10)
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr

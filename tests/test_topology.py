@@ -375,7 +375,7 @@ def test_unknown_top_level_key(tmp_path):
     message = error(tmp_path, BASE.replace("bandwidth:", "bandwith:"))
     assert "top level: unknown key 'bandwith'" in message
     assert "did you mean 'bandwidth'?" in message
-    assert "allowed: bandwidth, links, machines, name, switches" in message
+    assert "allowed: bandwidth, links, machines, name, ranks_per_machine, switches" in message
 
 
 def test_unknown_entry_key(tmp_path):

@@ -29,6 +29,11 @@ CASES = {
         "topologies/chain-4x4.yaml",
         ["--sizes", "64K,256K,1M", "--repeats", "3"],
     ),
+    # 2 ranks per machine (issue 8): the hierarchical routine against MPICH on 16 ranks
+    "two-switch-4-4-2ppn-100mbit": (
+        "topologies/two-switch-4-4-2ppn.yaml",
+        ["--sizes", "64K,256K", "--repeats", "3", "--variants", "receiver-all,barrier-all"],
+    ),
     "chain-4x8-20mbit": (
         "topologies/chain-4x8.yaml",
         # 32 ranks at 20 Mbit: a 64 KB all-to-all needs 6.7 s at the peak and MPICH's native one

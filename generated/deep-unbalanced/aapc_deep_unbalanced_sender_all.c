@@ -135,5 +135,6 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_deep_unbalanced_sender_all(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_alltoall_run(&schedule, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
+                                  recvcount, recvtype, comm);
 }

@@ -39,5 +39,6 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_paper_fig1_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_alltoall_run(&schedule, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
+                                  recvcount, recvtype, comm);
 }

@@ -58,6 +58,8 @@ struct aapc_run {
     int nfire, nfired;
     MPI_Request sreq;       /* the one outstanding data/dummy send */
     int rdone;              /* recv entries < rdone are complete (barrier bookkeeping) */
+    int rposted;            /* recv entries < rposted are posted */
+    int window;             /* data receives are posted this many phases ahead; 0: all at once */
     int next_barrier;
     /* Alltoallv (vmode): per-rank counts and displacements, element sizes and extents */
     int vmode;
@@ -254,17 +256,31 @@ static int aapc_dense(MPI_Datatype t)
     return lb == 0 && tlb == 0 && extent == size && textent == size;
 }
 
-/* Pre-post every data receive and every sync receive. Sets *self_in_schedule. */
-static int aapc_prepost(struct aapc_run *st, int *self_in_schedule)
+/* Data receives are posted AAPC_PREPOST_WINDOW phases ahead of the rank's current phase
+   (unset or 0: all at the start of the call). A window keeps the number of pending requests
+   per rank small on very large communicators (and in SimGrid, whose waitany is linear in
+   them); any window >= 1 is deadlock-free because every rank posts its receives of phase p
+   before it blocks in phase p, and sends complete in phase order. */
+static int aapc_window(void)
+{
+    static int window = -1;
+    if (window < 0) {
+        const char *w = getenv("AAPC_PREPOST_WINDOW");
+        window = w != NULL && atoi(w) > 0 ? atoi(w) : 0;
+    }
+    return window;
+}
+
+/* Post the data receives of phases < upto (all when upto is INT32_MAX). */
+static int aapc_post_recvs(struct aapc_run *st, int32_t upto)
 {
     const aapc_schedule_t *s = st->s;
     int rc;
-    for (int r = st->r0; r < st->r1; r++) {
+    for (; st->rposted < st->r1 && s->recv_phase[st->rposted] < upto; st->rposted++) {
+        int r = st->rposted;
         int32_t peer = s->recv_peer[r];
         if (peer < 0)
             continue;
-        if (peer == st->m)
-            *self_in_schedule = 1;
         int src = aapc_rank(st, peer);
         if (st->vmode)
             rc = aapc_irecv_piece(st, r, src, &st->rreq[r - st->r0]);
@@ -274,6 +290,25 @@ static int aapc_prepost(struct aapc_run *st, int *self_in_schedule)
         if (rc != MPI_SUCCESS)
             return rc;
     }
+    return MPI_SUCCESS;
+}
+
+/* Pre-post the data receives (all, or the first window) and every sync receive. Sets
+   *self_in_schedule. */
+static int aapc_prepost(struct aapc_run *st, int *self_in_schedule)
+{
+    const aapc_schedule_t *s = st->s;
+    int rc;
+    for (int r = st->r0; r < st->r1; r++)
+        if (s->recv_peer[r] == st->m)
+            *self_in_schedule = 1;
+    st->rposted = st->r0;
+    st->window = aapc_window();
+    int32_t first = st->r0 < st->r1 ? s->recv_phase[st->r0] : 0;
+    if (st->s0 < st->s1 && s->send_phase[st->s0] < first)
+        first = s->send_phase[st->s0];
+    if ((rc = aapc_post_recvs(st, st->window ? first + st->window : INT32_MAX)) != MPI_SUCCESS)
+        return rc;
     for (int i = 0; i < st->y1 - st->y0; i++) {
         rc = PMPI_Irecv(aapc_zero, 0, MPI_BYTE, aapc_rank(st, s->syncin_peer[st->y0 + i]),
                         AAPC_TAG_SYNC, st->dup, &st->yreq[i]);
@@ -295,6 +330,8 @@ static int aapc_phase_loop(struct aapc_run *st)
         if (ri < st->r1 && s->recv_phase[ri] < p)
             p = s->recv_phase[ri];
         if ((rc = aapc_barriers_through(st, p - 1)) != MPI_SUCCESS)
+            return rc;
+        if (st->window && (rc = aapc_post_recvs(st, p + st->window)) != MPI_SUCCESS)
             return rc;
         int rj = ri, sj = si;
         while (rj < st->r1 && s->recv_phase[rj] == p)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <mpi.h>
+#include "aapc_hier.h"
 #include "aapc_phased.h"
 #include "aapc_registry.h"
 #include "aapc_vregistry.h"
