@@ -47,7 +47,11 @@ emulation-tools:
 simgrid:
 	command -v smpicc >/dev/null || (apt-get update && apt-get install -y libsimgrid-dev)
 
-test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid
+# nftables (nft) for the packet-loss tests of the multicast collectives (docs/multicast.md).
+nftables:
+	command -v nft >/dev/null || (apt-get update && apt-get install -y nftables)
+
+test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid nftables
 	$(BIN)/pytest
 
 bench: $(STAMP)

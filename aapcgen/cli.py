@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen import __version__, bench, emulate, simgrid, vbench, vschedule
+from aapcgen import __version__, bench, emulate, mcast, simgrid, vbench, vschedule
 from aapcgen.errors import AapcError, InputError, VerificationError
 from aapcgen.generate import (
     AlltoallvRequest,
@@ -194,6 +194,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         out,
         stderr_progress if topo.n_machines >= PROGRESS_MACHINES or args.verbose else lambda _: None,
         _alltoallv_request(args, topo),
+        args.runtime_scheduler,
     )
     labels = ", ".join(v.label for v in gen.variants)
     print(
@@ -308,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     emulate.register(sub)
     simgrid.register(sub)
     vschedule.register(sub)
+    mcast.register(sub)
     vbench.register(sub)
     return parser
 

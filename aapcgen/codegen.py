@@ -231,7 +231,8 @@ class VLevelCode:
 
 
 def vlevel_code(topo: Topology, scheduler: str, threshold: int, chunk: int | None) -> VLevelCode:
-    tables = vtree_tables(topo, with_template=scheduler == "alltoall")
+    # greedy breaks size ties by the template phase, as the Python scheduler does
+    tables = vtree_tables(topo, with_template=scheduler in ("greedy", "alltoall"))
     programs = [VLevelProgram(s, c_identifier(s), c) for s, c in VSYNC_C.items()]
     return VLevelCode(
         scheduler,
@@ -280,7 +281,7 @@ def render(
         "sync_kind": SYNC_KIND,
         "vvariants": alltoallv.variants if alltoallv else [],
         "vdefault": f"level3-{alltoallv.default}" if alltoallv else "level1-receiver-all",
-        "vlevel": vlevel or vlevel_code(topo, "balanced", 0, None),
+        "vlevel": vlevel or vlevel_code(topo, "greedy", 0, None),
         "vpattern": alltoallv.pattern.ravel() if alltoallv else np.zeros(0),
     }
     outputs = [

@@ -150,7 +150,10 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="aapc-vbench-") as tmp, runner(cfg) as (run, mpicc):
         gen_dir = Path(tmp) / "gen"
         request = AlltoallvRequest(pattern, f"{a.pattern} x {a.scale}", a.scheduler)
-        gen = generate(with_rate(topo, rate), specs, gen_dir, alltoallv=request)
+        gen = generate(
+            with_rate(topo, rate), specs, gen_dir, alltoallv=request,
+            runtime_scheduler=a.runtime_scheduler,
+        )  # fmt: skip
         assert gen.alltoallv is not None
         cost = gen.alltoallv.schedule.cost
         exe = Path(tmp) / "alltoallv_timer"
@@ -160,8 +163,9 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
         total, done, start = len(jobs) * a.repeats, 0, time.monotonic()
         for repeat in range(a.repeats):
             for job in jobs:
-                job = Job(job.label, (*job.args, "--pattern", str(pattern_file)), job.env,
-                          job.rename)  # fmt: skip
+                extra = ("--pattern", str(pattern_file), "--rotate", str(repeat))
+                extra += ("--only", a.only) if a.only and job.label == "native + generated" else ()
+                job = Job(job.label, (*job.args, *extra), job.env, job.rename)
                 rows += parse_timer_output(run(job, exe), dict(job.rename), repeat)
                 done += 1
                 elapsed = time.monotonic() - start
@@ -181,6 +185,7 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
         "pattern": a.pattern,
         "scale": a.scale,
         "scheduler": a.scheduler,
+        "runtime_scheduler": a.runtime_scheduler,
         "backend": a.backend,
         "rate_bytes_per_s": rate,
         "mpi": _mpi_version(),
@@ -204,9 +209,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hostfile")
     p.add_argument("--launcher")
     p.add_argument("--scale", type=int, default=1, help="multiply every count (default 1)")
-    p.add_argument("--scheduler", choices=SCHEDULERS, default="balanced")
+    p.add_argument("--scheduler", choices=SCHEDULERS, default="balanced", help="level 3")
+    p.add_argument("--runtime-scheduler", choices=SCHEDULERS, default="greedy", help="levels 1, 2")
     p.add_argument("--variants", default="receiver-all,no-sync", help="level-3 variants")
     p.add_argument("--natives", default=",".join(MPICH_VNATIVES), help="forced MPICH algorithms")
+    p.add_argument(
+        "--only",
+        help="measure only these candidates (timer names, e.g. "
+        "native,level3-receiver-all,level1-receiver-all)",
+    )
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--target-seconds", type=float, default=1.0)
     p.add_argument("--max-iters", type=int, default=20)

@@ -552,6 +552,13 @@ def alltoallv_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--scheduler", choices=SCHEDULERS, default="balanced", help="with --alltoallv")
     _schedule_options(p)
+    p.add_argument(
+        "--runtime-scheduler",
+        choices=SCHEDULERS,
+        default="greedy",
+        help="the C scheduler of MPI_Alltoallv levels 1 and 2 (default greedy: fast enough to "
+        "run per call)",
+    )
 
 
 def _schedule_options(p: argparse.ArgumentParser) -> None:

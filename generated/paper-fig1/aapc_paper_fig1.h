@@ -53,7 +53,7 @@ int aapc_alltoall_paper_fig1_barrier_partial_receiver_4(const void *sendbuf, int
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
 /* MPI_Alltoallv, levels 1 (counts gathered at run time) and 2 (bytes: the whole N x N byte
-   matrix, row = source rank, known on every rank), scheduled at run time (balanced) */
+   matrix, row = source rank, known on every rank), scheduled at run time (greedy) */
 int aapc_alltoallv_paper_fig1_level1_no_sync(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);

@@ -28,6 +28,7 @@
 #include "aapc_phased.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -765,6 +766,15 @@ int aapc_alltoallv_run(const aapc_schedule_t *s, const void *sendbuf, const int 
         (rc = aapc_pattern_matches(s, &info, sendcounts, sendtype, sendbuf == MPI_IN_PLACE,
                                    recvcounts, recvtype, &ok)) != MPI_SUCCESS)
         return rc;
+    if (!ok) {
+        static int warned = 0; /* once per process, as the communicator fallback */
+        const char *quiet = getenv("AAPC_QUIET");
+        if (!warned && (quiet == NULL || *quiet == '\0' || strcmp(quiet, "0") == 0))
+            fprintf(stderr, "aapcgen: %s: this call's counts differ from the compiled pattern; "
+                            "using the MPI library's MPI_Alltoallv (set AAPC_QUIET=1 to silence)\n",
+                    s->name);
+        warned = 1;
+    }
     if (!info.usable || !ok)
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);

@@ -10,8 +10,12 @@
  * prints one line per (repeat, candidate): "time <candidate> <total bytes> <repeat> <seconds per
  * call> <iters> <cpu busy>" (as alltoall_timer.c), then "done".
  *
+ * The candidate order is rotated by --rotate K plus the repeat number, so that no candidate
+ * always runs right after the same one (TCP state left by a lossy candidate, e.g. a reduced
+ * congestion window, otherwise penalises whoever comes next).
+ *
  * usage: alltoallv_timer --pattern FILE [--iters N] [--min-iters N] [--target-seconds T]
- *                        [--warmup N] [--repeats R] [--only a,b]
+ *                        [--warmup N] [--repeats R] [--only a,b] [--rotate K]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -100,7 +104,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *path = NULL, *only = NULL;
-    int iters = 20, min_iters = 3, warmup = 2, repeats = 5;
+    int iters = 20, min_iters = 3, warmup = 2, repeats = 5, rotate = 0;
     double target = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--pattern") == 0) path = argv[i + 1];
@@ -110,6 +114,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+        else if (strcmp(argv[i], "--rotate") == 0) rotate = atoi(argv[i + 1]);
     }
     long long *pattern = path ? read_pattern(path, size) : NULL;
     if (pattern == NULL) {
@@ -154,7 +159,8 @@ int main(int argc, char **argv)
     char *sb = malloc(stot ? (size_t)stot : 1), *rb = malloc(rtot ? (size_t)rtot : 1);
     for (long long k = 0; k < stot; k++) sb[k] = (char)(k * 7 + rank);
     for (int r = 0; r < repeats; r++) {
-        for (int c = 0; c < nc; c++) {
+        for (int k = 0; k < nc; k++) {
+            int c = (k + rotate + r) % nc; /* rotated: no candidate always follows the same one */
             if (!selected(only, names[c])) continue;
             MPI_Barrier(MPI_COMM_WORLD);
             double wstart = MPI_Wtime();

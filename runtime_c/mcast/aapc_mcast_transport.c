@@ -1,0 +1,730 @@
+/*
+ * aapc_mcast_transport.c: reliable one-to-many transfer over UDP/IP multicast.
+ *
+ * Algorithm (seed 000 section 4.1 "ACK-based reliable multicast", seed 004 chapter 5 sliding
+ * window; details are ours, see docs/multicast.md):
+ *   root:     splits the message into nfrag = ceil(n / F) sequence-numbered fragments (F =
+ *             AAPC_MCAST_FRAG; default 16 KB if that fits the MTU, else MTU - 28 - header)
+ *             and multicasts them, keeping at most W fragments beyond the slowest receiver's
+ *             cumulative ACK in flight (sliding window). Each receiver's ACK carries its
+ *             cumulative count plus a 64-fragment selective bitmap. An ACK that shows a hole
+ *             triggers one fast unicast retransmission of the hole; a timeout without progress
+ *             (srtt + 4 rttvar of the ACKs, at least 10 ms, doubling up to 0.5 s) retransmits
+ *             every fragment still missing somewhere, by multicast when more than U receivers
+ *             (AAPC_MCAST_UNICAST_MAX, default 2) lack it and by unicast otherwise. After R
+ *             (default 12) timeouts in a row without progress the call fails with an MPI error.
+ *   receiver: copies fragments into place, drops duplicates (re-ACKing them, the earlier ACK
+ *             may have been lost), answers packets of finished operations with a "complete" ACK,
+ *             stashes packets of later operations (the next root may start before this one
+ *             ends), ACKs every min(W/4, 16) fragments, on a hole and at the end, then confirms
+ *             completion to the root with a zero-byte MPI message on an internal communicator.
+ *             The root returns when every receiver has confirmed, so a lost final ACK costs at
+ *             most a retransmission and can never leave the root waiting for a receiver that
+ *             has gone on (no lingering). A receiver gives up after AAPC_MCAST_RECV_TIMEOUT
+ *             seconds without progress.
+ * Cost (P receivers on one switch, n bytes, no loss): alpha_udp + n beta on the root's link
+ * (once, whatever P), plus P ACK packets and P MPI confirmations processed by the root:
+ * about (n/F + P) alpha + n beta, versus ceil(lg P)(alpha + n beta) for a binomial tree.
+ */
+#include "aapc_mcast_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef IP_MULTICAST_ALL
+#define IP_MULTICAST_ALL 49
+#endif
+
+#define MC_STASH_MAX (64u << 20) /* bytes of early packets kept per group */
+#define MC_SOCKBUF (4 << 20)
+
+mc_proc_t mc_proc;
+
+static unsigned char mc_pkt[MC_MAX_DATAGRAM + 64];
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double env_num(const char *name, double def, double lo, double hi)
+{
+    const char *s = getenv(name);
+    if (s == NULL || *s == '\0')
+        return def;
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "aapc_mcast: %s=%s is not a number in [%g, %g]; using %g\n", name, s, lo,
+                hi, def);
+        return def;
+    }
+    return v;
+}
+
+uint64_t mc_random64(void)
+{
+    uint64_t v = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, &v, sizeof v) != (ssize_t)sizeof v)
+            v = 0;
+        close(fd);
+    }
+    if (v == 0) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        v = ((uint64_t)t.tv_nsec << 20) ^ (uint64_t)t.tv_sec ^ ((uint64_t)getpid() << 40);
+    }
+    return v ? v : 1;
+}
+
+static uint64_t xorshift(void)
+{
+    uint64_t x = mc_proc.rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return mc_proc.rng = x;
+}
+
+static int inject_drop(double p)
+{
+    return p > 0 && (double)(xorshift() >> 11) * (1.0 / 9007199254740992.0) < p;
+}
+
+static void set_bufs(int s)
+{
+    int size = MC_SOCKBUF;
+#ifdef SO_RCVBUFFORCE
+    if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) == 0)
+        return;
+#endif
+    (void)setsockopt(s, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+}
+
+/* First up, multicast-capable, non-loopback IPv4 interface (or the AAPC_MCAST_IF one), else lo. */
+static int choose_interface(void)
+{
+    const char *want = getenv("AAPC_MCAST_IF");
+    struct ifaddrs *ifs = NULL, *lo = NULL, *pick = NULL;
+    if (getifaddrs(&ifs) != 0)
+        return -1;
+    for (struct ifaddrs *a = ifs; a != NULL; a = a->ifa_next) {
+        if (a->ifa_addr == NULL || a->ifa_addr->sa_family != AF_INET)
+            continue;
+        struct in_addr ad = ((struct sockaddr_in *)a->ifa_addr)->sin_addr;
+        char text[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &ad, text, sizeof text);
+        if (want != NULL && *want != '\0') {
+            if (strcmp(want, a->ifa_name) == 0 || strcmp(want, text) == 0) {
+                pick = a;
+                break;
+            }
+            continue;
+        }
+        if (!(a->ifa_flags & IFF_UP))
+            continue;
+        if (a->ifa_flags & IFF_LOOPBACK) {
+            if (lo == NULL)
+                lo = a;
+        } else if ((a->ifa_flags & IFF_MULTICAST) && pick == NULL) {
+            pick = a;
+        }
+    }
+    if (pick == NULL)
+        pick = (want != NULL && *want != '\0') ? NULL : lo;
+    int rc = -1;
+    if (pick != NULL) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof ifr);
+        snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", pick->ifa_name);
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        mc_proc.mtu = fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0 ? ifr.ifr_mtu : 1500;
+        if (fd >= 0)
+            close(fd);
+        mc_proc.ifaddr = ((struct sockaddr_in *)pick->ifa_addr)->sin_addr;
+        mc_proc.ifindex = (int)if_nametoindex(pick->ifa_name);
+        mc_proc.loopback = (pick->ifa_flags & IFF_LOOPBACK) != 0;
+        rc = mc_proc.ifindex > 0 ? 0 : -1;
+    } else if (want != NULL && *want != '\0') {
+        fprintf(stderr, "aapc_mcast: AAPC_MCAST_IF=%s: no such IPv4 interface\n", want);
+    }
+    freeifaddrs(ifs);
+    return rc;
+}
+
+int mc_proc_init(void)
+{
+    if (mc_proc.initialized)
+        return mc_proc.ok ? 0 : -1;
+    mc_proc.initialized = 1;
+    mc_proc.usock = -1;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &mc_proc.world_rank);
+    if (choose_interface() != 0)
+        return -1;
+    /* 16 KB payloads (the seeds') when the datagram fits the interface MTU (lo: 64 KB), else
+     * one frame: IP-fragmented datagrams lose all of a datagram for one lost frame, and under
+     * congestion the incomplete reassemblies fill ipfrag_high_thresh, after which the receiver
+     * drops every fragment for ipfrag_time (30 s) -- measured, docs/multicast.md */
+    long room = (long)mc_proc.mtu - 28 - (long)sizeof(mc_hdr_t);
+    double fdef = room >= 16384 ? 16384 : (room >= 512 ? (double)room : 16384);
+    mc_proc.frag = (size_t)env_num("AAPC_MCAST_FRAG", fdef, 64,
+                                   (double)(MC_MAX_DATAGRAM - sizeof(mc_hdr_t)));
+    double wdef = (double)(524288 / mc_proc.frag);
+    mc_proc.window = (int)env_num("AAPC_MCAST_WINDOW", wdef < 4 ? 4 : wdef, 1, 4096);
+    mc_proc.rto_us = (long)env_num("AAPC_MCAST_RTO_US", 10000, 100, 10e6);
+    mc_proc.rto_max_us = (long)env_num("AAPC_MCAST_RTO_MAX_US", 500000, 100, 60e6);
+    if (mc_proc.rto_max_us < mc_proc.rto_us)
+        mc_proc.rto_max_us = mc_proc.rto_us;
+    mc_proc.retries = (int)env_num("AAPC_MCAST_RETRIES", 12, 1, 1000);
+    mc_proc.recv_timeout = env_num("AAPC_MCAST_RECV_TIMEOUT", 60, 0.01, 1e6);
+    mc_proc.unicast_max = (int)env_num("AAPC_MCAST_UNICAST_MAX", 2, 0, 1e6);
+    mc_proc.drop_data = env_num("AAPC_MCAST_DROP_DATA", 0, 0, 1);
+    mc_proc.drop_ack = env_num("AAPC_MCAST_DROP_ACK", 0, 0, 1);
+    double seed = env_num("AAPC_MCAST_SEED", 0, 0, 1e15);
+    mc_proc.rng = seed > 0 ? (uint64_t)seed * 0x9E3779B97F4A7C15ull +
+                                 (uint64_t)mc_proc.world_rank + 1
+                           : mc_random64();
+    if (mc_proc.rng == 0)
+        mc_proc.rng = 1;
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr = mc_proc.ifaddr, .sin_port = 0};
+    struct ip_mreqn mif = {.imr_ifindex = mc_proc.ifindex};
+    unsigned char ttl = 1, loop = 1;
+    if (bind(s, (struct sockaddr *)&a, sizeof a) != 0 ||
+        setsockopt(s, IPPROTO_IP, IP_MULTICAST_IF, &mif, sizeof mif) != 0 ||
+        setsockopt(s, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof ttl) != 0 ||
+        setsockopt(s, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop) != 0) {
+        close(s);
+        return -1;
+    }
+    set_bufs(s);
+    mc_proc.usock = s;
+    mc_proc.ok = 1;
+    return 0;
+}
+
+int mc_open_group_socket(struct aapc_mcast_group_s *g)
+{
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -1;
+    int one = 1, zero = 0;
+    struct ip_mreqn m = {.imr_multiaddr = g->maddr.sin_addr, .imr_address = mc_proc.ifaddr,
+                         .imr_ifindex = mc_proc.ifindex};
+    /* bound to the group address and IP_MULTICAST_ALL 0: only this group's datagrams arrive */
+    if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(s, (const struct sockaddr *)&g->maddr, sizeof g->maddr) != 0 ||
+        setsockopt(s, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) != 0) {
+        int e = errno;
+        fprintf(stderr, "aapc_mcast: rank %d: cannot join %s:%d: %s\n", mc_proc.world_rank,
+                inet_ntoa(g->maddr.sin_addr), ntohs(g->maddr.sin_port), strerror(e));
+        close(s);
+        return -1;
+    }
+    (void)setsockopt(s, IPPROTO_IP, IP_MULTICAST_ALL, &zero, sizeof zero);
+    set_bufs(s);
+    g->sock = s;
+    return 0;
+}
+
+void mc_close_group_socket(struct aapc_mcast_group_s *g)
+{
+    if (g->sock >= 0)
+        close(g->sock); /* closing drops the membership */
+    g->sock = -1;
+}
+
+void mc_registry_add(struct aapc_mcast_group_s *g)
+{
+    g->next = mc_proc.groups;
+    mc_proc.groups = g;
+}
+
+void mc_registry_remove(struct aapc_mcast_group_s *g)
+{
+    for (struct aapc_mcast_group_s **p = &mc_proc.groups; *p != NULL; p = &(*p)->next)
+        if (*p == g) {
+            *p = g->next;
+            return;
+        }
+}
+
+static struct aapc_mcast_group_s *registry_find(uint64_t session)
+{
+    for (struct aapc_mcast_group_s *g = mc_proc.groups; g != NULL; g = g->next)
+        if (g->session == session)
+            return g;
+    return NULL;
+}
+
+void mc_stash_free(struct aapc_mcast_group_s *g)
+{
+    while (g->stash != NULL) {
+        mc_stash_t *s = g->stash;
+        g->stash = s->next;
+        free(s);
+    }
+    g->stash_bytes = 0;
+}
+
+static void stash_add(struct aapc_mcast_group_s *g, const unsigned char *pkt, size_t n)
+{
+    if (g->stash_bytes + n > MC_STASH_MAX)
+        return; /* dropped: the root will retransmit */
+    mc_stash_t *s = malloc(sizeof *s + n);
+    if (s == NULL)
+        return;
+    memcpy(s->pkt, pkt, n);
+    s->len = n;
+    s->next = g->stash;
+    g->stash = s;
+    g->stash_bytes += n;
+}
+
+static void send_pkt(const struct sockaddr_in *to, const mc_hdr_t *h, const void *payload,
+                     size_t n)
+{
+    struct iovec iov[2] = {{.iov_base = (void *)h, .iov_len = sizeof *h},
+                           {.iov_base = (void *)payload, .iov_len = n}};
+    struct msghdr msg = {.msg_name = (void *)to, .msg_namelen = sizeof *to, .msg_iov = iov,
+                         .msg_iovlen = n ? 2 : 1};
+    while (sendmsg(mc_proc.usock, &msg, 0) < 0 && errno == EINTR)
+        ;
+    /* other errors (ENOBUFS ...) are losses: the protocol retransmits */
+}
+
+static void send_ack(const struct aapc_mcast_group_s *g, int to, uint32_t seq, uint32_t cum,
+                     uint32_t nfrag, uint64_t sack, uint64_t total)
+{
+    if (inject_drop(mc_proc.drop_ack))
+        return;
+    mc_hdr_t h = {.magic = MC_MAGIC, .type = MC_TYPE_ACK, .src = (uint32_t)g->rank, .seq = seq,
+                  .idx = cum, .nfrag = nfrag, .session = g->session, .total = total, .sack = sack};
+    send_pkt(&g->uaddr[to], &h, NULL, 0);
+}
+
+/* ------------------------------------------------------------------ receive side */
+
+typedef struct {
+    struct aapc_mcast_group_s *g;
+    int root;
+    unsigned char *buf;
+    uint64_t len;
+    uint32_t nfrag, cum, gap_cum;
+    unsigned char *got;
+    int need_ack, err;
+} rctx_t;
+
+/* root side of one operation */
+typedef struct {
+    struct aapc_mcast_group_s *g;
+    const unsigned char *buf;
+    uint64_t len;
+    uint32_t nfrag, sent;
+    int nr;
+    int *recv_rank;   /* receiver i -> comm rank */
+    int *pos;         /* comm rank -> receiver index or -1 */
+    uint32_t *cum;
+    uint64_t *sack;
+    uint32_t *fast;   /* cum for which a fast retransmission was sent */
+    int *done;        /* 0 running, 1 ACKed complete, 2 confirmed over MPI */
+    double *t_sent;   /* first transmission time of every fragment */
+    unsigned char *retx; /* fragment was retransmitted: no RTT sample from it (Karn) */
+    int progress;
+} sctx_t;
+
+static void send_data(const struct aapc_mcast_group_s *g, const struct sockaddr_in *to,
+                      const unsigned char *buf, uint64_t len, uint32_t nfrag, uint32_t idx)
+{
+    uint64_t off = (uint64_t)idx * mc_proc.frag;
+    size_t n = len > off ? (size_t)(len - off < mc_proc.frag ? len - off : mc_proc.frag) : 0;
+    mc_hdr_t h = {.magic = MC_MAGIC, .type = MC_TYPE_DATA, .src = (uint32_t)g->rank,
+                  .seq = g->seq, .idx = idx, .nfrag = nfrag, .session = g->session, .total = len};
+    send_pkt(to, &h, buf + off, n);
+}
+
+static int receiver_has(const sctx_t *c, int i, uint32_t f)
+{
+    if (f < c->cum[i])
+        return 1;
+    if (f == c->cum[i] || f - c->cum[i] - 1 >= 64)
+        return 0;
+    return (int)((c->sack[i] >> (f - c->cum[i] - 1)) & 1u);
+}
+
+static void deliver(rctx_t *c, const unsigned char *pkt, size_t n)
+{
+    const mc_hdr_t *h = (const mc_hdr_t *)pkt;
+    if ((int)h->src != c->root)
+        return;
+    if (h->total != c->len || h->nfrag != c->nfrag || h->idx >= c->nfrag) {
+        if (!c->err)
+            fprintf(stderr,
+                    "aapc_mcast: rank %d: root %d sends %llu bytes, this rank expects %llu\n",
+                    c->g->rank, c->root, (unsigned long long)h->total,
+                    (unsigned long long)c->len);
+        c->err = MPI_ERR_TRUNCATE;
+        return;
+    }
+    uint64_t off = (uint64_t)h->idx * mc_proc.frag;
+    size_t want = c->len > off ? (size_t)(c->len - off < mc_proc.frag ? c->len - off : mc_proc.frag)
+                               : 0;
+    if (n - sizeof *h != want) {
+        if (!c->err)
+            fprintf(stderr, "aapc_mcast: rank %d: fragment size differs from the root's "
+                            "(AAPC_MCAST_FRAG must be equal on every rank)\n", c->g->rank);
+        c->err = MPI_ERR_OTHER;
+        return;
+    }
+    if (c->got[h->idx]) {
+        c->need_ack = 1; /* duplicate: our ACK may have been lost */
+        return;
+    }
+    memcpy(c->buf + off, pkt + sizeof *h, want);
+    c->got[h->idx] = 1;
+    while (c->cum < c->nfrag && c->got[c->cum])
+        c->cum++;
+    if (h->idx > c->cum && c->gap_cum != c->cum) { /* a hole: tell the root at once */
+        c->gap_cum = c->cum;
+        c->need_ack = 1;
+    }
+}
+
+static void root_ack(sctx_t *c, const mc_hdr_t *h);
+
+/* One datagram from either socket, in the context of the current receive or send (or none). */
+static void dispatch(const unsigned char *pkt, size_t n, rctx_t *rc, sctx_t *sc)
+{
+    const mc_hdr_t *h = (const mc_hdr_t *)pkt;
+    if (n < sizeof *h || h->magic != MC_MAGIC)
+        return;
+    struct aapc_mcast_group_s *g = registry_find(h->session);
+    if (g == NULL)
+        return; /* another job's or a closed group */
+    if (h->type == MC_TYPE_ACK) {
+        if (sc != NULL && g == sc->g && h->seq == g->seq)
+            root_ack(sc, h);
+        return;
+    }
+    if (h->type != MC_TYPE_DATA || (int)h->src == g->rank || (int)h->src >= g->size)
+        return; /* own multicast looped back */
+    if (inject_drop(mc_proc.drop_data))
+        return;
+    if (rc != NULL && g == rc->g && h->seq == g->seq) {
+        deliver(rc, pkt, n);
+        return;
+    }
+    int32_t d = (int32_t)(h->seq - g->seq);
+    if (d < 0) /* finished operation: the root still misses our ACK */
+        send_ack(g, (int)h->src, h->seq, h->nfrag, h->nfrag, 0, h->total);
+    else
+        stash_add(g, pkt, n);
+}
+
+static void drain(int sock, rctx_t *rc, sctx_t *sc)
+{
+    if (sock < 0)
+        return;
+    for (;;) {
+        ssize_t n = recv(sock, mc_pkt, sizeof mc_pkt, MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        dispatch(mc_pkt, (size_t)n, rc, sc);
+    }
+}
+
+static uint64_t sack_bits(const rctx_t *c)
+{
+    uint64_t s = 0;
+    for (uint32_t k = 0; k < 64 && c->cum + 1 + k < c->nfrag; k++)
+        if (c->got[c->cum + 1 + k])
+            s |= (uint64_t)1 << k;
+    return s;
+}
+
+static int wait_sockets(int a, int b, double seconds)
+{
+    struct pollfd p[2] = {{.fd = a, .events = POLLIN}, {.fd = b, .events = POLLIN}};
+    if (seconds < 0)
+        seconds = 0;
+    struct timespec ts = {.tv_sec = (time_t)seconds,
+                          .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    return ppoll(p, b >= 0 ? 2 : 1, &ts, NULL);
+}
+
+int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t len)
+{
+    rctx_t c = {.g = g, .root = root, .buf = buf, .len = len,
+                .nfrag = len ? (uint32_t)((len + mc_proc.frag - 1) / mc_proc.frag) : 1,
+                .gap_cum = UINT32_MAX};
+    c.got = calloc(c.nfrag, 1);
+    if (c.got == NULL)
+        return MPI_ERR_NO_MEM;
+    /* packets of this operation that arrived during earlier ones */
+    for (mc_stash_t **p = &g->stash; *p != NULL;) {
+        mc_stash_t *s = *p;
+        const mc_hdr_t *h = (const mc_hdr_t *)s->pkt;
+        if (h->seq == g->seq) {
+            *p = s->next;
+            g->stash_bytes -= s->len;
+            deliver(&c, s->pkt, s->len);
+            free(s);
+        } else {
+            p = &s->next;
+        }
+    }
+    uint32_t ack_every = mc_proc.window / 4 > 0 ? (uint32_t)mc_proc.window / 4 : 1;
+    if (ack_every > 16)
+        ack_every = 16;
+    uint32_t acked = 0;
+    double last = now_s();
+    while (c.cum < c.nfrag && !c.err) {
+        if (c.need_ack || c.cum >= acked + ack_every) {
+            send_ack(g, root, g->seq, c.cum, c.nfrag, sack_bits(&c), len);
+            acked = c.cum;
+            c.need_ack = 0;
+        }
+        double left = last + mc_proc.recv_timeout - now_s();
+        if (left <= 0) {
+            fprintf(stderr,
+                    "aapc_mcast: rank %d: no data from root %d for %.1f s (%u of %u fragments)\n",
+                    g->rank, root, mc_proc.recv_timeout, c.cum, c.nfrag);
+            c.err = MPI_ERR_OTHER;
+            break;
+        }
+        wait_sockets(g->sock, mc_proc.usock, left < 1.0 ? left : 1.0);
+        uint32_t before = c.cum;
+        drain(g->sock, &c, NULL);
+        drain(mc_proc.usock, &c, NULL);
+        if (c.cum != before)
+            last = now_s();
+    }
+    free(c.got);
+    g->seq++;
+    if (c.err)
+        return c.err;
+    send_ack(g, root, g->seq - 1, c.nfrag, c.nfrag, 0, len);
+    int rc = PMPI_Send(NULL, 0, MPI_BYTE, root, MC_TAG_CONFIRM, g->icomm);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ send side */
+
+static void retransmit_hole(sctx_t *c, int i)
+{
+    /* fragments up to the highest one the receiver reports, unicast to it */
+    int top = 63;
+    while (top >= 0 && !((c->sack[i] >> top) & 1u))
+        top--;
+    for (uint32_t f = c->cum[i]; f < c->cum[i] + 1 + (uint32_t)top && f < c->sent; f++)
+        if (!receiver_has(c, i, f) && (c->retx[f] = 1))
+            send_data(c->g, &c->g->uaddr[c->recv_rank[i]], c->buf, c->len, c->nfrag, f);
+}
+
+static void root_ack(sctx_t *c, const mc_hdr_t *h)
+{
+    if (h->src >= (uint32_t)c->g->size)
+        return;
+    int i = c->pos[h->src];
+    if (i < 0 || c->done[i] || h->nfrag != c->nfrag)
+        return;
+    if (h->idx > c->cum[i]) {
+        uint32_t f = h->idx - 1;
+        if (f < c->sent && !c->retx[f]) { /* RTT sample, as TCP: srtt + 4 rttvar */
+            double sample = now_s() - c->t_sent[f], err = sample - c->g->srtt;
+            if (c->g->srtt == 0) {
+                c->g->srtt = sample;
+                c->g->rttvar = sample / 2;
+            } else {
+                c->g->srtt += err / 8;
+                c->g->rttvar += ((err < 0 ? -err : err) - c->g->rttvar) / 4;
+            }
+        }
+        c->cum[i] = h->idx;
+        c->sack[i] = h->sack;
+        c->progress = 1;
+    } else if (h->idx == c->cum[i] && (c->sack[i] | h->sack) != c->sack[i]) {
+        c->sack[i] |= h->sack;
+        c->progress = 1;
+    }
+    if (c->cum[i] >= c->nfrag) {
+        c->done[i] = 1;
+        return;
+    }
+    if (c->sack[i] != 0 && c->fast[i] != c->cum[i]) {
+        c->fast[i] = c->cum[i];
+        retransmit_hole(c, i);
+    }
+}
+
+static void retransmit_round(sctx_t *c, uint32_t lo)
+{
+    uint32_t budget = (uint32_t)mc_proc.window;
+    for (uint32_t f = lo; f < c->sent && budget > 0; f++) {
+        int missing = 0;
+        for (int i = 0; i < c->nr; i++)
+            missing += !c->done[i] && !receiver_has(c, i, f);
+        if (missing == 0)
+            continue;
+        budget--;
+        c->retx[f] = 1;
+        if (missing > mc_proc.unicast_max) {
+            send_data(c->g, &c->g->maddr, c->buf, c->len, c->nfrag, f);
+        } else {
+            for (int i = 0; i < c->nr; i++)
+                if (!c->done[i] && !receiver_has(c, i, f))
+                    send_data(c->g, &c->g->uaddr[c->recv_rank[i]], c->buf, c->len, c->nfrag, f);
+        }
+    }
+}
+
+/* Retransmission timeout: srtt + 4 rttvar of the group's ACKs (it includes the queueing of a
+ * whole window at the root's own link), at least AAPC_MCAST_RTO_US, at most _RTO_MAX_US. */
+static long rto_of(const struct aapc_mcast_group_s *g)
+{
+    double us = 1e6 * (g->srtt + 4 * g->rttvar);
+    if (us < (double)mc_proc.rto_us)
+        return mc_proc.rto_us;
+    return us > (double)mc_proc.rto_max_us ? mc_proc.rto_max_us : (long)us;
+}
+
+int mc_reliable_send(struct aapc_mcast_group_s *g, const void *buf, uint64_t len)
+{
+    int nr = 0;
+    for (int k = 0; k < g->nmemb; k++)
+        nr += g->memb[k] != g->rank;
+    if (nr == 0) {
+        g->seq++;
+        return MPI_SUCCESS;
+    }
+    sctx_t c = {.g = g, .buf = buf, .len = len, .nr = nr,
+                .nfrag = len ? (uint32_t)((len + mc_proc.frag - 1) / mc_proc.frag) : 1};
+    c.recv_rank = malloc(sizeof(int) * (size_t)nr);
+    c.pos = malloc(sizeof(int) * (size_t)g->size);
+    c.cum = calloc((size_t)nr, sizeof(uint32_t));
+    c.sack = calloc((size_t)nr, sizeof(uint64_t));
+    c.fast = malloc(sizeof(uint32_t) * (size_t)nr);
+    c.done = calloc((size_t)nr, sizeof(int));
+    c.t_sent = malloc(sizeof(double) * c.nfrag);
+    c.retx = calloc(c.nfrag, 1);
+    MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)nr);
+    int *idx = malloc(sizeof(int) * (size_t)nr);
+    int err = MPI_SUCCESS;
+    if (!c.recv_rank || !c.pos || !c.cum || !c.sack || !c.fast || !c.done || !c.t_sent ||
+        !c.retx || !req || !idx) {
+        err = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    for (int r = 0; r < g->size; r++)
+        c.pos[r] = -1;
+    for (int k = 0, i = 0; k < g->nmemb; k++)
+        if (g->memb[k] != g->rank) {
+            c.recv_rank[i] = g->memb[k];
+            c.pos[g->memb[k]] = i;
+            c.fast[i] = UINT32_MAX;
+            PMPI_Irecv(NULL, 0, MPI_BYTE, g->memb[k], MC_TAG_CONFIRM, g->icomm, &req[i]);
+            i++;
+        }
+    long rto = rto_of(g);
+    int tries = 0, confirmed = 0;
+    double deadline = now_s() + 1e-6 * (double)rto;
+    while (confirmed < nr) {
+        uint32_t lo = c.nfrag;
+        for (int i = 0; i < nr; i++)
+            if (!c.done[i] && c.cum[i] < lo)
+                lo = c.cum[i];
+        if (lo == c.nfrag) { /* every receiver has everything: only confirmations to collect */
+            PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+            break;
+        }
+        if (c.sent < c.nfrag && c.sent < lo + (uint32_t)mc_proc.window) {
+            double t = now_s();
+            while (c.sent < c.nfrag && c.sent < lo + (uint32_t)mc_proc.window) {
+                c.t_sent[c.sent] = t;
+                send_data(g, &g->maddr, c.buf, len, c.nfrag, c.sent++);
+            }
+            deadline = now_s() + 1e-6 * (double)rto;
+        }
+        double left = deadline - now_s();
+        wait_sockets(mc_proc.usock, -1, left < 2e-4 ? left : 2e-4);
+        c.progress = 0;
+        drain(mc_proc.usock, NULL, &c);
+        int outcount = 0;
+        PMPI_Testsome(nr, req, &outcount, idx, MPI_STATUSES_IGNORE);
+        for (int k = 0; k < outcount && outcount != MPI_UNDEFINED; k++) {
+            c.done[idx[k]] = 2;
+            confirmed++;
+            c.progress = 1;
+        }
+        if (c.progress) {
+            tries = 0;
+            rto = rto_of(g);
+            deadline = now_s() + 1e-6 * (double)rto;
+        } else if (now_s() >= deadline) {
+            if (++tries > mc_proc.retries) {
+                int first = -1, missing = 0;
+                for (int i = 0; i < nr; i++)
+                    if (!c.done[i]) {
+                        missing++;
+                        if (first < 0)
+                            first = c.recv_rank[i];
+                    }
+                fprintf(stderr,
+                        "aapc_mcast: rank %d: gave up after %d retransmission timeouts: %d "
+                        "receivers (first: rank %d) still miss data\n",
+                        g->rank, mc_proc.retries, missing, first);
+                for (int i = 0; i < nr; i++)
+                    if (req[i] != MPI_REQUEST_NULL) {
+                        PMPI_Cancel(&req[i]);
+                        PMPI_Request_free(&req[i]);
+                    }
+                err = MPI_ERR_OTHER;
+                break;
+            }
+            retransmit_round(&c, lo);
+            rto = rto * 2 < mc_proc.rto_max_us ? rto * 2 : mc_proc.rto_max_us;
+            deadline = now_s() + 1e-6 * (double)rto;
+        }
+    }
+out:
+    g->seq++;
+    drain(g->sock, NULL, NULL); /* our own looped-back datagrams; others' early ones get stashed */
+    free(c.recv_rank);
+    free(c.pos);
+    free(c.cum);
+    free(c.sack);
+    free(c.fast);
+    free(c.done);
+    free(c.t_sent);
+    free(c.retx);
+    free(req);
+    free(idx);
+    return err;
+}
+
+int mc_error(MPI_Comm comm, int code)
+{
+    PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
