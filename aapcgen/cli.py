@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen import __version__, bench, emulate, mcast, simgrid, vbench, vschedule
+from aapcgen import __version__, bench, emulate, mcast, simgrid, tune, vbench, vschedule
 from aapcgen.errors import AapcError, InputError, VerificationError
 from aapcgen.generate import (
     AlltoallvRequest,
@@ -309,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     emulate.register(sub)
     simgrid.register(sub)
     vschedule.register(sub)
+    tune.register(sub)
     mcast.register(sub)
     vbench.register(sub)
     return parser

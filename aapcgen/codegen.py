@@ -207,6 +207,7 @@ VSCHEDULER_C = {
     "alltoall": "AAPC_VSCHED_ALLTOALL",
     "balanced": "AAPC_VSCHED_BALANCED",
 }
+TEMPLATE_MAX_MACHINES = 1024  # the run-time scheduler's n*n template table (4 MB of C at 1024)
 # runtime_c subdirectories whose files go into every generated directory (flattened)
 RUNTIME_SUBDIRS = ("vsched",)
 
@@ -231,8 +232,16 @@ class VLevelCode:
 
 
 def vlevel_code(topo: Topology, scheduler: str, threshold: int, chunk: int | None) -> VLevelCode:
-    # greedy breaks size ties by the template phase, as the Python scheduler does
-    tables = vtree_tables(topo, with_template=scheduler in ("greedy", "alltoall"))
+    # greedy breaks size ties by the template phase, as the Python scheduler does; the n*n
+    # table is left out above TEMPLATE_MAX_MACHINES (greedy then breaks ties by source and
+    # destination, all-to-all based is unavailable)
+    if scheduler == "alltoall" and topo.n_machines > TEMPLATE_MAX_MACHINES:
+        raise InputError(
+            f"--runtime-scheduler alltoall needs the {topo.n_machines}^2 template table; "
+            f"use greedy or balanced above {TEMPLATE_MAX_MACHINES} machines"
+        )
+    with_template = scheduler in ("greedy", "alltoall") and topo.n_machines <= TEMPLATE_MAX_MACHINES
+    tables = vtree_tables(topo, with_template=with_template)
     programs = [VLevelProgram(s, c_identifier(s), c) for s, c in VSYNC_C.items()]
     return VLevelCode(
         scheduler,
