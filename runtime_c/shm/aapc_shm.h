@@ -1,0 +1,54 @@
+/*
+ * aapc_shm.h: collectives through one shared-memory window, for communicators whose ranks all
+ * run on one machine (node).
+ *
+ * Every function has the semantics of the MPI collective of the same name (datatypes, derived
+ * ones included, counts, roots, MPI_IN_PLACE where MPI allows it) and returns an MPI error code.
+ * The first call on a communicator is collective over it and creates its state: a node
+ * communicator from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), a window from
+ * MPI_Win_allocate_shared, cached as an attribute of the communicator and freed with it
+ * (MPI_Comm_free). On a communicator that spans several nodes, or an intercommunicator, or for an
+ * argument combination the window cannot carry (one datatype element larger than a window block),
+ * the functions call the MPI library (PMPI_*) instead, so they are always correct to call.
+ *
+ * A leader-based hierarchical layer calls them on its node communicator (the result of
+ * MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, ...)): aapc_shm_usable() is then 1.
+ *
+ * Environment (read once per process):
+ *   AAPC_SHM=0            aapc_shm_usable() returns 0 (the intercept then uses PMPI_* only)
+ *   AAPC_SHM_SLOT_KB=N    bytes per window slot (default max(512 KB, p*p*8 KB); 4 slots)
+ *   AAPC_SHM_SPINS=N      busy polls before yielding (default 2000, 20 when oversubscribed)
+ *
+ * Building with -DAAPC_INTERCEPT_SHM also defines MPI_Barrier, MPI_Bcast, MPI_Allgather,
+ * MPI_Reduce, MPI_Allreduce and MPI_Alltoall (aapc_shm_select.c): those use these functions when
+ * the communicator is on one node and fall back to PMPI_* otherwise.
+ */
+#ifndef AAPC_SHM_H
+#define AAPC_SHM_H
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* *flag = 1 if comm is an intracommunicator whose ranks all share one node (and AAPC_SHM is not
+   0), else 0. Collective on the first call for comm (creates the cached state). */
+int aapc_shm_usable(MPI_Comm comm, int *flag);
+
+int aapc_shm_barrier(MPI_Comm comm);
+int aapc_shm_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int aapc_shm_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int aapc_shm_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                    MPI_Op op, int root, MPI_Comm comm);
+int aapc_shm_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                       MPI_Op op, MPI_Comm comm);
+int aapc_shm_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * aapc_shm_select.c: selection logic of the shared-memory collectives, kept apart from the
+ * algorithms: the size thresholds between algorithms, and (with -DAAPC_INTERCEPT_SHM) the drop-in
+ * MPI_Barrier, MPI_Bcast, MPI_Allgather, MPI_Reduce, MPI_Allreduce and MPI_Alltoall, which use
+ * the shared-memory versions when the communicator lies on one node and PMPI_* otherwise.
+ *
+ * Thresholds (environment overrides, read once):
+ *   AAPC_SHM_REDUCE_SHORT  bytes per rank up to which Reduce/Allreduce gather and reduce whole
+ *                          (aapc_shm_reduce_short.c); above, shmem-cyclic/parallel. Default
+ *                          16384 (tuning/bench_shm.py).
+ *   AAPC_SHM_BCAST_CHUNK_KB  pipeline chunk of Bcast (default 128, at most one slot).
+ *   AAPC_SHM_ALLTOALL_MAX  bytes per rank from which the intercepted MPI_Alltoall calls
+ *                          PMPI_Alltoall when every rank has its own core (default 131072;
+ *                          0: never). aapc_shm_alltoall itself always uses the window.
+ * Every choice depends only on arguments MPI requires to agree across ranks (byte counts,
+ * datatype of reductions, communicator), so all ranks take the same path.
+ */
+#include "aapc_shm_impl.h"
+
+#include <stdlib.h>
+
+static long env_long(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    return v != NULL && atol(v) > 0 ? atol(v) : dflt;
+}
+
+int aapc_shm_reduce_is_short(const aapc_shm_state *st, MPI_Aint bytes)
+{
+    static long limit = -1;
+    (void)st;
+    if (limit < 0) {
+        limit = env_long("AAPC_SHM_REDUCE_SHORT", 16384);
+    }
+    return bytes <= limit;
+}
+
+size_t aapc_shm_bcast_chunk(const aapc_shm_state *st, size_t n)
+{
+    static long kb = -1;
+    (void)n;
+    if (kb < 0) {
+        kb = env_long("AAPC_SHM_BCAST_CHUNK_KB", 128);
+    }
+    size_t chunk = (size_t)kb * 1024;
+    return chunk < st->slot_bytes ? chunk : st->slot_bytes;
+}
+
+MPI_Aint aapc_shm_elems_per_block(const aapc_shm_state *st, const aapc_shm_type *t, int blocks)
+{
+    MPI_Aint block = (MPI_Aint)aapc_shm_align_down(st->slot_bytes / (size_t)blocks);
+    if (t->extent <= 0 || t->true_extent > block || t->true_extent <= 0) {
+        return 0;
+    }
+    MPI_Aint per = 1 + (block - t->true_extent) / t->extent;
+    return per > 0x3fffffff ? 0x3fffffff : per;
+}
+
+#ifdef AAPC_INTERCEPT_SHM
+
+static int on_one_node(MPI_Comm comm)
+{
+    int flag = 0;
+    return aapc_shm_usable(comm, &flag) == MPI_SUCCESS && flag;
+}
+
+/* Large Alltoall with a core per rank: the library's single-copy transfer beats the two copies
+   through the window (tuning/bench_shm.py, docs/multicore.md), so leave it to the library. */
+static int alltoall_to_library(MPI_Comm comm, int recvcount, MPI_Datatype recvtype)
+{
+    static long limit = -1;
+    if (limit < 0) {
+        const char *v = getenv("AAPC_SHM_ALLTOALL_MAX");
+        limit = v != NULL && atol(v) >= 0 ? atol(v) : 131072;
+    }
+    int err, size = 0;
+    aapc_shm_state *st = aapc_shm_state_get(comm, &err);
+    if (st == NULL || limit == 0 || st->oversubscribed) {
+        return 0;
+    }
+    PMPI_Type_size(recvtype, &size);
+    return (long long)recvcount * size * st->size >= limit;
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    return on_one_node(comm) ? aapc_shm_barrier(comm) : PMPI_Barrier(comm);
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    if (on_one_node(comm)) {
+        return aapc_shm_bcast(buf, count, datatype, root, comm);
+    }
+    return PMPI_Bcast(buf, count, datatype, root, comm);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (on_one_node(comm)) {
+        return aapc_shm_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                  comm);
+    }
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm)
+{
+    if (on_one_node(comm)) {
+        return aapc_shm_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    }
+    return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm)
+{
+    if (on_one_node(comm)) {
+        return aapc_shm_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    }
+    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (on_one_node(comm) && !alltoall_to_library(comm, recvcount, recvtype)) {
+        return aapc_shm_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                 comm);
+    }
+    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+#endif
