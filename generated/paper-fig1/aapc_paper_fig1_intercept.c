@@ -63,3 +63,26 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
         sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
 #endif
+
+#ifdef AAPC_INTERCEPT_HIER
+/* Leader-based Bcast, Allgather and Allreduce for 1 rank(s) per machine
+   (runtime_c/aapc_hier_coll.c); the library's own with one rank per machine. */
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
+{
+    return aapc_hier_bcast(buf, count, type, root, comm, 5, 1);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return aapc_hier_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               5, 1);
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm)
+{
+    return aapc_hier_allreduce(sendbuf, recvbuf, count, type, op, comm, 5,
+                               1);
+}
+#endif
