@@ -164,6 +164,7 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
         for repeat in range(a.repeats):
             for job in jobs:
                 extra = ("--pattern", str(pattern_file), "--rotate", str(repeat))
+                extra += ("--settle", str(a.settle))
                 extra += ("--only", a.only) if a.only and job.label == "native + generated" else ()
                 job = Job(job.label, (*job.args, *extra), job.env, job.rename)
                 rows += parse_timer_output(run(job, exe), dict(job.rename), repeat)
@@ -217,6 +218,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--only",
         help="measure only these candidates (timer names, e.g. "
         "native,level3-receiver-all,level1-receiver-all)",
+    )
+    p.add_argument(
+        "--settle", type=float, default=1.0, help="idle seconds before each candidate (default 1)"
     )
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--target-seconds", type=float, default=1.0)

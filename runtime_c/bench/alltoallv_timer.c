@@ -11,16 +11,20 @@
  * call> <iters> <cpu busy>" (as alltoall_timer.c), then "done".
  *
  * The candidate order is rotated by --rotate K plus the repeat number, so that no candidate
- * always runs right after the same one (TCP state left by a lossy candidate, e.g. a reduced
- * congestion window, otherwise penalises whoever comes next).
+ * always runs right after the same one, and --settle S idles S seconds before each candidate
+ * (TCP state left by a lossy candidate, e.g. backed-off retransmission timers, otherwise
+ * penalises whoever comes next; after an idle period Linux restarts every connection's
+ * congestion window from the same initial state).
  *
  * usage: alltoallv_timer --pattern FILE [--iters N] [--min-iters N] [--target-seconds T]
- *                        [--warmup N] [--repeats R] [--only a,b] [--rotate K]
+ *                        [--warmup N] [--repeats R] [--only a,b] [--rotate K] [--settle S]
  */
+#define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "aapc_vregistry.h"
 
@@ -75,7 +79,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *path = NULL, *only = NULL;
     int iters = 20, min_iters = 3, warmup = 2, repeats = 5, rotate = 0;
-    double target = 0.0;
+    double target = 0.0, settle = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--pattern") == 0) path = argv[i + 1];
         else if (strcmp(argv[i], "--iters") == 0) iters = atoi(argv[i + 1]);
@@ -85,6 +89,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
         else if (strcmp(argv[i], "--rotate") == 0) rotate = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--settle") == 0) settle = atof(argv[i + 1]);
     }
     long long *pattern = path ? read_pattern(path, size) : NULL;
     if (pattern == NULL) {
@@ -132,6 +137,11 @@ int main(int argc, char **argv)
         for (int k = 0; k < nc; k++) {
             int c = (k + rotate + r) % nc; /* rotated: no candidate always follows the same one */
             if (!selected(only, names[c])) continue;
+            if (settle > 0) { /* idle links: queues drain, TCP restarts from the same state */
+                struct timespec ts = {(time_t)settle, (long)((settle - (double)(time_t)settle) * 1e9)};
+                MPI_Barrier(MPI_COMM_WORLD);
+                nanosleep(&ts, NULL);
+            }
             MPI_Barrier(MPI_COMM_WORLD);
             double wstart = MPI_Wtime();
             for (int w = 0; w < warmup; w++) {
