@@ -119,10 +119,12 @@ static int aapc_piece(const char *base, int count, MPI_Datatype type, int size, 
     }
     if (len > INT_MAX)
         return MPI_ERR_COUNT;
+    if (!dense && packed == NULL)
+        return MPI_ERR_INTERN; /* a part of a non-dense message must come from a packed copy */
     *buf = (dense ? base : packed) + pos;
     *n = (int)len;
     *t = MPI_BYTE;
-    return dense || packed != NULL ? MPI_SUCCESS : MPI_ERR_INTERN;
+    return MPI_SUCCESS;
 }
 
 static int aapc_isend_piece(struct aapc_run *st, int e, int dest)
