@@ -8,11 +8,13 @@ switch tree with two ranks in every machine's namespace (root; runs in CI).
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from test_emulate import IS_ROOT, TOPOS, clean, needs_root  # noqa: F401  (fixture)
-from test_mpi import CFLAGS, HARNESS, MPICC, MPIEXEC, ROOT, run
+from test_mpi import CFLAGS, MPICC, MPIEXEC, ROOT, run
+from test_mpi import build as build_harness
 
 from aapcgen.emulate import emulate_down, emulate_up, link_counters, mpiexec_command
 from aapcgen.errors import InputError, VerificationError
@@ -25,10 +27,7 @@ from aapcgen.verify import verify_hierarchical
 
 
 def two_ppn(name: str, r: int = 2):
-    topo = load_topology(TOPOS / f"{name}.yaml")
-    from dataclasses import replace
-
-    return replace(topo, ranks_per_machine=r)
+    return replace(load_topology(TOPOS / f"{name}.yaml"), ranks_per_machine=r)
 
 
 def test_verify_hierarchical_accepts_the_schedule_and_rejects_mutations():
@@ -54,20 +53,9 @@ def test_ranks_per_machine_key():
             parse_topology({**base, "ranks_per_machine": bad}, "t.yaml")
 
 
-def build(topo, out, extra=()):
-    generate(
-        topo,
-        [s for v in ("receiver-all", "sender-all") for s in variant_specs(v, None)],
-        out / "gen",
-    )
-    exe = out / "alltoall_check"
-    sources = sorted(str(p) for p in (out / "gen").glob("*.c"))
-    subprocess.run(
-        [str(MPICC), *CFLAGS, *extra, f"-I{out / 'gen'}", str(HARNESS), *sources, "-o", str(exe)],
-        check=True,
-        timeout=300,
-    )
-    return exe
+def build(topo, out):
+    specs = [s for v in ("receiver-all", "sender-all") for s in variant_specs(v, None)]
+    return build_harness(topo, out, specs=specs)
 
 
 def passed(proc, cases: int) -> None:

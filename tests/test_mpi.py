@@ -39,9 +39,15 @@ pytestmark = pytest.mark.skipif(
 
 
 def build(
-    topo, out: Path, program: Path = HARNESS, mpicc: Path = MPICC, extra: list[str] = ()
+    topo,
+    out: Path,
+    program: Path = HARNESS,
+    mpicc: Path = MPICC,
+    extra: list[str] = (),
+    specs: list | None = None,
 ) -> Path:
-    generate(topo, variant_specs("all", (2,)), out / "gen")
+    """Generate ``specs`` (default: every variant, block size 2) and compile ``program``."""
+    generate(topo, specs if specs is not None else variant_specs("all", (2,)), out / "gen")
     exe = out / program.stem
     sources = sorted(str(p) for p in (out / "gen").glob("*.c"))
     subprocess.run(

@@ -75,7 +75,7 @@ static int entries(aapc_vtables_t *t, const aapc_vsched *vs, const int *owner, c
     return 0;
 }
 
-/* first/last entry of the run of equal (owner, phase) holding each entry */
+/* first/last entry of the run of equal (owner, phase) holding each entry (first may be NULL) */
 static void runs(const int32_t *off, const int32_t *phase, int n, int32_t *first, int32_t *last)
 {
     for (int m = 0; m < n; m++) {
@@ -84,7 +84,8 @@ static void runs(const int32_t *off, const int32_t *phase, int n, int32_t *first
             while (e < off[m + 1] && phase[e] == phase[f])
                 e++;
             for (int32_t x = f; x < e; x++) {
-                first[x] = f;
+                if (first != NULL)
+                    first[x] = f;
                 last[x] = e - 1;
             }
         }
@@ -269,16 +270,14 @@ int aapc_vtables_build(const aapc_vsched *vs, const aapc_vtree *tree, int sync,
         return 0;
 
     int32_t *sfirst = take(t, (size_t)np, sizeof *sfirst), *slast = take(t, (size_t)np, sizeof *slast);
-    int32_t *rfirst = malloc(sizeof *rfirst * (size_t)(np ? np : 1));
     int32_t *rlast = malloc(sizeof *rlast * (size_t)(np ? np : 1));
     struct vsync *syncs = NULL;
     long long ns = -1;
-    if (sfirst && slast && rfirst && rlast) {
+    if (sfirst && slast && rlast) {
         runs(send_off, send_phase, n, sfirst, slast);
-        runs(recv_off, recv_phase, n, rfirst, rlast);
+        runs(recv_off, recv_phase, n, NULL, rlast);
         ns = chain_syncs(vs, tree, sync, send_of, recv_of, sfirst, slast, rlast, &syncs);
     }
-    free(rfirst);
     free(rlast);
     if (ns < 0)
         goto fail;

@@ -38,6 +38,19 @@ static int native(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI
 
 #include "timer_common.h"
 
+struct call_args {
+    aapc_alltoall_fn fn;
+    const char *sb;
+    char *rb;
+    int bytes;
+};
+
+static void call_one(void *p)
+{
+    struct call_args *a = p;
+    a->fn(a->sb, a->bytes, MPI_BYTE, a->rb, a->bytes, MPI_BYTE, MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -56,6 +69,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
     }
+    const struct timer_opts opts = {iters, min_iters, warmup, target};
     int ncand = aapc_nvariants + 1;
     aapc_alltoall_fn *fns = malloc(sizeof(*fns) * (size_t)ncand);
     const char **names = malloc(sizeof(*names) * (size_t)ncand);
@@ -80,35 +94,8 @@ int main(int argc, char **argv)
         for (int r = 0; r < repeats; r++) {
             for (int c = 0; c < ncand; c++) {
                 if (!selected(only, names[c])) continue;
-                MPI_Barrier(MPI_COMM_WORLD);
-                double wstart = MPI_Wtime();
-                for (int w = 0; w < warmup; w++) {
-                    fns[c](sb, (int)bytes, MPI_BYTE, rb, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
-                    MPI_Barrier(MPI_COMM_WORLD);
-                }
-                int n = iters;
-                if (target > 0 && warmup > 0) { /* rank 0 decides, everyone follows */
-                    double per_call = (MPI_Wtime() - wstart) / warmup;
-                    n = per_call > 0 ? (int)(target / per_call) : iters;
-                    n = n < min_iters ? min_iters : (n > iters ? iters : n);
-                    MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
-                }
-                double busy0 = 0, total0 = 0, busy1 = 0, total1 = 0;
-                int have_cpu = rank == 0 && cpu_jiffies(&busy0, &total0);
-                MPI_Barrier(MPI_COMM_WORLD);
-                double start = MPI_Wtime();
-                for (int it = 0; it < n; it++) {
-                    fns[c](sb, (int)bytes, MPI_BYTE, rb, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
-                    MPI_Barrier(MPI_COMM_WORLD);
-                }
-                double mine = (MPI_Wtime() - start) / n, worst = 0;
-                have_cpu = have_cpu && cpu_jiffies(&busy1, &total1) && total1 > total0;
-                MPI_Reduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-                if (rank == 0) {
-                    double cpu = have_cpu ? (busy1 - busy0) / (total1 - total0) : -1.0;
-                    printf("time %s %ld %d %.9f %d %.3f\n", names[c], bytes, r, worst, n, cpu);
-                    fflush(stdout);
-                }
+                struct call_args args = {fns[c], sb, rb, (int)bytes};
+                time_candidate(call_one, &args, &opts, names[c], bytes, r, rank);
             }
         }
         BUF_FREE(sb);

@@ -71,6 +71,20 @@ static long long *read_pattern(const char *path, int n)
     return p;
 }
 
+struct call_args {
+    aapc_alltoallv_fn fn;
+    const char *sb;
+    const int *sc, *sd;
+    char *rb;
+    const int *rc, *rd;
+};
+
+static void call_one(void *p)
+{
+    struct call_args *a = p;
+    a->fn(a->sb, a->sc, a->sd, MPI_BYTE, a->rb, a->rc, a->rd, MPI_BYTE, MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -99,6 +113,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     g_bytes = pattern;
+    const struct timer_opts opts = {iters, min_iters, warmup, target};
     int nl2 = aapc_nvlevel2s < 4 ? aapc_nvlevel2s : 4;
     int ncand = 1 + aapc_nvvariants + nl2;
     aapc_alltoallv_fn *fns = malloc(sizeof(*fns) * (size_t)ncand);
@@ -142,35 +157,8 @@ int main(int argc, char **argv)
                 MPI_Barrier(MPI_COMM_WORLD);
                 nanosleep(&ts, NULL);
             }
-            MPI_Barrier(MPI_COMM_WORLD);
-            double wstart = MPI_Wtime();
-            for (int w = 0; w < warmup; w++) {
-                fns[c](sb, sc, sd, MPI_BYTE, rb, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
-                MPI_Barrier(MPI_COMM_WORLD);
-            }
-            int n = iters;
-            if (target > 0 && warmup > 0) { /* rank 0 decides, everyone follows */
-                double per_call = (MPI_Wtime() - wstart) / warmup;
-                n = per_call > 0 ? (int)(target / per_call) : iters;
-                n = n < min_iters ? min_iters : (n > iters ? iters : n);
-                MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
-            }
-            double busy0 = 0, total0 = 0, busy1 = 0, total1 = 0;
-            int have_cpu = rank == 0 && cpu_jiffies(&busy0, &total0);
-            MPI_Barrier(MPI_COMM_WORLD);
-            double start = MPI_Wtime();
-            for (int it = 0; it < n; it++) {
-                fns[c](sb, sc, sd, MPI_BYTE, rb, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
-                MPI_Barrier(MPI_COMM_WORLD);
-            }
-            double mine = (MPI_Wtime() - start) / n, worst = 0;
-            have_cpu = have_cpu && cpu_jiffies(&busy1, &total1) && total1 > total0;
-            MPI_Reduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-            if (rank == 0) {
-                double cpu = have_cpu ? (busy1 - busy0) / (total1 - total0) : -1.0;
-                printf("time %s %lld %d %.9f %d %.3f\n", names[c], total, r, worst, n, cpu);
-                fflush(stdout);
-            }
+            struct call_args args = {fns[c], sb, sc, sd, rb, rc, rd};
+            time_candidate(call_one, &args, &opts, names[c], total, r, rank);
         }
     }
     if (rank == 0) printf("done\n");
