@@ -77,6 +77,10 @@ class Measurement:
     seconds: float
     iters: int
     cpu_busy: float  # fraction of the machine's CPUs busy during the timed calls; -1 unknown
+    # TCP segments retransmitted / retransmission timeouts per call, summed over the machines'
+    # network namespaces (emulation); -1 unknown (SimGrid, older timers, no /proc/net)
+    tcp_retrans: float = -1.0
+    tcp_timeouts: float = -1.0
 
 
 @dataclass(frozen=True)
@@ -91,16 +95,31 @@ class Summary:
     cpu_busy: float  # median
     cpu_bound: bool
     repeats: int
+    tcp_retrans: float = -1.0  # medians per call; -1 unknown
+    tcp_timeouts: float = -1.0
+
+
+def median_known(values: list[float]) -> float:
+    """Median of the values >= 0; -1 when there are none."""
+    known = [v for v in values if v >= 0]
+    return statistics.median(known) if known else -1.0
 
 
 def parse_timer_output(text: str, rename: dict[str, str], repeat: int) -> list[Measurement]:
     rows = []
     for line in text.splitlines():
         f = line.split()
-        if len(f) == 7 and f[0] == "time":
+        if len(f) in (7, 9) and f[0] == "time":
+            tcp = (float(f[7]), float(f[8])) if len(f) == 9 else (-1.0, -1.0)
             rows.append(
                 Measurement(
-                    rename.get(f[1], f[1]), int(f[2]), repeat, float(f[4]), int(f[5]), float(f[6])
+                    rename.get(f[1], f[1]),
+                    int(f[2]),
+                    repeat,
+                    float(f[4]),
+                    int(f[5]),
+                    float(f[6]),
+                    *tcp,
                 )
             )
     return rows
@@ -115,8 +134,7 @@ def summarize(rows: list[Measurement], n_machines: int, peak: float) -> list[Sum
     for (cand, size), ms in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         times = [m.seconds for m in ms]
         med = statistics.median(times)
-        cpus = [m.cpu_busy for m in ms if m.cpu_busy >= 0]
-        cpu = statistics.median(cpus) if cpus else -1.0
+        cpu = median_known([m.cpu_busy for m in ms])
         tput = n_machines * (n_machines - 1) * size / med if med > 0 else 0.0
         out.append(
             Summary(
@@ -130,6 +148,8 @@ def summarize(rows: list[Measurement], n_machines: int, peak: float) -> list[Sum
                 cpu,
                 cpu >= CPU_BOUND,
                 len(ms),
+                median_known([m.tcp_retrans for m in ms]),
+                median_known([m.tcp_timeouts for m in ms]),
             )
         )
     return out
@@ -197,7 +217,7 @@ class BenchConfig:
 Runner = Callable[[Job, Path], str]
 
 
-def _bin(name: str) -> str:
+def bin_path(name: str) -> str:
     local = Path(sys.executable).parent / name
     return str(local) if local.exists() else name
 
@@ -226,19 +246,19 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
         yield (
             (
                 lambda job, exe: _check(
-                    [_bin("mpiexec"), "-n", str(n), str(exe), *job.args],
+                    [bin_path("mpiexec"), "-n", str(n), str(exe), *job.args],
                     {**base_env, **dict(job.env)},
                     cfg.timeout,
                 )
             ),
-            _bin("mpicc"),
+            bin_path("mpicc"),
         )
     elif cfg.backend == "mpiexec":
         if cfg.launcher:
             launch = shlex.split(cfg.launcher)
         else:
             launch = [
-                _bin("mpiexec"),
+                bin_path("mpiexec"),
                 "-n",
                 str(n),
                 *(["-f", cfg.hostfile] if cfg.hostfile else []),
@@ -249,7 +269,7 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
                     [*launch, str(exe), *job.args], {**base_env, **dict(job.env)}, cfg.timeout
                 )
             ),
-            _bin("mpicc"),
+            bin_path("mpicc"),
         )
     elif cfg.backend == "emulate":
         from aapcgen import emulate
@@ -261,14 +281,14 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
             def run(job: Job, exe: Path) -> str:
                 cmd = emulate.mpiexec_command(
                     em,
-                    _bin("mpiexec"),
+                    bin_path("mpiexec"),
                     [str(exe), *job.args],
                     dict(job.env),
                     cfg.topology.ranks_per_machine,
                 )
                 return _check(cmd, base_env, cfg.timeout)
 
-            yield run, _bin("mpicc")
+            yield run, bin_path("mpicc")
     elif cfg.backend == "simulate":
         from aapcgen import simgrid
 
@@ -286,7 +306,7 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
         raise InputError(f"unknown backend '{cfg.backend}' (choose from: {', '.join(BACKENDS)})")
 
 
-def _compile(mpicc: str, gen_dir: Path, exe: Path) -> None:
+def compile_timer(mpicc: str, gen_dir: Path, exe: Path) -> None:
     sources = [str(p) for p in sorted(gen_dir.glob("*.c"))]
     timer = resource_dir("runtime_c") / "bench" / "alltoall_timer.c"
     cmd = [mpicc, "-std=c11", "-O2", f"-I{gen_dir}", str(timer), *sources, "-o", str(exe)]
@@ -309,11 +329,12 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
 
             simgrid.compile_timer(gen_dir, exe)
         else:
-            _compile(mpicc, gen_dir, exe)
+            compile_timer(mpicc, gen_dir, exe)
         total, done, start = len(jobs) * cfg.repeats, 0, time.monotonic()
         for repeat in range(cfg.repeats):
             for job in jobs:
-                out = run(job, exe)
+                # --seed: the candidates' order within the job changes with the repeat
+                out = run(replace(job, args=(*job.args, "--seed", str(repeat))), exe)
                 measured = parse_timer_output(out, dict(job.rename), repeat)
                 if (
                     cfg.backend == "simulate"
@@ -351,6 +372,8 @@ def write_outputs(
                 "percent_of_peak",
                 "cpu_busy",
                 "cpu_bound",
+                "tcp_retrans_per_call",
+                "tcp_timeouts_per_call",
             ]
         )
         for r in rows:
@@ -366,6 +389,8 @@ def write_outputs(
                     f"{100 * tput / peak:.2f}",
                     f"{r.cpu_busy:.3f}",
                     r.cpu_busy >= CPU_BOUND,
+                    f"{r.tcp_retrans:.2f}",
+                    f"{r.tcp_timeouts:.3f}",
                 ]
             )
     env = {
@@ -380,6 +405,7 @@ def write_outputs(
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "mpi": _mpi_version(),
+        "tcp_congestion_control": tcp_congestion_control(),
     }
     json_path.write_text(
         json.dumps(
@@ -395,10 +421,18 @@ def write_outputs(
     return [csv_path, json_path, png_path]
 
 
+def tcp_congestion_control() -> str:
+    """The host's TCP congestion control (new namespaces inherit it); "unknown" elsewhere."""
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
 def _mpi_version() -> str:
     try:
         out = subprocess.run(
-            [_bin("mpichversion")], capture_output=True, text=True, timeout=10
+            [bin_path("mpichversion")], capture_output=True, text=True, timeout=10
         ).stdout
         return " ".join(out.split()[:3]) or "unknown"
     except (OSError, subprocess.TimeoutExpired):
@@ -432,17 +466,26 @@ def plot(summary: list[Summary], peak: float, title: str, path: Path) -> None:
 
 def report_table(summary: list[Summary]) -> str:
     lines = [
-        "| size | candidate | median MB/s | time median (min-max) ms | % of peak | CPU busy | note |",
-        "|---|---|---|---|---|---|---|",
+        "| size | candidate | median MB/s | time median (min-max) ms | % of peak | CPU busy "
+        "| TCP retrans / timeouts per call | note |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
         note = "cpu-bound: not network-bound" if s.cpu_bound else ""
         cpu = f"{100 * s.cpu_busy:.0f}%" if s.cpu_busy >= 0 else "?"
         lines.append(
             f"| {_size(s.bytes)} | {s.candidate} | {s.throughput_mbps:.2f} | {1e3 * s.median_s:.2f} "
-            f"({1e3 * s.min_s:.2f}-{1e3 * s.max_s:.2f}) | {s.percent_of_peak:.1f} | {cpu} | {note} |"
+            f"({1e3 * s.min_s:.2f}-{1e3 * s.max_s:.2f}) | {s.percent_of_peak:.1f} | {cpu} "
+            f"| {tcp_cell(s.tcp_retrans, s.tcp_timeouts)} | {note} |"
         )
     return "\n".join(lines)
+
+
+def tcp_cell(retrans: float, timeouts: float) -> str:
+    """The TCP column of the report tables: retransmitted segments / timeouts per call."""
+    if retrans < 0 or timeouts < 0:
+        return "?"
+    return f"{retrans:.1f} / {timeouts:.2f}"
 
 
 def best_ratios(summary: list[Summary]) -> str:

@@ -151,7 +151,7 @@ def host_table(topo: Topology) -> list[str] | None:
     return list(topo.hosts)  # type: ignore[arg-type]
 
 
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
         undefined=jinja2.StrictUndefined,
@@ -275,7 +275,7 @@ def render(
     vlevel: VLevelCode | None = None,
 ) -> list[Path]:
     """Write the generated sources and a copy of the runtime into ``out_dir``."""
-    env = _environment()
+    env = template_environment()
     topo_id = c_identifier(topo.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -80,7 +80,7 @@ def variant_specs(variant: str, block_sizes: tuple[int, ...] | None) -> list[Var
     return specs
 
 
-def _empty_plan(spec: VariantSpec) -> SyncPlan:
+def empty_plan(spec: VariantSpec) -> SyncPlan:
     e = np.zeros(0, dtype=np.int64)
     return SyncPlan(spec, e, e, e, e, e, e, e, SyncCounts(0, 0, 0, 0))
 
@@ -156,7 +156,7 @@ def generate(
     progress(
         f"{sched.n_phases} phases, {len(sched.src)} messages ({time.perf_counter() - start:.1f} s)"
     )
-    plain: RankTables = rank_tables(sched, _empty_plan(variant_spec("no-sync")))
+    plain: RankTables = rank_tables(sched, empty_plan(variant_spec("no-sync")))
     variants = []
     for spec in specs:
         start = time.perf_counter()

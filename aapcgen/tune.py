@@ -368,10 +368,13 @@ def budget_prune(
     drop: set[tuple[str, int]] = set()
     new: list[tuple[str, int, str]] = []
     for size, ps in by_size.items():
-        for c in dominated(ps):
-            if c != DEFAULT:
-                drop.add((c, size))
-                new.append((c, size, "dominated"))
+        # the native tuning files choose among the natives: the best one stays even when a
+        # generated variant dominates it
+        natives = [p for p in ps if is_native(p.candidate)]
+        keep = {DEFAULT, min(natives, key=lambda p: p.median).candidate} if natives else {DEFAULT}
+        for c in dominated(ps) - keep:
+            drop.add((c, size))
+            new.append((c, size, "dominated"))
 
     def projected() -> float:
         return rounds_left * sum(
@@ -429,7 +432,7 @@ def _build(cfg: TuneConfig, mpicc: str, gen_dir: Path, exe: Path) -> None:
 
         simgrid.compile_timer(gen_dir, exe)
     else:
-        bench._compile(cfg.mpicc or mpicc, gen_dir, exe)
+        bench.compile_timer(cfg.mpicc or mpicc, gen_dir, exe)
 
 
 def sweep(
@@ -503,6 +506,36 @@ def sweep(
             return
 
 
+def validation_jobs(
+    cfg: TuneConfig, choices: list[Choice], file_env: tuple[tuple[str, str], ...] = ()
+) -> list[tuple[Job, str, set[tuple[str, int]]]]:
+    """The jobs of one validation round: (job, label, the (candidate, size) point it measures).
+
+    One job per point: the tuned routine and the library default at every size, each other
+    candidate at the sizes where it is the best or the chosen one. On TCP a call pays for the
+    connections' state left by the calls before it, so points share no job: on the emulated 4+4
+    tree at 256 KB a contention-free variant timed right after MPICH's default or no-sync (which
+    overflow switch buffers) measured 33-35 MB/s, after itself 40 MB/s; on the 32-machine chain
+    MPICH's default at 64 KB measured 2-3 MB/s right after its own 16 KB calls (scattered) and
+    6.2 MB/s alone (docs/tuning.md). In a job of its own every point is measured as an
+    application calling that routine at that size would see it. The tuned routine's jobs come
+    first, with the native tuning file ``file_env`` when a range goes to a forced native
+    algorithm."""
+    where: dict[str, set[int]] = {}
+    for c in choices:
+        for x in (TUNED, DEFAULT, c.best, c.candidate):
+            where.setdefault(x, set()).add(c.bytes)
+    jobs: list[tuple[Job, str, set[tuple[str, int]]]] = []
+    for cand in sorted(where, key=lambda x: (x != TUNED, x != DEFAULT, x)):
+        for size in sorted(where[cand]):
+            if cand == TUNED:
+                job = make_job(cfg, "main", [TUNED], (size,), file_env)
+            else:
+                job = make_job(cfg, group_of(cand), [cand], (size,))
+            jobs.append((job, cand, {(cand, size)}))
+    return jobs
+
+
 def validate(
     cfg: TuneConfig,
     store: Store,
@@ -513,35 +546,23 @@ def validate(
     ranges: list[Range],
     say: Callable[[str], None],
 ) -> None:
-    """Time the tuned routine (with the native tuning file) against the per-size best candidates
-    and the library default, interleaved, ``validate_repeats`` times."""
-    b = cfg.bench
-    sizes = tuple(sorted({c.bytes for c in choices}))
-    main = sorted(generated_to_validate(choices) | {DEFAULT})
-    forced = sorted({x for c in choices for x in (c.best, c.candidate)} - set(main) - {DEFAULT})
+    """Time the tuned routine (with the native tuning file where needed) against each size's best
+    and chosen candidates and the library default, ``validate_repeats`` rounds."""
     # the native tuning file only matters where the tuned routine hands a range to a forced
-    # native algorithm; elsewhere it reproduces the library default, so the tuned routine runs
-    # interleaved with the candidates in the same job
-    file_env = tuning_file_env(cfg.flavour, b.out_dir)
-    separate = bool(file_env) and any(
-        is_native(r.candidate) and r.candidate != DEFAULT for r in ranges
-    )
+    # native algorithm
+    file_env = tuning_file_env(cfg.flavour, cfg.bench.out_dir)
+    if not any(is_native(r.candidate) and r.candidate != DEFAULT for r in ranges):
+        file_env = ()  # the file would only reproduce the library default
     done = store.done(VALIDATE)
-    progress = Progress((1 + separate + len(forced)) * cfg.validate_repeats, say)
+    jobs = validation_jobs(cfg, choices, file_env)
+    progress = Progress(len(jobs) * cfg.validate_repeats, say)
     for rnd in range(cfg.validate_repeats):
-        jobs = [(make_job(cfg, "main", main + ([] if separate else [TUNED]), sizes), "main")]
-        if separate:
-            jobs.insert(0, (make_job(cfg, "main", [TUNED], sizes, file_env), "tuned"))
-        jobs += [(make_job(cfg, f, [f], sizes), f) for f in forced]
-        for job, label in jobs:
-            names = {
-                "tuned": {TUNED},
-                "main": set(main) | (set() if separate else {TUNED}),
-            }.get(label, {label})
-            if all((c, s, rnd) in done for c in names for s in sizes):
+        for job, label, wanted in jobs:
+            if all((c, s, rnd) in done for c, s in wanted):
                 progress.total -= 1
                 continue
-            store.add(VALIDATE, _run_job(run, job, exe, b.backend, rnd), env)
+            rows = _run_job(run, job, exe, cfg.bench.backend, rnd)
+            store.add(VALIDATE, [r for r in rows if (r.candidate, r.bytes) in wanted], env)
             progress.step(1, f"validation round {rnd + 1}/{cfg.validate_repeats} {label}")
 
 
@@ -719,7 +740,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
     if a.backend == "simulate":
         flavour, mpi = "simgrid", "SimGrid SMPI"
     else:
-        flavour, mpi = mpi_flavour(a.mpicc or bench._bin("mpicc"))
+        flavour, mpi = mpi_flavour(a.mpicc or bench.bin_path("mpicc"))
     natives = tuple(
         x.strip()
         for x in (a.natives.split(",") if a.natives is not None else NATIVES.get(flavour, ()))

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from aapcgen.codegen import _environment, c_identifier, rank_tables, render
-from aapcgen.generate import _empty_plan, generate
+from aapcgen.codegen import c_identifier, rank_tables, render, template_environment
+from aapcgen.generate import empty_plan, generate
 from aapcgen.model import Topology
 from aapcgen.phases import build_phases
 from aapcgen.sync import VariantSpec, variant_spec
@@ -79,13 +79,13 @@ def render_tuned(
     specs = [spec_of(label) for label in labels] or [variant_spec("receiver-all")]
     gen = generate(topo, specs, out_dir)
     sched = build_phases(analyze(topo))
-    plain = rank_tables(sched, _empty_plan(variant_spec("no-sync")))
+    plain = rank_tables(sched, empty_plan(variant_spec("no-sync")))
     entry = replace(gen.variants[0], label=TUNED, ident=TUNED)
     files = render(topo, sched, plain, [*gen.variants, entry], TUNED, out_dir)
     topo_id = c_identifier(topo.name)
     tuned = out_dir / f"aapc_{topo_id}_{TUNED}.c"
     tuned.write_text(
-        _environment()
+        template_environment()
         .get_template("tuned.c.j2")
         .render(
             topology=topo,
@@ -136,8 +136,8 @@ def decision_markdown(
     if validation:
         lines += [
             "",
-            "Validation (separate interleaved runs of the tuned routine, the chosen candidates and",
-            "the library default; throughput ratios of medians):",
+            "Validation (one MPI job per point, per round: the tuned routine and the library default",
+            "at every size, each size's best and chosen candidates; throughput ratios of medians):",
             "",
             "| size | tuned MB/s | best candidate | tuned / best | native-default MB/s | tuned / native |",
             "|---|---|---|---|---|---|",

@@ -29,8 +29,11 @@ from aapcgen.bench import (
     Job,
     Measurement,
     _mpi_version,
+    median_known,
     parse_timer_output,
     runner,
+    tcp_cell,
+    tcp_congestion_control,
     with_rate,
 )
 from aapcgen.errors import AapcError, InputError
@@ -52,6 +55,8 @@ class VSummary:
     speedup: float  # native-default median / this median
     cpu_busy: float
     repeats: int
+    tcp_retrans: float = -1.0  # medians per call; -1 unknown
+    tcp_timeouts: float = -1.0
 
 
 def summarize_v(rows: list[Measurement], bound_s: float) -> list[VSummary]:
@@ -74,13 +79,17 @@ def summarize_v(rows: list[Measurement], bound_s: float) -> list[VSummary]:
                 speedup=native / med[c] if native and med[c] > 0 else float("nan"),
                 cpu_busy=statistics.median(m.cpu_busy for m in ms),
                 repeats=len(ms),
+                tcp_retrans=median_known([m.tcp_retrans for m in ms]),
+                tcp_timeouts=median_known([m.tcp_timeouts for m in ms]),
             )
         )
     return out
 
 
-def plan_vjobs(natives: tuple[str, ...], target_s: float, max_iters: int) -> list[Job]:
-    common = ("--repeats", "1", "--warmup", "1", "--target-seconds", str(target_s))
+def plan_vjobs(
+    natives: tuple[str, ...], target_s: float, max_iters: int, warmup: int = 2
+) -> list[Job]:
+    common = ("--repeats", "1", "--warmup", str(warmup), "--target-seconds", str(target_s))
     common += ("--iters", str(max_iters), "--min-iters", "3")
     jobs = [Job("native + generated", common, (), (("native", "native-default"),))]
     for alg in natives:
@@ -110,13 +119,15 @@ def report(summary: list[VSummary], bound_s: float, cost_s: float) -> str:
         f"lower bound {bound_s * 1e3:.2f} ms; compiled schedule cost {cost_s * 1e3:.2f} ms "
         f"({cost_s / bound_s if bound_s else float('nan'):.3f} x bound)",
         "",
-        "| candidate | median ms (min-max) | x bound | speedup vs native-default | CPU busy |",
-        "|---|---|---|---|---|",
+        "| candidate | median ms (min-max) | x bound | speedup vs native-default | CPU busy "
+        "| TCP retrans / timeouts per call |",
+        "|---|---|---|---|---|---|",
     ]
     for s in summary:
         lines.append(
             f"| {s.candidate} | {s.median_s * 1e3:.2f} ({s.min_s * 1e3:.2f}-{s.max_s * 1e3:.2f}) "
-            f"| {s.over_bound:.3f} | {s.speedup:.2f}x | {max(s.cpu_busy, 0) * 100:.0f}% |"
+            f"| {s.over_bound:.3f} | {s.speedup:.2f}x | {max(s.cpu_busy, 0) * 100:.0f}% "
+            f"| {tcp_cell(s.tcp_retrans, s.tcp_timeouts)} |"
         )
     return "\n".join(lines)
 
@@ -145,7 +156,7 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
         rate, a.queue, out_dir, a.hostfile, a.launcher, a.timeout, a.prefix,
     )  # fmt: skip
     bound = lower_bound(with_rate(topo, rate), pattern)
-    jobs = plan_vjobs(natives, a.target_seconds, a.max_iters)
+    jobs = plan_vjobs(natives, a.target_seconds, a.max_iters, a.warmup)
     rows: list[Measurement] = []
     with tempfile.TemporaryDirectory(prefix="aapc-vbench-") as tmp, runner(cfg) as (run, mpicc):
         gen_dir = Path(tmp) / "gen"
@@ -163,7 +174,7 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
         total, done, start = len(jobs) * a.repeats, 0, time.monotonic()
         for repeat in range(a.repeats):
             for job in jobs:
-                extra = ("--pattern", str(pattern_file), "--rotate", str(repeat))
+                extra = ("--pattern", str(pattern_file), "--seed", str(repeat))
                 extra += ("--settle", str(a.settle))
                 extra += ("--only", a.only) if a.only and job.label == "native + generated" else ()
                 job = Job(job.label, (*job.args, *extra), job.env, job.rename)
@@ -178,9 +189,31 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     with open(out_dir / "results.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["candidate", "total_bytes", "repeat", "seconds", "iters", "cpu_busy"])
+        w.writerow(
+            [
+                "candidate",
+                "total_bytes",
+                "repeat",
+                "seconds",
+                "iters",
+                "cpu_busy",
+                "tcp_retrans_per_call",
+                "tcp_timeouts_per_call",
+            ]
+        )
         for r in rows:
-            w.writerow([r.candidate, r.bytes, r.repeat, r.seconds, r.iters, r.cpu_busy])
+            w.writerow(
+                [
+                    r.candidate,
+                    r.bytes,
+                    r.repeat,
+                    r.seconds,
+                    r.iters,
+                    r.cpu_busy,
+                    r.tcp_retrans,
+                    r.tcp_timeouts,
+                ]
+            )
     meta = {
         "topology": topo.name,
         "pattern": a.pattern,
@@ -190,6 +223,9 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
         "backend": a.backend,
         "rate_bytes_per_s": rate,
         "mpi": _mpi_version(),
+        "tcp_congestion_control": tcp_congestion_control(),
+        "warmup": a.warmup,
+        "settle_s": a.settle,
         "lower_bound_s": bound,
         "schedule_cost_s": cost,
         "summary": [asdict(s) for s in summary],
@@ -223,6 +259,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--settle", type=float, default=1.0, help="idle seconds before each candidate (default 1)"
     )
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=2,
+        help="untimed calls before each candidate's timed ones (default 2): the first call on "
+        "connections another candidate left after heavy loss runs slow",
+    )
     p.add_argument("--target-seconds", type=float, default=1.0)
     p.add_argument("--max-iters", type=int, default=20)
     p.add_argument("--rate", help="emulate: every link at this rate (e.g. 100mbit)")

@@ -9,6 +9,7 @@ timeout.
 
 from __future__ import annotations
 
+import csv
 import subprocess
 from pathlib import Path
 
@@ -145,13 +146,15 @@ def test_bench_alltoallv_local_end_to_end(tmp_path):
         "--backend",
         "local",
         "--repeats",
-        "1",
+        "2",
         "--max-iters",
         "3",
         "--target-seconds",
         "0.05",
         "--variants",
         "sender-all",
+        "--settle",
+        "0",
         "-o",
         str(tmp_path / "out"),
     ]
@@ -168,6 +171,15 @@ def test_bench_alltoallv_local_end_to_end(tmp_path):
         assert s["median_s"] > 0 and s["min_s"] <= s["median_s"] <= s["max_s"]
         assert abs(s["over_bound"] - s["median_s"] / data["lower_bound_s"]) < 1e-9
     assert "| level3-sender-all |" in proc.stdout
+    # per-candidate TCP counters were read; candidates run in a different order per repeat, so
+    # the one after native-default (which inherits the TCP state native leaves) changes
+    rows = list(csv.DictReader(open(tmp_path / "out" / "results.csv")))
+    assert all(float(r["tcp_timeouts_per_call"]) >= 0 for r in rows)
+    after_native = []
+    for rep in ("0", "1"):
+        order = [r["candidate"] for r in rows if r["repeat"] == rep]
+        after_native.append(order[order.index("native-default") + 1 :][:1])
+    assert after_native[0] != after_native[1], after_native
 
 
 def test_summarize_v_ratios():

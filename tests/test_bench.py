@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from aapcgen.bench import (
     peak_of,
     plan_jobs,
     summarize,
+    tcp_cell,
     with_rate,
 )
 from aapcgen.errors import InputError
@@ -54,6 +56,18 @@ def test_timer_output_and_summary():
     assert s.percent_of_peak == pytest.approx(100 * 0.25 / 0.30)
     assert s.cpu_bound  # median CPU 0.95 >= 0.90: flagged, not network-bound
     assert not summary["native-default"].cpu_bound
+    assert (s.tcp_retrans, s.tcp_timeouts) == (-1.0, -1.0)  # old 7-column lines: unknown
+
+
+def test_timer_output_with_tcp_counters():
+    out = "time native 4096 2 0.5 3 0.25 12.50 0.333\ntime x 4096 2 0.5 3 0.25 -1.00 -1.000\n"
+    native, x = parse_timer_output(out, {}, repeat=2)
+    assert (native.tcp_retrans, native.tcp_timeouts, native.repeat) == (12.5, 0.333, 2)
+    rows = [native, replace(native, repeat=3, tcp_retrans=1.0, tcp_timeouts=-1.0), x]
+    summary = {s.candidate: s for s in summarize(rows, n_machines=4, peak=1e6)}
+    assert (summary["native"].tcp_retrans, summary["native"].tcp_timeouts) == (6.75, 0.333)
+    assert (summary["x"].tcp_retrans, summary["x"].tcp_timeouts) == (-1.0, -1.0)
+    assert tcp_cell(6.75, 0.333) == "6.8 / 0.33" and tcp_cell(-1.0, 0.0) == "?"
 
 
 def test_job_plan_interleaves_natives():
@@ -102,6 +116,7 @@ def test_short_local_bench_is_well_formed(tmp_path):
     assert cands == {"native-default", "native-pairwise", "sender-all", "barrier-partial-none-2"}
     assert len(rows) == 4 * 2 * 2  # candidates x sizes x repeats
     assert all(float(r["seconds"]) > 0 and 0 <= float(r["cpu_busy"]) <= 1 for r in rows)
+    assert all(float(r["tcp_timeouts_per_call"]) >= 0 for r in rows)  # /proc/net read
     data = json.loads((out / "results.json").read_text())
     assert data["environment"]["backend"] == "local" and len(data["summary"]) == 4 * 2
     assert (out / "throughput.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -174,6 +189,8 @@ def test_short_emulated_bench_is_well_formed(tmp_path):
     assert all(
         0 < s["percent_of_peak"] <= 110 for s in data["summary"]
     )  # the emulated links bound it
+    # every namespace's TCP counters were read (one reporter per machine)
+    assert all(m["tcp_retrans"] >= 0 and m["tcp_timeouts"] >= 0 for m in data["measurements"])
     status = subprocess.run(
         [str(BIN / "aapcgen"), "emulate", "status", "--prefix", "aapcb"],
         capture_output=True,

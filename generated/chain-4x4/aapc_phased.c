@@ -261,9 +261,11 @@ static int aapc_dense(MPI_Datatype t)
 
 /* Data receives are posted AAPC_PREPOST_WINDOW phases ahead of the rank's current phase
    (unset or 0: all at the start of the call). A window keeps the number of pending requests
-   per rank small on very large communicators (and in SimGrid, whose waitany is linear in
-   them); any window >= 1 is deadlock-free because every rank posts its receives of phase p
-   before it blocks in phase p, and sends complete in phase order. */
+   per rank small on very large communicators; any window >= 1 is deadlock-free because every
+   rank posts its receives of phase p before it blocks in phase p, and sends complete in phase
+   order. It is not the default: a send that finds no posted receive is held back (rendezvous)
+   or buffered (eager), so a window couples the ranks' progress (in SimGrid, 256 ranks x 64 KiB
+   no-sync: 9.04 s simulated with a window of 4 against 2.70 s with every receive posted). */
 static int aapc_window(void)
 {
     static int window = -1;

@@ -3,17 +3,25 @@
  *
  * Candidates: "native" (PMPI_Alltoall, whatever algorithm the MPI library's environment selects)
  * and every variant in aapc_variants[] of the generated directory it is compiled with. For each
- * repeat, the candidates run in turn (interleaved, so they see the same machine state): warm-up
+ * repeat, the candidates run in turn (interleaved, so they see the same machine state), in a
+ * strided order chosen by --seed K plus the repeat number (timer_common.h: every candidate's
+ * successor changes from one repeat to the next, since on TCP a call inherits the connection
+ * state the previous candidate left): warm-up
  * calls, a barrier, then `iters` x { alltoall; barrier } timed with MPI_Wtime. Rank 0 prints one
  * line per (repeat, candidate): "time <candidate> <bytes> <repeat> <seconds per call> <iters>
- * <cpu busy>" (time: max over ranks; cpu busy: fraction of all CPUs of the machine busy during the
- * timed loop, from /proc/stat on rank 0's machine, -1 where unavailable), then "done".
+ * <cpu busy> <tcp retrans> <tcp timeouts>" (time: max over ranks; cpu busy: fraction of all
+ * CPUs of the machine busy during the timed loop, from /proc/stat on rank 0's machine; TCP
+ * segments retransmitted and retransmission timeouts per call, summed over the ranks' network
+ * namespaces; -1 where unavailable), then "done".
  * With --target-seconds T the number of timed calls adapts: iters = T / (time of the warm-up
  * calls), clamped to [--min-iters, --iters].
  *
  * usage: alltoall_timer --bytes B[,B...] [--iters N] [--min-iters N] [--target-seconds T]
- *                       [--warmup N] [--repeats R] [--only a,b]
+ *                       [--warmup N] [--repeats R] [--only a,b] [--seed K]
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* readlink in timer_common.h */
+#endif
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +66,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *bytes_list = "65536", *only = NULL;
-    int iters = 20, min_iters = 3, warmup = 2, repeats = 5;
+    int iters = 20, min_iters = 3, warmup = 2, repeats = 5, seed = 0;
     double target = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--bytes") == 0) bytes_list = argv[i + 1];
@@ -68,11 +76,13 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+        else if (strcmp(argv[i], "--seed") == 0) seed = atoi(argv[i + 1]);
     }
     const struct timer_opts opts = {iters, min_iters, warmup, target};
     int ncand = aapc_nvariants + 1;
     aapc_alltoall_fn *fns = malloc(sizeof(*fns) * (size_t)ncand);
     const char **names = malloc(sizeof(*names) * (size_t)ncand);
+    int *order = malloc(sizeof(int) * (size_t)ncand);
     fns[0] = native;
     names[0] = "native";
     for (int v = 0; v < aapc_nvariants; v++) {
@@ -92,7 +102,9 @@ int main(int argc, char **argv)
         char *sb = BUF_MALLOC(total ? total : 1), *rb = BUF_MALLOC(total ? total : 1);
         for (size_t k = 0; k < total; k++) sb[k] = (char)(k * 7 + (size_t)rank);
         for (int r = 0; r < repeats; r++) {
-            for (int c = 0; c < ncand; c++) {
+            strided_order(order, ncand, (unsigned)seed + (unsigned)r);
+            for (int k = 0; k < ncand; k++) {
+                int c = order[k];
                 if (!selected(only, names[c])) continue;
                 struct call_args args = {fns[c], sb, rb, (int)bytes};
                 time_candidate(call_one, &args, &opts, names[c], bytes, r, rank);
@@ -103,6 +115,7 @@ int main(int argc, char **argv)
     }
     if (rank == 0) printf("done\n");
     free(list);
+    free(order);
     free(fns);
     free(names);
     MPI_Finalize();

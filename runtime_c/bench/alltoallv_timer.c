@@ -8,18 +8,24 @@
  * (level2-*, given the pattern). For each repeat the candidates run in turn (interleaved):
  * warm-up calls, a barrier, then `iters` x { alltoallv; barrier } timed with MPI_Wtime. Rank 0
  * prints one line per (repeat, candidate): "time <candidate> <total bytes> <repeat> <seconds per
- * call> <iters> <cpu busy>" (as alltoall_timer.c), then "done".
+ * call> <iters> <cpu busy> <tcp retrans> <tcp timeouts>" (as alltoall_timer.c), then "done".
  *
- * The candidate order is rotated by --rotate K plus the repeat number, so that no candidate
- * always runs right after the same one, and --settle S idles S seconds before each candidate
+ * The candidate order is a strided permutation chosen by --seed K plus the repeat number, the
+ * same on every rank, so that each candidate's successor changes from one repeat to the next
+ * (a rotation would keep every candidate's neighbours: the one after MPICH native would always
+ * pay for the TCP state native leaves behind), and --settle S idles S seconds before each
+ * candidate
  * (TCP state left by a lossy candidate, e.g. backed-off retransmission timers, otherwise
  * penalises whoever comes next; after an idle period Linux restarts every connection's
  * congestion window from the same initial state).
  *
  * usage: alltoallv_timer --pattern FILE [--iters N] [--min-iters N] [--target-seconds T]
- *                        [--warmup N] [--repeats R] [--only a,b] [--rotate K] [--settle S]
+ *                        [--warmup N] [--repeats R] [--only a,b] [--seed K] [--settle S]
  */
 #define _POSIX_C_SOURCE 200809L
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* readlink in timer_common.h */
+#endif
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +98,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *path = NULL, *only = NULL;
-    int iters = 20, min_iters = 3, warmup = 2, repeats = 5, rotate = 0;
+    int iters = 20, min_iters = 3, warmup = 2, repeats = 5, seed = 0;
     double target = 0.0, settle = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--pattern") == 0) path = argv[i + 1];
@@ -102,7 +108,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
-        else if (strcmp(argv[i], "--rotate") == 0) rotate = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--seed") == 0) seed = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--settle") == 0) settle = atof(argv[i + 1]);
     }
     long long *pattern = path ? read_pattern(path, size) : NULL;
@@ -148,9 +154,11 @@ int main(int argc, char **argv)
             total += pattern[i];
     char *sb = malloc(stot ? (size_t)stot : 1), *rb = malloc(rtot ? (size_t)rtot : 1);
     for (long long k = 0; k < stot; k++) sb[k] = (char)(k * 7 + rank);
+    int *order = malloc(sizeof(int) * (size_t)nc);
     for (int r = 0; r < repeats; r++) {
+        strided_order(order, nc, (unsigned)seed + (unsigned)r);
         for (int k = 0; k < nc; k++) {
-            int c = (k + rotate + r) % nc; /* rotated: no candidate always follows the same one */
+            int c = order[k];
             if (!selected(only, names[c])) continue;
             if (settle > 0) { /* idle links: queues drain, TCP restarts from the same state */
                 struct timespec ts = {(time_t)settle, (long)((settle - (double)(time_t)settle) * 1e9)};
@@ -168,6 +176,7 @@ int main(int argc, char **argv)
     free(sd);
     free(rc);
     free(rd);
+    free(order);
     free(fns);
     free(names);
     free(pattern);

@@ -18,6 +18,9 @@
  *   AAPC_SHM=0            aapc_shm_usable() returns 0 (the intercept then uses PMPI_* only)
  *   AAPC_SHM_SLOT_KB=N    bytes per window slot (default max(512 KB, p*p*8 KB); 4 slots)
  *   AAPC_SHM_SPINS=N      busy polls before yielding (default 2000, 20 when oversubscribed)
+ *   AAPC_SHM_FUTEX=0      Linux: sleep-poll instead of blocking on a futex after spinning
+ *   AAPC_SHM_CMA=0        Linux: never read other ranks' buffers directly (single-copy
+ *                         Alltoall/Allgather with process_vm_readv); see aapc_shm_select.c
  *
  * Building with -DAAPC_INTERCEPT_SHM also defines MPI_Barrier, MPI_Bcast, MPI_Allgather,
  * MPI_Reduce, MPI_Allreduce and MPI_Alltoall (aapc_shm_select.c): those use these functions when
@@ -35,6 +38,12 @@ extern "C" {
 /* *flag = 1 if comm is an intracommunicator whose ranks all share one node (and AAPC_SHM is not
    0), else 0. Collective on the first call for comm (creates the cached state). */
 int aapc_shm_usable(MPI_Comm comm, int *flag);
+
+/* *flag = 1 when large Alltoall/Allgather calls on comm currently read the other ranks' buffers
+   directly (Linux process_vm_readv, probed once per communicator on the first call large enough
+   to use it), 0 otherwise: not probed yet, AAPC_SHM_CMA=0, not permitted here (ptrace
+   restrictions), or a read failed once. Collective only if it is the first call for comm. */
+int aapc_shm_single_copy(MPI_Comm comm, int *flag);
 
 int aapc_shm_barrier(MPI_Comm comm);
 int aapc_shm_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm);

@@ -9,11 +9,40 @@
  * slots lets fast ranks write the next chunk while slow ones are still copying out. Cost for n bytes per rank: per chunk one flag
  * publish and p flag reads (alpha_f p) plus n beta_m in and (p-1) n beta_m out per rank (+ n beta_m local); versus the
  * (p-1)(alpha + n beta) with two copies per message of a point-to-point ring.
+ * Large blocks take the single-copy path instead when the ranks can read each other's memory
+ * (aapc_shm_allgather_cma.c, chosen in aapc_shm_select.c); if a read fails there, the call is
+ * redone here.
  */
 #include "aapc_shm_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The n bytes at src into block `rank` of every rank's dst (blocks rstride apart), through the
+   window. */
+static void allgather_window(aapc_shm_state *st, const char *src, char *dst, size_t rstride,
+                             size_t n)
+{
+    int p = st->size;
+    size_t block = aapc_shm_align_down(st->slot_bytes / (size_t)p);
+    for (size_t off = 0; off < n; off += block) {
+        size_t len = n - off < block ? n - off : block;
+        unsigned slot = aapc_shm_slot_take(st, 1);
+        char *base = aapc_shm_slot_ptr(st, slot);
+        memcpy(base + (size_t)st->rank * block, src + off, len);
+        uint64_t s = aapc_shm_publish(st);
+        aapc_shm_wait_all(st, s);
+        char *mine = dst + (size_t)st->rank * rstride + off;
+        if (mine != src + off) { /* own block from the source (in place: already there) */
+            memcpy(mine, src + off, len);
+        }
+        for (int i = 1; i < p; i++) {
+            int r = (st->rank + i) % p;
+            memcpy(dst + (size_t)r * rstride + off, base + (size_t)r * block, len);
+        }
+        aapc_shm_slot_done(st, slot, s);
+    }
+}
 
 int aapc_shm_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
@@ -60,23 +89,8 @@ int aapc_shm_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype
         return err;
     }
     size_t rstride = rt.contig ? (size_t)recvcount * (size_t)rt.extent : n;
-    size_t block = aapc_shm_align_down(st->slot_bytes / (size_t)p);
-    for (size_t off = 0; off < n; off += block) {
-        size_t len = n - off < block ? n - off : block;
-        unsigned slot = aapc_shm_slot_take(st, 1);
-        char *base = aapc_shm_slot_ptr(st, slot);
-        memcpy(base + (size_t)st->rank * block, src + off, len);
-        uint64_t s = aapc_shm_publish(st);
-        aapc_shm_wait_all(st, s);
-        char *mine = dst + (size_t)st->rank * rstride + off;
-        if (mine != src + off) { /* own block from the source (in place: already there) */
-            memcpy(mine, src + off, len);
-        }
-        for (int i = 1; i < p; i++) {
-            int r = (st->rank + i) % p;
-            memcpy(dst + (size_t)r * rstride + off, base + (size_t)r * block, len);
-        }
-        aapc_shm_slot_done(st, slot, s);
+    if (!aapc_shm_allgather_use_cma(st, n) || !aapc_shm_allgather_cma(st, src, dst, rstride, n)) {
+        allgather_window(st, src, dst, rstride, n);
     }
     free(sscratch);
     return aapc_shm_unpack_finish(recvbuf, p * recvcount, recvtype, rscratch);

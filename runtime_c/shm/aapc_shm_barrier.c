@@ -32,7 +32,7 @@ static void barrier_run(aapc_shm_state *st)
             return;
         }
         if (st->bar_parent[node] < 0) {
-            atomic_store_explicit(release, k, memory_order_release);
+            aapc_shm_store_wake(release, k);
             return;
         }
         node = st->bar_parent[node];

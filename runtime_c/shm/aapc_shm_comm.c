@@ -119,6 +119,7 @@ static int state_create(MPI_Comm comm, aapc_shm_state **out)
     }
     st->node = MPI_COMM_NULL;
     st->win = MPI_WIN_NULL;
+    st->cma = 0;
     int rc, inter = 0;
     PMPI_Comm_test_inter(comm, &inter);
     if (inter) {
@@ -143,6 +144,9 @@ static int state_create(MPI_Comm comm, aapc_shm_state **out)
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     st->oversubscribed = cpus > 0 && st->size > cpus;
+    st->futex = aapc_shm_futex_default();
+    st->cma = -1; /* probed on the first call that would use it (aapc_shm_cma.c) */
+    st->pid = (int64_t)getpid();
     rc = build_barrier_tree(st);
     if (rc != MPI_SUCCESS) {
         state_free(st);
@@ -152,7 +156,8 @@ static int state_create(MPI_Comm comm, aapc_shm_state **out)
     st->off_bar = 0;
     st->off_release = (size_t)st->bar_nodes * AAPC_SHM_LINE;
     st->off_flags = st->off_release + AAPC_SHM_LINE;
-    size_t ctrl = st->off_flags + (size_t)st->size * AAPC_SHM_LINE;
+    st->off_info = st->off_flags + (size_t)st->size * AAPC_SHM_LINE;
+    size_t ctrl = st->off_info + (size_t)st->size * AAPC_SHM_LINE;
     st->off_slots = (ctrl + 4095) & ~(size_t)4095;
     size_t total = st->off_slots + AAPC_SHM_NSLOTS * st->slot_bytes;
 

@@ -13,9 +13,12 @@
  * order, thirds). Barrier is checked by its semantics: a shared counter every rank increments
  * before the barrier must read between k*p and (k+1)*p-1 after barrier k.
  *
- * Usage: mpiexec -n P shm_check [--max-bytes N] [--expect-fallback] [-v]
+ * Usage: mpiexec -n P shm_check [--max-bytes N] [--expect-fallback] [--expect-cma 0|1] [-v]
  * (--expect-fallback: run with AAPC_SHM=0; the communicators must then be reported unusable and
- * every call must still match the library, through its PMPI fallback.)
+ * every call must still match the library, through its PMPI fallback. --expect-cma: after the
+ * sized cases of each communicator of more than one rank, aapc_shm_single_copy must report this:
+ * 1 when the large Alltoall/Allgather cases took the single-copy path, 0 when it was disabled or
+ * failed, e.g. with the test hooks AAPC_SHM_CMA_FAIL_PROBE / AAPC_SHM_CMA_FAIL_READ.)
  * Prints failures ("FAIL case: ...") and finally "shm_check: N passed, M failed"; exit status 0
  * only when M is 0.
  */
@@ -49,6 +52,7 @@
 static long max_bytes = 4L << 20;
 static int verbose = 0;
 static int expect_fallback = 0; /* --expect-fallback: AAPC_SHM=0, every call goes to PMPI */
+static int expect_cma = -1;     /* --expect-cma: state of the single-copy path after the cases */
 static int n_pass = 0, n_fail = 0, world_rank = 0;
 
 /* ---------- buffers ---------- */
@@ -456,6 +460,13 @@ static void run_comm(MPI_Comm comm, const types_t *ty, const char *cname)
         case_reduce(comm, ty->mat_holey, MPI_UNSIGNED, (int)(n / 24), ty->matmul, -1, 1,
                     "mat_holey-matmul", seed + 11);
     }
+    if (expect_cma >= 0) { /* every world rank reports (report() syncs world) */
+        int sc = -1;
+        aapc_shm_single_copy(comm, &sc);
+        snprintf(desc, sizeof desc, "single-copy %s = %d", cname, sc);
+        report(comm, desc, p == 1 || sc == expect_cma ? MPI_SUCCESS : MPI_ERR_OTHER, MPI_SUCCESS,
+               NULL, NULL);
+    }
     /* repeated calls, roots rotating, mixed collectives back to back (slot reuse) */
     for (int k = 0; k < 8; k++) { /* same count on every communicator: report() syncs world */
         int n = k % 2 ? 3000 : 200000;
@@ -478,6 +489,8 @@ int main(int argc, char **argv)
             max_bytes = atol(argv[++i]);
         } else if (strcmp(argv[i], "--expect-fallback") == 0) {
             expect_fallback = 1;
+        } else if (strcmp(argv[i], "--expect-cma") == 0 && i + 1 < argc) {
+            expect_cma = atoi(argv[++i]);
         } else if (strcmp(argv[i], "-v") == 0) {
             verbose = 1;
         }

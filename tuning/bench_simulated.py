@@ -1,0 +1,189 @@
+"""Simulated clusters (SimGrid SMPI): generated MPI_Alltoall variants against SimGrid's own
+algorithms on one topology and message size, with the ratio of each to the bottleneck bound.
+
+    .venv/bin/python tuning/bench_simulated.py topologies/two-level-1024.yaml --bytes 65536 \\
+        --variants no-sync,receiver-all,sender-all \\
+        --algorithms pair,ring,mpich,ompi,mvapich2,basic_linear,bruck --timeout 1500
+
+One smpirun per candidate (one timed call, no warm-up: simulated time is deterministic), each
+bounded by --timeout seconds of wall time. Prints a Markdown table: simulated seconds, ratio to
+the bound (|M|(|M|-1) msize / the seed 002 section 3 peak), ratio to the best SimGrid
+algorithm, wall seconds, and the lowest MemAvailable seen during the run (shared-malloc buffers
+make the process's RSS meaningless). Candidates that time out or fail are reported as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from aapcgen import simgrid  # noqa: E402
+from aapcgen.bench import peak_of  # noqa: E402
+from aapcgen.errors import AapcError  # noqa: E402
+from aapcgen.topology import load_topology  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Result:
+    candidate: str
+    simulated_s: float | None  # None: timed out or failed
+    wall_s: float
+    min_available_mb: int
+    note: str
+
+
+def mem_available_mb() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    return -1
+
+
+def run_one(candidate: str, cmd: list[str], timeout: float, progress: bool) -> Result:
+    """Run one smpirun command under a shared CPU lock; watch free memory meanwhile."""
+    low = [mem_available_mb()]
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(2.0):
+            low.append(mem_available_mb())
+
+    threading.Thread(target=watch, daemon=True).start()
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        ["flock", "-s", "/tmp/aapc-cpu.lock", "timeout", "-s", "KILL", str(timeout), *cmd],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, err = proc.communicate()
+    done.set()
+    wall = time.monotonic() - start
+    sim = simgrid.simulated_time(err)
+    times = simgrid.parse_timer_output(out)
+    if proc.returncode == 137 or proc.returncode == 124:
+        return Result(candidate, None, wall, min(low), f"timed out after {timeout:g} s")
+    if proc.returncode != 0 or not times:
+        tail = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or ["(no output)"]
+        return Result(candidate, None, wall, min(low), f"exit {proc.returncode}: {tail[0][:80]}")
+    call = next(iter(times.values()))[0]
+    if progress:
+        print(f"{candidate}: {call:.4f} s simulated, {wall:.0f} s wall", file=sys.stderr)
+    return Result(candidate, call if sim is not None else None, wall, min(low), "")
+
+
+def build(topo_path: Path, variant: str, work: Path) -> Path:
+    gen = work / f"gen-{variant}"
+    subprocess.run(
+        [
+            str(Path(sys.executable).parent / "aapcgen"),
+            "generate",
+            str(topo_path),
+            "--variant",
+            variant,
+            "-o",
+            str(gen),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    exe = work / f"timer-{variant}"
+    cmd = [simgrid.find_tool("smpicc"), "-std=gnu11", "-O2", f"-I{gen}"]
+    cmd += [str(src) for src in simgrid.timer_sources(gen)]
+    proc = subprocess.run(
+        ["flock", "-s", "/tmp/aapc-cpu.lock", *cmd, "-o", str(exe)], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise AapcError(f"smpicc failed for {variant}: {proc.stderr.strip()[-300:]}")
+    return exe
+
+
+def table(results: list[Result], bound: float) -> str:
+    builtin = [
+        r.simulated_s for r in results if r.candidate.startswith("SimGrid ") and r.simulated_s
+    ]
+    best = min(builtin) if builtin else None
+    lines = [
+        "| candidate | simulated s | x bound | x best SimGrid algorithm | wall s | min MemAvailable MB | note |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        if r.simulated_s is None:
+            lines.append(
+                f"| {r.candidate} | – | – | – | {r.wall_s:.0f} | {r.min_available_mb} | {r.note} |"
+            )
+            continue
+        vs = f"{r.simulated_s / best:.2f}" if best else "–"
+        lines.append(
+            f"| {r.candidate} | {r.simulated_s:.4f} | {r.simulated_s / bound:.2f} | {vs} "
+            f"| {r.wall_s:.0f} | {r.min_available_mb} | {r.note} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("topology", type=Path)
+    p.add_argument("--bytes", type=int, default=65536, help="message size per pair")
+    p.add_argument("--variants", default="no-sync,receiver-all,sender-all")
+    p.add_argument("--algorithms", default="pair,ring,mpich,ompi,mvapich2,basic_linear,bruck")
+    p.add_argument("--timeout", type=float, default=1500.0, help="wall seconds per candidate")
+    p.add_argument("--workdir", type=Path, help="keep generated code and timers here")
+    a = p.parse_args()
+    try:
+        topo = load_topology(a.topology)
+    except AapcError as e:
+        print(f"bench_simulated: {e}", file=sys.stderr)
+        return 2
+    n = topo.n_machines
+    bound = n * (n - 1) * a.bytes / peak_of(topo, None)
+    # the timer's two shared-malloc buffers of n x bytes per rank, mapped in 1 MiB blocks
+    maps = 2 * n * -(-n * a.bytes // 2**20)
+    limit = int(Path("/proc/sys/vm/max_map_count").read_text())
+    if maps > limit - 4096:
+        print(
+            f"bench_simulated: {n} ranks x {a.bytes} B need about {maps} memory mappings, "
+            f"vm.max_map_count is {limit}: run `sysctl -w vm.max_map_count={4 * maps}` (root)",
+            file=sys.stderr,
+        )
+        return 2
+    variants = [v for v in a.variants.split(",") if v]
+    algorithms = [x for x in a.algorithms.split(",") if x]
+    with tempfile.TemporaryDirectory(prefix="aapc-simbench-") as tmp:
+        work = a.workdir or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        platform, hosts = simgrid.export_simgrid(topo, work)
+        exes = {}
+        for v in variants:
+            print(f"generating and compiling {v} ...", file=sys.stderr)
+            exes[v] = build(a.topology, v, work)
+        any_exe = next(iter(exes.values()), None)
+        if any_exe is None and algorithms:
+            any_exe = build(a.topology, "no-sync", work)
+        timer_args = ["--bytes", str(a.bytes), "--repeats", "1", "--iters", "1", "--warmup", "0"]
+        results = []
+        for v, exe in exes.items():
+            cmd = simgrid.smpirun_command(platform, hosts, n, exe, [*timer_args, "--only", v])
+            results.append(run_one(f"generated {v}", cmd, a.timeout, True))
+        for alg in algorithms:
+            cmd = simgrid.smpirun_command(
+                platform, hosts, n, any_exe, [*timer_args, "--only", "native"], alg
+            )
+            results.append(run_one(f"SimGrid {alg}", cmd, a.timeout, True))
+    print(f"{topo.name}: {n} ranks, {a.bytes} B per pair, bound {bound:.4f} s")
+    print(table(results, bound))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
