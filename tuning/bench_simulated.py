@@ -1,7 +1,8 @@
 """Simulated clusters (SimGrid SMPI): generated MPI_Alltoall variants against SimGrid's own
 algorithms on one topology and message size, with the ratio of each to the bottleneck bound.
 
-    .venv/bin/python tuning/bench_simulated.py topologies/two-level-1024.yaml --bytes 65536 \\
+    flock -s /tmp/aapc-cpu.lock .venv/bin/python tuning/bench_simulated.py \\
+        topologies/two-level-1024.yaml --bytes 65536 \\
         --variants no-sync,receiver-all,sender-all \\
         --algorithms pair,ring,mpich,ompi,mvapich2,basic_linear,bruck --timeout 1500
 
@@ -15,11 +16,11 @@ make the process's RSS meaningless). Candidates that time out or fail are report
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,8 @@ sys.path.insert(0, str(ROOT))
 from aapcgen import simgrid  # noqa: E402
 from aapcgen.bench import peak_of  # noqa: E402
 from aapcgen.errors import AapcError  # noqa: E402
+from aapcgen.generate import generate, variant_specs  # noqa: E402
+from aapcgen.model import Topology  # noqa: E402
 from aapcgen.topology import load_topology  # noqa: E402
 
 
@@ -48,8 +51,9 @@ def mem_available_mb() -> int:
     return -1
 
 
-def run_one(candidate: str, cmd: list[str], timeout: float, progress: bool) -> Result:
-    """Run one smpirun command under a shared CPU lock; watch free memory meanwhile."""
+def run_one(candidate: str, run: Callable[[], simgrid.SimRun], timeout: float) -> Result:
+    """Run one simulation (``run``); watch free memory meanwhile (shared-malloc buffers make
+    the process's RSS meaningless)."""
     low = [mem_available_mb()]
     done = threading.Event()
 
@@ -59,53 +63,30 @@ def run_one(candidate: str, cmd: list[str], timeout: float, progress: bool) -> R
 
     threading.Thread(target=watch, daemon=True).start()
     start = time.monotonic()
-    proc = subprocess.Popen(
-        ["flock", "-s", "/tmp/aapc-cpu.lock", "timeout", "-s", "KILL", str(timeout), *cmd],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    out, err = proc.communicate()
-    done.set()
-    wall = time.monotonic() - start
-    sim = simgrid.simulated_time(err)
-    times = simgrid.parse_timer_output(out)
-    if proc.returncode == 137 or proc.returncode == 124:
-        return Result(candidate, None, wall, min(low), f"timed out after {timeout:g} s")
-    if proc.returncode != 0 or not times:
-        tail = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or ["(no output)"]
-        return Result(candidate, None, wall, min(low), f"exit {proc.returncode}: {tail[0][:80]}")
+    try:
+        sim = run()
+    except AapcError:  # run_simulated kills the run at its timeout
+        return Result(
+            candidate, None, time.monotonic() - start, min(low), f"timed out after {timeout:g} s"
+        )
+    finally:
+        done.set()
+    times = simgrid.parse_timer_output(sim.stdout)
+    if sim.returncode != 0 or not times:
+        tail = [ln for ln in sim.stderr.strip().splitlines() if ln.strip()][-1:] or ["(no output)"]
+        return Result(
+            candidate, None, sim.wall_seconds, min(low), f"exit {sim.returncode}: {tail[0][:80]}"
+        )
     call = next(iter(times.values()))[0]
-    if progress:
-        print(f"{candidate}: {call:.4f} s simulated, {wall:.0f} s wall", file=sys.stderr)
-    return Result(candidate, call if sim is not None else None, wall, min(low), "")
+    print(f"{candidate}: {call:.4f} s simulated, {sim.wall_seconds:.0f} s wall", file=sys.stderr)
+    return Result(candidate, call, sim.wall_seconds, min(low), "")
 
 
-def build(topo_path: Path, variant: str, work: Path) -> Path:
+def build(topo: Topology, variant: str, work: Path) -> Path:
+    """Generate one variant and compile the timer with it (smpicc)."""
     gen = work / f"gen-{variant}"
-    subprocess.run(
-        [
-            str(Path(sys.executable).parent / "aapcgen"),
-            "generate",
-            str(topo_path),
-            "--variant",
-            variant,
-            "-o",
-            str(gen),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    exe = work / f"timer-{variant}"
-    cmd = [simgrid.find_tool("smpicc"), "-std=gnu11", "-O2", f"-I{gen}"]
-    cmd += [str(src) for src in simgrid.timer_sources(gen)]
-    proc = subprocess.run(
-        ["flock", "-s", "/tmp/aapc-cpu.lock", *cmd, "-o", str(exe)], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise AapcError(f"smpicc failed for {variant}: {proc.stderr.strip()[-300:]}")
-    return exe
+    generate(topo, variant_specs(variant, None), gen)
+    return simgrid.compile_timer(gen, work / f"timer-{variant}")
 
 
 def table(results: list[Result], bound: float) -> str:
@@ -166,24 +147,31 @@ def main() -> int:
         exes = {}
         for v in variants:
             print(f"generating and compiling {v} ...", file=sys.stderr)
-            exes[v] = build(a.topology, v, work)
+            exes[v] = build(topo, v, work)
         any_exe = next(iter(exes.values()), None)
         if any_exe is None and algorithms:
-            any_exe = build(a.topology, "no-sync", work)
+            any_exe = build(topo, "no-sync", work)
         timer_args = ["--bytes", str(a.bytes), "--repeats", "1", "--iters", "1", "--warmup", "0"]
         results = []
-        for v, exe in exes.items():
-            cmd = simgrid.smpirun_command(platform, hosts, n, exe, [*timer_args, "--only", v])
-            results.append(run_one(f"generated {v}", cmd, a.timeout, True))
-        for alg in algorithms:
-            cmd = simgrid.smpirun_command(
-                platform, hosts, n, any_exe, [*timer_args, "--only", "native"], alg
+
+        def runner(exe: Path, only: str, alg: str | None = None) -> Callable[[], simgrid.SimRun]:
+            args = [*timer_args, "--only", only]
+            return lambda: simgrid.run_simulated(
+                platform, hosts, n, exe, args, alg, timeout=a.timeout, check=False
             )
-            results.append(run_one(f"SimGrid {alg}", cmd, a.timeout, True))
+
+        for v, exe in exes.items():
+            results.append(run_one(f"generated {v}", runner(exe, v), a.timeout))
+        for alg in algorithms:
+            results.append(run_one(f"SimGrid {alg}", runner(any_exe, "native", alg), a.timeout))
     print(f"{topo.name}: {n} ranks, {a.bytes} B per pair, bound {bound:.4f} s")
     print(table(results, bound))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except AapcError as e:  # generation, compilation: one line, no traceback
+        print(f"bench_simulated: {e}", file=sys.stderr)
+        sys.exit(2)
