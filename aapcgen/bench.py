@@ -533,12 +533,12 @@ def peak_of(topo: Topology, rate: float | None) -> float:
 
 
 def cmd_bench(args: object) -> int:
-    from aapcgen.cli import _topology
     from aapcgen.generate import parse_block_sizes, stderr_progress, variant_specs
+    from aapcgen.topology import topology_or_builtin
     from aapcgen.units import parse_bandwidth
 
     a = args  # argparse.Namespace
-    topo = _topology(a.topology)
+    topo = topology_or_builtin(a.topology)
     try:
         rate = parse_bandwidth(a.rate) if a.rate else None
     except ValueError as exc:

@@ -26,7 +26,7 @@ from aapcgen.model import Topology
 from aapcgen.phases import Schedule, build_phases
 from aapcgen.report import info_json, info_text, schedule_json_chunks, schedule_text
 from aapcgen.sync import plan_sync
-from aapcgen.topology import builtin_topology, load_topology
+from aapcgen.topology import topology_or_builtin
 from aapcgen.tree import TreeInfo, analyze
 from aapcgen.verify import (
     SYNC_CHECK_MAX_MACHINES,
@@ -42,18 +42,6 @@ PROGRESS_MACHINES = 512  # topologies at least this big print stage progress on 
 def _progress(topo: Topology, message: str) -> None:
     if topo.n_machines >= PROGRESS_MACHINES:
         print(f"aapcgen: {message}", file=sys.stderr, flush=True)
-
-
-def _topology(path: str | None) -> Topology:
-    if path is None:
-        topo = builtin_topology()
-        print(
-            f"aapcgen: no topology given; using the built-in example '{topo.name}' "
-            "(seed 002 Figure 1). Pass TOPO.yaml for your cluster.",
-            file=sys.stderr,
-        )
-        return topo
-    return load_topology(path)
 
 
 def _pipeline(topo: Topology) -> tuple[TreeInfo, Schedule]:
@@ -78,13 +66,13 @@ def _write(chunks: Iterable[str], output: str | None) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    tree = analyze(_topology(args.topology))
+    tree = analyze(topology_or_builtin(args.topology))
     print(info_json(tree) if args.format == "json" else info_text(tree))
     return 0
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    topo = _topology(args.topology)
+    topo = topology_or_builtin(args.topology)
     tree, sched = _pipeline(topo)
     chunks = (
         schedule_json_chunks(tree, sched) if args.format == "json" else schedule_text(tree, sched)
@@ -121,7 +109,7 @@ def _load_schedule_json(path: str, topo: Topology) -> tuple[np.ndarray, np.ndarr
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    topo = _topology(args.topology)
+    topo = topology_or_builtin(args.topology)
     if args.schedule:
         phase, src, dst = _load_schedule_json(args.schedule, topo)
         what = f"{args.schedule} for {topo.name}"
@@ -143,7 +131,7 @@ def _specs(args: argparse.Namespace) -> list:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    topo = _topology(args.topology)
+    topo = topology_or_builtin(args.topology)
     specs = _specs(args)
     tree, sched = _pipeline(topo)
     print(
@@ -185,7 +173,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    topo = _topology(args.topology)
+    topo = topology_or_builtin(args.topology)
     specs = _specs(args)
     out = Path(args.output)
     gen = generate(
@@ -221,7 +209,7 @@ def _alltoallv_request(args: argparse.Namespace, topo: Topology) -> AlltoallvReq
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    topo = _topology(args.topology)
+    topo = topology_or_builtin(args.topology)
     specs = _specs(args)
     mpicc = find_mpicc(args.mpicc)
     for line in build_library(

@@ -323,9 +323,9 @@ def run_simulated(
 
 
 def cmd_export_simgrid(args: argparse.Namespace) -> int:
-    from aapcgen.cli import _topology  # late import: cli imports this module
+    from aapcgen.topology import topology_or_builtin
 
-    topo = _topology(args.topology)
+    topo = topology_or_builtin(args.topology)
     rate = parse_bandwidth(args.rate) if args.rate else None
     platform, hosts = export_simgrid(topo, args.output, rate)
     print(f"wrote {platform} and {hosts} ({topo.n_machines} hosts, {len(topo.switches)} routers)")

@@ -11,6 +11,7 @@ import itertools
 import math
 import os
 import re
+import sys
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -111,6 +112,19 @@ def builtin_topology() -> Topology:
     except OSError as exc:
         raise InputError(f"{source}: cannot read {path}: {exc.strerror or exc}") from None
     return parse_topology(_read_yaml(text, source), source)
+
+
+def topology_or_builtin(path: str | None) -> Topology:
+    """The topology in ``path``; without a path, the built-in example, saying so on stderr."""
+    if path is None:
+        topo = builtin_topology()
+        print(
+            f"aapcgen: no topology given; using the built-in example '{topo.name}' "
+            "(seed 002 Figure 1). Pass TOPO.yaml for your cluster.",
+            file=sys.stderr,
+        )
+        return topo
+    return load_topology(path)
 
 
 # --------------------------------------------------------------------------- small helpers

@@ -166,6 +166,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     seconds REAL NOT NULL, iters INTEGER NOT NULL, cpu_busy REAL NOT NULL,
     mpi TEXT NOT NULL, backend TEXT NOT NULL, rate TEXT NOT NULL, topology_hash TEXT NOT NULL,
     recorded TEXT NOT NULL, PRIMARY KEY (phase, candidate, bytes, repeat));
+CREATE TABLE IF NOT EXISTS validated (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pruned (
     candidate TEXT NOT NULL, bytes INTEGER NOT NULL, after_round INTEGER NOT NULL,
     reason TEXT NOT NULL, PRIMARY KEY (candidate, bytes));
@@ -250,6 +251,30 @@ class Store:
     def prune(self, items: list[tuple[str, int, int, str]]) -> None:
         with self.db:
             self.db.executemany("INSERT OR IGNORE INTO pruned VALUES (?,?,?,?)", items)
+
+    def check_decision(self, ranges: list[Range]) -> str | None:
+        """Keep the stored validation rows of the tuned routine only if they timed the routine
+        ``ranges`` describe; else discard them and say why. Rows of the other candidates stay:
+        they do not depend on the decision."""
+        now = json.dumps([asdict(r) for r in ranges], sort_keys=True)
+        row = self.db.execute("SELECT value FROM validated WHERE key = 'ranges'").fetchone()
+        message = None
+        with self.db:
+            if row is not None and row[0] != now:
+                n = self.db.execute(
+                    "SELECT COUNT(*) FROM measurements WHERE phase = ? AND candidate = ?",
+                    (VALIDATE, TUNED),
+                ).fetchone()[0]
+                self.db.execute(
+                    "DELETE FROM measurements WHERE phase = ? AND candidate = ?", (VALIDATE, TUNED)
+                )
+                if n:
+                    message = (
+                        f"the decision changed since the stored validation: discarding {n} "
+                        "stored measurements of the tuned routine"
+                    )
+            self.db.execute("INSERT OR REPLACE INTO validated VALUES ('ranges', ?)", (now,))
+        return message
 
     def pruned(self) -> dict[tuple[str, int], str]:
         return {
@@ -416,10 +441,12 @@ class Progress:
         )
 
 
-def _run_job(
+def run_job(
     run: bench.Runner, job: Job, exe: LazyTimer, backend: str, repeat: int
 ) -> list[Measurement]:
-    out = run(job, exe.get())
+    # --seed: the order of a job's candidates changes with the round (runtime_c/bench/
+    # timer_common.h strided_order), so no candidate always runs right after the same other one
+    out = run(replace(job, args=(*job.args, "--seed", str(repeat))), exe.get())
     rows = parse_timer_output(out, dict(job.rename), repeat)
     if backend == "simulate":
         rows = [replace(m, cpu_busy=-1.0) for m in rows]
@@ -468,7 +495,7 @@ def sweep(
             t0 = time.monotonic()
             rows = [
                 r
-                for r in _run_job(run, job, exe, b.backend, rnd)
+                for r in run_job(run, job, exe, b.backend, rnd)
                 if (r.candidate, r.bytes) in wanted
             ]
             store.add(SWEEP, rows, env)
@@ -553,6 +580,9 @@ def validate(
     file_env = tuning_file_env(cfg.flavour, cfg.bench.out_dir)
     if not any(is_native(r.candidate) and r.candidate != DEFAULT for r in ranges):
         file_env = ()  # the file would only reproduce the library default
+    message = store.check_decision(ranges)
+    if message:
+        say(message)
     done = store.done(VALIDATE)
     jobs = validation_jobs(cfg, choices, file_env)
     progress = Progress(len(jobs) * cfg.validate_repeats, say)
@@ -561,7 +591,7 @@ def validate(
             if all((c, s, rnd) in done for c, s in wanted):
                 progress.total -= 1
                 continue
-            rows = _run_job(run, job, exe, cfg.bench.backend, rnd)
+            rows = run_job(run, job, exe, cfg.bench.backend, rnd)
             store.add(VALIDATE, [r for r in rows if (r.candidate, r.bytes) in wanted], env)
             progress.step(1, f"validation round {rnd + 1}/{cfg.validate_repeats} {label}")
 
@@ -713,11 +743,11 @@ def finish(
 
 
 def cmd_tune(a: argparse.Namespace) -> int:
-    from aapcgen.cli import _topology
     from aapcgen.generate import parse_block_sizes, variant_specs
+    from aapcgen.topology import topology_or_builtin
     from aapcgen.units import parse_bandwidth
 
-    topo = _topology(a.topology)
+    topo = topology_or_builtin(a.topology)
     if a.backend not in bench.BACKENDS:
         raise InputError(
             f"--backend: unknown backend '{a.backend}' (choose from: {', '.join(bench.BACKENDS)})"

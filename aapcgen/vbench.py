@@ -133,10 +133,10 @@ def report(summary: list[VSummary], bound_s: float, cost_s: float) -> str:
 
 
 def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
-    from aapcgen.cli import _topology
+    from aapcgen.topology import topology_or_builtin
     from aapcgen.units import parse_bandwidth
 
-    topo = _topology(a.topology)
+    topo = topology_or_builtin(a.topology)
     if a.backend not in BACKENDS or a.backend == "simulate":
         raise InputError(f"--backend: '{a.backend}' (choose from: local, emulate, mpiexec)")
     try:

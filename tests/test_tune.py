@@ -24,6 +24,7 @@ from aapcgen.tune import (
     TuneConfig,
     budget_prune,
     mpi_library,
+    run_job,
     topology_hash,
     validation_jobs,
 )
@@ -286,6 +287,57 @@ def test_store_resume_and_invalidation(tmp_path):
     msg = store.check_environment({**env, "topology_hash": "bbb", "backend": "emulate"})
     assert msg is not None and "backend: local -> emulate" in msg
     store.close()
+
+
+def test_store_discards_the_tuned_validation_when_the_decision_changes(tmp_path):
+    env = {"topology_hash": "aaa", "backend": "local", "rate": "-", "mpi": "x", "queue": "-"}
+    store = Store(tmp_path / "r.sqlite")
+    store.check_environment(env)
+    first = [Range(0, 100, "native-default", (64,)), Range(100, None, "no-sync", (256,))]
+    assert store.check_decision(first) is None  # nothing stored yet
+    rows = [
+        Measurement("tuned", 64, 0, 0.5, 3, 0.2),
+        Measurement("native-default", 64, 0, 0.6, 3, 0.2),
+    ]
+    store.add("validate", rows, env)
+    assert store.check_decision(first) is None  # same decision: both rows stay
+    assert store.done("validate") == {("tuned", 64, 0), ("native-default", 64, 0)}
+    second = [Range(0, 100, "native-default", (64,)), Range(100, None, "receiver-all", (256,))]
+    msg = store.check_decision(second)
+    assert msg == (
+        "the decision changed since the stored validation: discarding 1 stored measurements "
+        "of the tuned routine"
+    )
+    assert store.done("validate") == {("native-default", 64, 0)}  # the other candidate stays
+    store.close()
+    store = Store(tmp_path / "r.sqlite")  # the decision is remembered across runs
+    assert store.check_decision(second) is None
+    assert store.check_decision(first) is None  # changed again, but nothing left to discard
+    store.close()
+
+
+def test_each_round_runs_its_job_with_its_own_candidate_order_seed(tmp_path):
+    seen: list[tuple[str, ...]] = []
+
+    class Exe:
+        def get(self) -> Path:
+            return tmp_path / "timer"
+
+    def run(job, exe):
+        seen.append(job.args)
+        return ""
+
+    job = validation_jobs(_tune_config(tmp_path), [Choice(64, "no-sync", "no-sync", 1, 1, 0, ())])[
+        0
+    ][0]
+    for rnd in (0, 3):
+        assert run_job(run, job, Exe(), "local", rnd) == []
+    assert [_args_of(a)["--seed"] for a in seen] == ["0", "3"]
+    assert seen[0][: len(job.args)] == job.args
+
+
+def _args_of(args) -> dict[str, str]:
+    return dict(zip(args[::2], args[1::2], strict=True))
 
 
 def test_topology_hash_ignores_the_path(tmp_path):

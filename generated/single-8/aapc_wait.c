@@ -8,10 +8,14 @@
  * cores or share them with the kernel's protocol processing. AAPC_WAIT=spin selects the
  * library's own PMPI_Waitall instead.
  *
- * Under SimGrid SMPI (smpicc; its mpi.h defines SMPI_SHARED_MALLOC) the library's blocking
- * MPI_Waitall is always used: there every failed MPI_Test advances the rank's simulated clock
- * (smpi/test) and the real nanosleep only burns wall time (256 ranks x 64 KiB no-sync: 9.8 s of
- * wall time with MPI_Waitall, the same simulated 2.70 s as with polling).
+ * Under SimGrid SMPI (smpicc; its mpi.h defines SMPI_SHARED_MALLOC) the requests are waited
+ * for one by one, in order, with the library's blocking MPI_Wait: there every failed MPI_Test
+ * advances the rank's simulated clock (smpi/test) and the real nanosleep only burns wall time.
+ * SMPI 3.32 builds MPI_Waitall on repeated waitany, which registers on and unregisters from every
+ * pending request at each completion: cubic in the requests per rank, so 1024 ranks with 1023
+ * pre-posted receives each never finished. Waiting in order gives the same simulated time (every
+ * request is already posted and progresses without being waited on; the rank resumes at the
+ * latest completion either way) at O(1) wall cost per request.
  */
 #define _POSIX_C_SOURCE 199309L
 #include "aapc_wait.h"
@@ -40,7 +44,13 @@ int aapc_waitall(int n, MPI_Request *reqs)
         return MPI_SUCCESS;
     }
 #ifdef SMPI_SHARED_MALLOC
-    return PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < n; i++) {
+        int rc = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+    }
+    return MPI_SUCCESS;
 #else
     if (use_library_wait()) {
         return PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
