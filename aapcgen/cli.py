@@ -198,7 +198,22 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(
         f"compile them with your program:  mpicc -I {out} -DAAPC_INTERCEPT your_program.c {out}/*.c"
     )
+    if gen.phased_over_bound > PHASED_WARN:
+        print(phased_warning(topo, gen.phased_over_bound), file=sys.stderr)
     return 0
+
+
+# phases that need this much more than the bound, even back to back, are worth a warning
+PHASED_WARN = 1.05
+
+
+def phased_warning(topo: Topology, over: float) -> str:
+    return (
+        f"aapcgen: warning: {topo.name}: the contention-free phases, run back to back, need at "
+        f"least {over:.1f}x the bandwidth bound: every phase moves one message per link, and its "
+        "links faster than the machine links idle for most of it; the phased variants reach at "
+        f"most {100 / over:.0f}% of the peak (docs/scheduling.md, 'Mixed link speeds')"
+    )
 
 
 def _alltoallv_request(args: argparse.Namespace, topo: Topology) -> AlltoallvRequest | None:

@@ -32,7 +32,7 @@ from aapcgen.codegen import (
 )
 from aapcgen.errors import AapcError, InputError
 from aapcgen.model import Topology
-from aapcgen.phases import Schedule, build_phases
+from aapcgen.phases import Schedule, build_phases, phased_seconds_per_byte
 from aapcgen.sync import (
     BLOCKED,
     VARIANTS,
@@ -91,6 +91,7 @@ class Generated:
     variants: list[VariantCode]
     default: str
     alltoallv: AlltoallvCode | None = None
+    phased_over_bound: float = 1.0  # least time of the phases back to back / the peak bound
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,7 @@ def generate(
     progress(
         f"{sched.n_phases} phases, {len(sched.src)} messages ({time.perf_counter() - start:.1f} s)"
     )
+    over = phased_seconds_per_byte(tree, sched) / max(x.seconds_per_byte for x in tree.links)
     plain: RankTables = rank_tables(sched, empty_plan(variant_spec("no-sync")))
     variants = []
     for spec in specs:
@@ -181,7 +183,9 @@ def generate(
     vlevel = vlevel_code(topo, runtime_scheduler, 0, None)
     files = render(topo, sched, plain, variants, default, out_dir, vcode, vlevel)
     progress(f"wrote {len(files)} files to {out_dir} ({time.perf_counter() - start:.1f} s)")
-    return Generated(files=files, variants=variants, default=default, alltoallv=vcode)
+    return Generated(
+        files=files, variants=variants, default=default, alltoallv=vcode, phased_over_bound=over
+    )
 
 
 def find_mpicc(explicit: str | None) -> str:

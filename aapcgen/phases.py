@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aapcgen.tree import TreeInfo
+from aapcgen.model import Topology
+from aapcgen.tree import HungTree, TreeInfo, hang, machine_ancestors
 
 
 @dataclass(frozen=True)
@@ -200,3 +201,44 @@ def build_phases(tree: TreeInfo) -> Schedule:
         src=src[order].astype(np.int32),
         dst=dst[order].astype(np.int32),
     )
+
+
+def edge_bandwidths(topo: Topology, ht: HungTree) -> np.ndarray:
+    """Bandwidth (bytes/s) of the link from each node of ``ht = hang(topo)`` up to its parent,
+    indexed by node id (machines first, then switches; 0 for the top switch)."""
+    index = {name: i for i, name in enumerate(ht.names)}
+    bw = np.zeros(len(ht.names), dtype=np.float64)
+    bw[: topo.n_machines] = topo.machine_bandwidth
+    for link in topo.links:
+        a, b = index[link.a], index[link.b]
+        bw[b if ht.parent[b] == a else a] = link.bandwidth
+    return bw
+
+
+def phased_seconds_per_byte(tree: TreeInfo, sched: Schedule) -> float:
+    """Least time per message byte of a schedule whose phases run one after another.
+
+    A link carries at most one message per phase, so phase p lasts at least as long as its
+    slowest message needs on the slowest link of its path: the sum over phases of
+    ``max over its messages of max over their links of 1 / bandwidth``. With one link speed this
+    equals the peak bound (load / bandwidth: the bottleneck carries a message in every phase). A
+    bottleneck link faster than the machine links it serves idles most of each phase: on a
+    two-level tree with 10 Gbit/s uplinks and 1 Gbit/s machines the phases alone take 10x the
+    bound (docs/scheduling.md)."""
+    if len(sched.src) == 0:
+        return 0.0
+    ht = hang(tree.topology)
+    bw = edge_bandwidths(tree.topology, ht)
+    inv = np.divide(1.0, bw, out=np.zeros_like(bw), where=bw > 0)
+    anc = machine_ancestors(ht)
+    src, dst = sched.src.astype(np.int64), sched.dst.astype(np.int64)
+    slowest = np.zeros(len(src))
+    for d in range(1, anc.shape[0]):  # the links below the lowest common ancestor, as path_edges
+        a, b = anc[d][src], anc[d][dst]
+        differ = a != b
+        for end in (a, b):
+            np.maximum(slowest, np.where(differ & (end >= 0), inv[end], 0.0), out=slowest)
+    counts = np.bincount(sched.phase, minlength=sched.n_phases)
+    starts = np.cumsum(counts) - counts  # messages are sorted by phase
+    busy = counts > 0
+    return float(np.maximum.reduceat(slowest, starts[busy]).sum())

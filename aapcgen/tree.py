@@ -244,6 +244,20 @@ def hang(topo: Topology) -> HungTree:
     return HungTree(names=names, parent=par, depth=depth, switch_of=switch_of)
 
 
+def machine_ancestors(tree: HungTree) -> np.ndarray:
+    """``anc[d, m]``: the node at depth d on the path from the top switch to machine m (the
+    machine itself at its own depth; -1 below it)."""
+    n = len(tree.switch_of)
+    max_depth = int(tree.depth[:n].max())
+    anc = np.full((max_depth + 1, n), -1, dtype=np.int64)
+    node = np.arange(n, dtype=np.int64)
+    for d in range(max_depth, -1, -1):
+        here = tree.depth[node] == d
+        anc[d, here] = node[here]
+        node = np.where(here, tree.parent[node], node)
+    return anc
+
+
 def path_edges(tree: HungTree, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Directed edges used by each message, as (message index, edge id) pairs.
 
@@ -251,17 +265,9 @@ def path_edges(tree: HungTree, src: np.ndarray, dst: np.ndarray) -> tuple[np.nda
     parent to c. A message uses the up-edge of each ancestor of src strictly below the lowest
     common ancestor, and the down-edge of each such ancestor of dst.
     """
-    n = len(tree.switch_of)
-    max_depth = int(tree.depth[:n].max())
-    # anc[d, m]: ancestor of machine m at depth d (-1 where m is shallower)
-    anc = np.full((max_depth + 1, n), -1, dtype=np.int64)
-    node = np.arange(n, dtype=np.int64)
-    for d in range(max_depth, -1, -1):
-        here = tree.depth[node] == d
-        anc[d, here] = node[here]
-        node = np.where(here, tree.parent[node], node)
+    anc = machine_ancestors(tree)
     msgs, edges = [], []
-    for d in range(1, max_depth + 1):
+    for d in range(1, anc.shape[0]):
         a, b = anc[d][src], anc[d][dst]
         differ = a != b
         for end, down in ((a, 0), (b, 1)):

@@ -140,3 +140,27 @@ def test_help_everywhere(capsys):
     for argv in (["--help"], ["info", "--help"], ["schedule", "--help"], ["verify", "--help"]):
         code, out, _ = run(capsys, *argv)
         assert code == 0 and "usage: aapcgen" in out
+
+
+def test_generate_warns_when_the_phases_cannot_reach_the_bound(capsys, tmp_path):
+    """Fast uplinks over slow machine links: each phase is as slow as a machine link, so the
+    phased variants cannot use the uplinks' speed; generate says so (and how far off)."""
+    topo = tmp_path / "fat.yaml"
+    topo.write_text(
+        "name: fat\nbandwidth: 1Gbit\nswitches: [core, a, b]\n"
+        "machines:\n  - {name: 'n[0-3]', switch: a}\n  - {name: 'm[0-3]', switch: b}\n"
+        "links:\n  - {ends: [core, a], bandwidth: 10Gbit}\n  - {ends: [core, b], bandwidth: 10Gbit}\n"
+    )
+    code, out, err = run(capsys, "generate", str(topo), "-o", str(tmp_path / "g"))
+    assert code == 0 and "wrote" in out
+    # 16 phases at 1/1G each against a machine link's 7 messages / 1G: 16/7 = 2.3x, 44%
+    assert "warning: fat: the contention-free phases, run back to back, need at least 2.3x" in err
+    assert "at most 44% of the peak" in err
+    code, out, err = run(
+        capsys,
+        "generate",
+        str(ROOT / "topologies" / "two-switch-4-4.yaml"),
+        "-o",
+        str(tmp_path / "h"),
+    )
+    assert code == 0 and "warning" not in err

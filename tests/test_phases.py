@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from math import gcd
 
 import numpy as np
@@ -9,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from trees import figure1, star_of_subtrees, switch_trees
 
-from aapcgen.phases import build_phases
+from aapcgen.model import Link
+from aapcgen.phases import build_phases, phased_seconds_per_byte
 from aapcgen.tree import analyze
 from aapcgen.verify import verify_schedule
 
@@ -130,3 +132,25 @@ def test_random_trees_are_verified_optimal(topo):
     # sorted by (phase, src), as documented
     key = sched.phase.astype(np.int64) * topo.n_machines + sched.src
     assert (np.diff(key) > 0).all()
+    # one link speed everywhere: phases back to back meet the bandwidth bound exactly
+    bound = max(link.seconds_per_byte for link in tree.links)
+    assert phased_seconds_per_byte(tree, sched) == pytest.approx(bound, rel=1e-9)
+
+
+def test_phases_take_longer_than_the_bound_when_the_bottleneck_is_faster():
+    """2+2 machines at 1 Gbit/s joined by a 10 Gbit/s link: 4 phases, each with a message that
+    crosses a 1 Gbit/s machine link, so 4 / 1G s per byte; the bound is a machine link's 3
+    messages / 1G (the middle link's 4 / 10G is less). Slow the middle link to 0.1 Gbit/s and it
+    is both the slowest link of every phase and the bound."""
+    from trees import make_topology
+
+    g = 125e6
+    base = make_topology([0], [0, 0, 1, 1], bandwidth=g)
+    fast = dataclasses.replace(base, links=(Link("s0", "s1", 10 * g),))
+    tree = analyze(fast)
+    assert phased_seconds_per_byte(tree, build_phases(tree)) == pytest.approx(4 / g)
+    assert max(link.seconds_per_byte for link in tree.links) == pytest.approx(3 / g)
+    slow = dataclasses.replace(base, links=(Link("s0", "s1", g / 10),))
+    tree = analyze(slow)
+    assert phased_seconds_per_byte(tree, build_phases(tree)) == pytest.approx(4 / (g / 10))
+    assert max(link.seconds_per_byte for link in tree.links) == pytest.approx(4 / (g / 10))

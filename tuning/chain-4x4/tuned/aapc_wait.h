@@ -1,0 +1,15 @@
+/*
+ * aapc_wait.h: completing requests without monopolising a CPU (private to runtime_c/).
+ */
+#ifndef AAPC_WAIT_H
+#define AAPC_WAIT_H
+
+#include <mpi.h>
+
+/* PMPI_Waitall with a waiting policy chosen once per process by $AAPC_WAIT:
+   "spin" (the MPI library's own wait: busy polling), or "poll" (default: test, spin briefly,
+   then sleep with exponential backoff between tests, so ranks sharing cores with each other or
+   with the kernel's network processing leave them the CPU). Returns an MPI error code. */
+int aapc_waitall(int n, MPI_Request *reqs);
+
+#endif
