@@ -145,6 +145,13 @@ def native_env(flavour: str, alg: str) -> tuple[tuple[str, str], ...]:
     return (("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", alg),)
 
 
+# the variables of tuning_file_env that name a file
+NATIVE_FILE_VARS = (
+    "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE",
+    "OMPI_MCA_coll_tuned_dynamic_rules_filename",
+)
+
+
 def tuning_file_env(flavour: str, out_dir: Path) -> tuple[tuple[str, str], ...]:
     """Environment making the library use the native tuning file written by the sweep."""
     if flavour == "mpich" and (out_dir / MPICH_JSON).exists():
@@ -252,11 +259,12 @@ class Store:
         with self.db:
             self.db.executemany("INSERT OR IGNORE INTO pruned VALUES (?,?,?,?)", items)
 
-    def check_decision(self, ranges: list[Range]) -> str | None:
+    def check_decision(self, ranges: list[Range], native_file: str = "") -> str | None:
         """Keep the stored validation rows of the tuned routine only if they timed the routine
-        ``ranges`` describe; else discard them and say why. Rows of the other candidates stay:
-        they do not depend on the decision."""
-        now = json.dumps([asdict(r) for r in ranges], sort_keys=True)
+        ``ranges`` describe, with the same native tuning file text ``native_file`` (it routes the
+        ranges handed to a forced native algorithm); else discard them and say why. Rows of the
+        other candidates stay: they do not depend on the decision."""
+        now = json.dumps([[asdict(r) for r in ranges], native_file], sort_keys=True)
         row = self.db.execute("SELECT value FROM validated WHERE key = 'ranges'").fetchone()
         message = None
         with self.db:
@@ -580,7 +588,8 @@ def validate(
     file_env = tuning_file_env(cfg.flavour, cfg.bench.out_dir)
     if not any(is_native(r.candidate) and r.candidate != DEFAULT for r in ranges):
         file_env = ()  # the file would only reproduce the library default
-    message = store.check_decision(ranges)
+    native_file = "".join(Path(v).read_text() for k, v in file_env if k in NATIVE_FILE_VARS)
+    message = store.check_decision(ranges, native_file)
     if message:
         say(message)
     done = store.done(VALIDATE)

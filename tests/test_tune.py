@@ -313,6 +313,10 @@ def test_store_discards_the_tuned_validation_when_the_decision_changes(tmp_path)
     store = Store(tmp_path / "r.sqlite")  # the decision is remembered across runs
     assert store.check_decision(second) is None
     assert store.check_decision(first) is None  # changed again, but nothing left to discard
+    # the same ranges with another native tuning file time another routine
+    store.add("validate", rows[:1], env)
+    assert store.check_decision(first, '{"file": 1}') is not None
+    assert store.done("validate") == {("native-default", 64, 0)}
     store.close()
 
 
