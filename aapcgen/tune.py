@@ -145,23 +145,23 @@ def native_env(flavour: str, alg: str) -> tuple[tuple[str, str], ...]:
     return (("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", alg),)
 
 
-# the variables of tuning_file_env that name a file
-NATIVE_FILE_VARS = (
-    "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE",
-    "OMPI_MCA_coll_tuned_dynamic_rules_filename",
-)
+def native_tuning_file(flavour: str, out_dir: Path) -> Path | None:
+    """The native tuning file the sweep wrote for this MPI, if any."""
+    name = {"mpich": MPICH_JSON, "openmpi": OMPI_RULES}.get(flavour)
+    path = out_dir / name if name else None
+    return path if path is not None and path.exists() else None
 
 
-def tuning_file_env(flavour: str, out_dir: Path) -> tuple[tuple[str, str], ...]:
-    """Environment making the library use the native tuning file written by the sweep."""
-    if flavour == "mpich" and (out_dir / MPICH_JSON).exists():
-        return (("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", str(out_dir / MPICH_JSON)),)
-    if flavour == "openmpi" and (out_dir / OMPI_RULES).exists():
-        return (
-            ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
-            ("OMPI_MCA_coll_tuned_dynamic_rules_filename", str(out_dir / OMPI_RULES)),
-        )
-    return ()
+def tuning_file_env(flavour: str, path: Path | None) -> tuple[tuple[str, str], ...]:
+    """Environment making the library use the native tuning file ``path``."""
+    if path is None:
+        return ()
+    if flavour == "mpich":
+        return (("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", str(path)),)
+    return (
+        ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
+        ("OMPI_MCA_coll_tuned_dynamic_rules_filename", str(path)),
+    )
 
 
 # --- results store ----------------------------------------------------------------------------
@@ -585,11 +585,11 @@ def validate(
     and chosen candidates and the library default, ``validate_repeats`` rounds."""
     # the native tuning file only matters where the tuned routine hands a range to a forced
     # native algorithm
-    file_env = tuning_file_env(cfg.flavour, cfg.bench.out_dir)
+    tuning_file = native_tuning_file(cfg.flavour, cfg.bench.out_dir)
     if not any(is_native(r.candidate) and r.candidate != DEFAULT for r in ranges):
-        file_env = ()  # the file would only reproduce the library default
-    native_file = "".join(Path(v).read_text() for k, v in file_env if k in NATIVE_FILE_VARS)
-    message = store.check_decision(ranges, native_file)
+        tuning_file = None  # the file would only reproduce the library default
+    file_env = tuning_file_env(cfg.flavour, tuning_file)
+    message = store.check_decision(ranges, tuning_file.read_text() if tuning_file else "")
     if message:
         say(message)
     done = store.done(VALIDATE)

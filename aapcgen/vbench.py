@@ -145,6 +145,8 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
         raise InputError(f"--rate: {exc}") from None
     if a.scale < 1:
         raise InputError(f"--scale must be at least 1, got {a.scale}")
+    if a.warmup < 0:
+        raise InputError(f"--warmup must be at least 0, got {a.warmup}")
     pattern = load_pattern(a.pattern, topo) * a.scale
     if pattern.max(initial=0) > 2**31 - 1:
         raise InputError("pattern x --scale has an entry above 2^31-1 bytes (an MPI int count)")

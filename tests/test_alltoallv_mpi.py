@@ -192,3 +192,26 @@ def test_summarize_v_ratios():
     assert by["native-default"].median_s == 3.0 and by["native-default"].speedup == 1.0
     assert by["level3-x"].median_s == 1.25 and by["level3-x"].speedup == 3.0 / 1.25
     assert by["level3-x"].over_bound == 2.5 and by["level3-x"].repeats == 2
+
+
+def test_bench_alltoallv_rejects_a_negative_warmup(tmp_path):
+    import sys
+
+    pattern = tmp_path / "p.npy"
+    np.save(pattern, random_pattern(5, 7, top=4000))
+    aapcgen = Path(sys.executable).parent / "aapcgen"
+    topo = str(ROOT / "topologies" / "paper-fig1.yaml")
+    cmd = [
+        str(aapcgen),
+        "bench-alltoallv",
+        topo,
+        str(pattern),
+        "--warmup",
+        "-1",
+        "-o",
+        str(tmp_path / "o"),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].endswith("--warmup must be at least 0, got -1")
+    assert "Traceback" not in proc.stderr

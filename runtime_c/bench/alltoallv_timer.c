@@ -22,10 +22,7 @@
  * usage: alltoallv_timer --pattern FILE [--iters N] [--min-iters N] [--target-seconds T]
  *                        [--warmup N] [--repeats R] [--only a,b] [--seed K] [--settle S]
  */
-#define _POSIX_C_SOURCE 200809L
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L /* readlink in timer_common.h */
-#endif
+#define _POSIX_C_SOURCE 200809L /* nanosleep here, readlink in timer_common.h */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,6 +12,8 @@
  * and the caller redoes the call through the window and stops using this path on the
  * communicator. MPI_IN_PLACE is never sent here (the receive buffer being read would be
  * overwritten); non-contiguous types arrive packed (the peers read the private packed copy).
+ * With sstride 0 (every peer's "block i" is its one block) this is the single-copy Allgather
+ * (aapc_shm_allgather_cma.c).
  * Cost for n bytes per block: 2 flag rounds (2 alpha_f p) + (p-1) system calls (alpha_s, about
  * 1-2 us each, plus page pinning) + (p-1) n beta_m per rank, one copy, all ranks concurrently;
  * versus 2 (p-1) n beta_m and one flag round per chunk of slot/p^2 bytes through the window.
@@ -31,7 +33,10 @@ int aapc_shm_alltoall_cma(aapc_shm_state *st, const char *src, size_t sstride, c
     mine->stride = sstride;
     uint64_t s1 = aapc_shm_publish(st);
     aapc_shm_wait_all(st, s1);
-    memcpy(dst + (size_t)me * rstride, src + (size_t)me * sstride, n);
+    char *own = dst + (size_t)me * rstride;
+    if (own != src + (size_t)me * sstride) { /* Allgather in place: already there */
+        memcpy(own, src + (size_t)me * sstride, n);
+    }
     int ok = 1;
     for (int i = 1; ok && i < p; i++) {
         int j = (me - i + p) % p;

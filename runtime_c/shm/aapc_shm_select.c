@@ -66,22 +66,25 @@ MPI_Aint aapc_shm_elems_per_block(const aapc_shm_state *st, const aapc_shm_type 
     return per > 0x3fffffff ? 0x3fffffff : per;
 }
 
+/* Single copy from *min bytes per block (read once from the environment variable `name`). */
+static int use_cma(aapc_shm_state *st, size_t n, long *min, const char *name)
+{
+    if (*min < 0) {
+        *min = env_long(name, 16384);
+    }
+    return st->size > 1 && (long long)n >= *min && aapc_shm_cma_ready(st);
+}
+
 int aapc_shm_alltoall_use_cma(aapc_shm_state *st, size_t n, int in_place)
 {
     static long min = -1;
-    if (min < 0) {
-        min = env_long("AAPC_SHM_CMA_ALLTOALL_MIN", 16384);
-    }
-    return !in_place && st->size > 1 && (long long)n >= min && aapc_shm_cma_ready(st);
+    return !in_place && use_cma(st, n, &min, "AAPC_SHM_CMA_ALLTOALL_MIN");
 }
 
 int aapc_shm_allgather_use_cma(aapc_shm_state *st, size_t n)
 {
     static long min = -1;
-    if (min < 0) {
-        min = env_long("AAPC_SHM_CMA_ALLGATHER_MIN", 16384);
-    }
-    return st->size > 1 && (long long)n >= min && aapc_shm_cma_ready(st);
+    return use_cma(st, n, &min, "AAPC_SHM_CMA_ALLGATHER_MIN");
 }
 
 #ifdef AAPC_INTERCEPT_SHM

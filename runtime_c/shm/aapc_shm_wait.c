@@ -68,15 +68,14 @@ static long spins_for(const aapc_shm_state *st)
     return st->oversubscribed ? 20 : 2000;
 }
 
-static long yield_ns(const aapc_shm_state *st)
+static long yield_ns(void)
 {
-    static long configured = -2;
-    if (configured == -2) {
+    static long configured = -1;
+    if (configured < 0) {
         const char *v = getenv("AAPC_SHM_YIELD_US");
-        configured = v != NULL && atol(v) >= 0 ? atol(v) * 1000L : -1;
+        configured = (v != NULL && atol(v) >= 0 ? atol(v) : 2000) * 1000L;
     }
-    (void)st;
-    return configured >= 0 ? configured : 2000 * 1000L;
+    return configured;
 }
 
 #ifdef AAPC_SHM_HAVE_FUTEX
@@ -163,7 +162,7 @@ void aapc_shm_wait_geq(aapc_shm_state *st, aapc_shm_word *w, uint64_t v)
     }
     /* yield for up to yield_ns: when ranks share cores this hands the CPU straight to a rank
        with work, without the timer latency (tens of microseconds) a sleep would add */
-    long budget = yield_ns(st);
+    long budget = yield_ns();
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (unsigned i = 1; budget > 0; i++) {
