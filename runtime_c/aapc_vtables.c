@@ -1,7 +1,7 @@
 /*
  * aapc_vtables.c: executor tables for an Alltoallv schedule computed at run time (levels 1, 2).
  *
- * Algorithm: the C counterpart of aapcgen/codegen.py rank_tables for a piece schedule.
+ * Algorithm: the C counterpart of aapcgen/codegen/render.py rank_tables for a piece schedule.
  *   - send (receive) entries: the pieces stably counting-sorted by source (destination); the
  *     schedule is sorted by phase, so each machine's entries are in phase order;
  *   - sender-all / receiver-all: for every directed tree edge, its pieces in phase order; each

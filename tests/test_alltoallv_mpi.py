@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from test_mpi import CFLAGS, MPICC, OPENMPI, ROOT, SANITIZE, run
 
-from aapcgen.generate import AlltoallvRequest, generate, variant_specs
-from aapcgen.topology import load_topology
+from aapcgen.codegen.generate import AlltoallvRequest, generate, variant_specs
+from aapcgen.core.topology import load_topology
 
 HARNESS = ROOT / "tests" / "c" / "alltoallv_check.c"
 VARIANTS = ("no-sync", "sender-all", "sender-partial", "receiver-all", "barrier-all")
@@ -121,7 +121,7 @@ def test_level3_open_mpi(tmp_path):
 
 
 def test_dummy_variants_rejected_for_alltoallv(tmp_path):
-    from aapcgen.errors import InputError
+    from aapcgen.core.errors import InputError
 
     topo = load_topology(ROOT / "topologies" / "paper-fig1.yaml")
     request = AlltoallvRequest(random_pattern(5, 6), "test")
@@ -183,8 +183,8 @@ def test_bench_alltoallv_local_end_to_end(tmp_path):
 
 
 def test_summarize_v_ratios():
-    from aapcgen.bench import Measurement
-    from aapcgen.vbench import summarize_v
+    from aapcgen.measure.bench import Measurement
+    from aapcgen.measure.vbench import summarize_v
 
     rows = [Measurement("native-default", 100, r, s, 3, 0.5) for r, s in enumerate((2.0, 4.0, 3.0))]
     rows += [Measurement("level3-x", 100, r, s, 3, 0.2) for r, s in enumerate((1.0, 1.5))]

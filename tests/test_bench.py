@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from aapcgen.bench import (
+from aapcgen.core.errors import InputError
+from aapcgen.core.topology import load_topology
+from aapcgen.measure.bench import (
     Measurement,
     parse_sizes,
     parse_timer_output,
@@ -22,8 +24,6 @@ from aapcgen.bench import (
     tcp_cell,
     with_rate,
 )
-from aapcgen.errors import InputError
-from aapcgen.topology import load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -18,9 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from aapcgen import emulate
 from aapcgen.cli import main
-from aapcgen.emulate import (
+from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.topology import load_topology
+from aapcgen.core.units import parse_bandwidth
+from aapcgen.platforms import emulate
+from aapcgen.platforms.emulate import (
     EmulationExists,
     emulate_down,
     emulate_status,
@@ -32,9 +35,6 @@ from aapcgen.emulate import (
     parse_tc_stats,
     plan_emulation,
 )
-from aapcgen.errors import AapcError, InputError
-from aapcgen.topology import load_topology
-from aapcgen.units import parse_bandwidth
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOS = ROOT / "topologies"
@@ -368,8 +368,8 @@ def test_failed_up_removes_what_it_built(clean, monkeypatch):
 
 SLEEPER = """
 import sys, time
-from aapcgen.emulate import emulated
-from aapcgen.topology import load_topology
+from aapcgen.platforms.emulate import emulated
+from aapcgen.core.topology import load_topology
 with emulated(load_topology(sys.argv[1]), prefix="aapcs"):
     print("up", flush=True)
     time.sleep(60)

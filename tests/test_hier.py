@@ -16,14 +16,14 @@ from test_emulate import IS_ROOT, TOPOS, clean, needs_root  # noqa: F401  (fixtu
 from test_mpi import CFLAGS, MPICC, MPIEXEC, ROOT, run
 from test_mpi import build as build_harness
 
-from aapcgen.emulate import emulate_down, emulate_up, link_counters, mpiexec_command
-from aapcgen.errors import InputError, VerificationError
-from aapcgen.generate import generate, variant_specs
-from aapcgen.phases import build_phases
-from aapcgen.topology import load_topology, parse_topology
-from aapcgen.tree import analyze
-from aapcgen.units import parse_bandwidth
-from aapcgen.verify import verify_hierarchical
+from aapcgen.alltoall.phases import build_phases
+from aapcgen.alltoall.tree import analyze
+from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.errors import InputError, VerificationError
+from aapcgen.core.topology import load_topology, parse_topology
+from aapcgen.core.units import parse_bandwidth
+from aapcgen.platforms.emulate import emulate_down, emulate_up, link_counters, mpiexec_command
+from aapcgen.verify.alltoall import verify_hierarchical
 
 
 def two_ppn(name: str, r: int = 2):

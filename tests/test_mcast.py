@@ -1,7 +1,7 @@
 """Multicast collectives (runtime_c/mcast) against the MPI library, byte for byte.
 
 Every run stays inside private network namespaces: `unshare -n` (loopback only) or an emulated
-switch tree (aapcgen.emulate, prefix ``mct``). Loss is injected by nftables rules (random drop
+switch tree (aapcgen.platforms.emulate, prefix ``mct``). Loss is injected by nftables rules (random drop
 of UDP, 1/5/20 %) and by the transport's own injector (AAPC_MCAST_DROP_DATA / _DROP_ACK).
 Every MPI run is bounded by a timeout; the test fails if it hangs. Needs root; under CI=true it
 runs (and fails without root) instead of skipping.
@@ -21,11 +21,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aapcgen import mcast
 from aapcgen.cli import main
-from aapcgen.emulate import Emulation, emulated, mpiexec_command
-from aapcgen.topology import load_topology
-from aapcgen.units import parse_bandwidth
+from aapcgen.core.topology import load_topology
+from aapcgen.core.units import parse_bandwidth
+from aapcgen.measure import mcast_bench as mcast
+from aapcgen.platforms.emulate import Emulation, emulated, mpiexec_command
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "runtime_c" / "mcast"

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from trees import switch_trees
 
-from aapcgen.generate import generate, variant_specs
-from aapcgen.topology import load_topology
+from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.topology import load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -49,7 +49,7 @@ def test_wheel_contains_data_and_runs_outside_repo(tmp_path):
         timeout=300,
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
-    code = "import aapcgen.resources as r; print(r.resource_dir('templates'))"
+    code = "import aapcgen.core.resources as r; print(r.resource_dir('templates'))"
     where = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,

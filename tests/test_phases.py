@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from trees import figure1, star_of_subtrees, switch_trees
 
-from aapcgen.model import Link
-from aapcgen.phases import build_phases, phased_seconds_per_byte
-from aapcgen.tree import analyze
-from aapcgen.verify import verify_schedule
+from aapcgen.alltoall.phases import build_phases, phased_seconds_per_byte
+from aapcgen.alltoall.tree import analyze
+from aapcgen.core.model import Link
+from aapcgen.verify.alltoall import verify_schedule
 
 # seed 002 Table 4 with m0,0=n0, m0,1=n1, m1,0=n3, m1,1=n4, m2,0=n2
 TABLE_4 = [

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from aapcgen.cli import main
-from aapcgen.generate import generate, variant_specs
-from aapcgen.simgrid import (
+from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.topology import load_topology
+from aapcgen.platforms.simgrid import (
     bottleneck_bound,
     compile_timer,
     export_simgrid,
@@ -27,7 +28,6 @@ from aapcgen.simgrid import (
     smpicc_compile,
     smpirun_command,
 )
-from aapcgen.topology import load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOS = ROOT / "topologies"

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from trees import figure1, make_topology, switch_trees
 
-from aapcgen.errors import InputError, VerificationError
-from aapcgen.phases import build_phases
-from aapcgen.sync import VARIANTS, plan_sync, variant_spec
-from aapcgen.tree import analyze
-from aapcgen.verify import verify_sync
+from aapcgen.alltoall.phases import build_phases
+from aapcgen.alltoall.sync import VARIANTS, plan_sync, variant_spec
+from aapcgen.alltoall.tree import analyze
+from aapcgen.core.errors import InputError, VerificationError
+from aapcgen.verify.alltoall import verify_sync
 
 PAIRWISE = [
     ("sender-all", None),
@@ -44,7 +44,7 @@ def networkx_reference(topo, sched, spec):
     networkx.transitive_reduction; the syncs are the remaining non-program-order edges."""
     ph, src, dst = sched.phase.tolist(), sched.src.tolist(), sched.dst.tolist()
     tree = analyze(topo)
-    from aapcgen.tree import hang, path_edges
+    from aapcgen.alltoall.tree import hang, path_edges
 
     msg, edge = path_edges(
         hang(tree.topology), sched.src.astype(np.int64), sched.dst.astype(np.int64)

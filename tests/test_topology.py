@@ -1,4 +1,4 @@
-"""Tests for the topology loader (aapcgen.topology) and bandwidth units (aapcgen.units)."""
+"""Tests for the topology loader (aapcgen.core.topology) and bandwidth units (aapcgen.core.units)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aapcgen.errors import InputError
-from aapcgen.model import Link, Topology
-from aapcgen.resources import resource_dir
-from aapcgen.topology import builtin_topology, expand_ranges, load_topology, parse_topology
-from aapcgen.units import format_bandwidth, parse_bandwidth
+from aapcgen.core.errors import InputError
+from aapcgen.core.model import Link, Topology
+from aapcgen.core.resources import resource_dir
+from aapcgen.core.topology import builtin_topology, expand_ranges, load_topology, parse_topology
+from aapcgen.core.units import format_bandwidth, parse_bandwidth
 
 MBIT = 1e6 / 8
 GBIT = 1e9 / 8

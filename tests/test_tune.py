@@ -17,18 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aapcgen.bench import BenchConfig, Measurement
-from aapcgen.topology import load_topology
-from aapcgen.tune import (
-    Store,
-    TuneConfig,
-    budget_prune,
-    mpi_library,
-    run_job,
-    topology_hash,
-    validation_jobs,
-)
-from aapcgen.tune_decide import (
+from aapcgen.core.topology import load_topology
+from aapcgen.measure.bench import BenchConfig, Measurement
+from aapcgen.tune.decide import (
     Choice,
     Point,
     Range,
@@ -43,13 +34,22 @@ from aapcgen.tune_decide import (
     simplicity,
     split_label,
 )
-from aapcgen.tune_native import (
+from aapcgen.tune.native import (
     mpich_builtin_tree,
     mpich_csel_json,
     mpich_default_algorithm,
     ompi_rules_file,
 )
-from aapcgen.tune_render import render_tuned
+from aapcgen.tune.render import render_tuned
+from aapcgen.tune.sweep import (
+    Store,
+    TuneConfig,
+    budget_prune,
+    mpi_library,
+    run_job,
+    topology_hash,
+    validation_jobs,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from trees import figure1, make_topology, switch_trees
 
-from aapcgen.errors import VerificationError
-from aapcgen.phases import build_phases
-from aapcgen.tree import analyze
-from aapcgen.verify import verify_schedule
+from aapcgen.alltoall.phases import build_phases
+from aapcgen.alltoall.tree import analyze
+from aapcgen.core.errors import VerificationError
+from aapcgen.verify.alltoall import verify_schedule
 
 
 def arrays(topo):

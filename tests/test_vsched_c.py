@@ -1,4 +1,4 @@
-"""The Alltoallv schedulers in C (runtime_c/vsched) give the same schedules as aapcgen/vschedule.py.
+"""The Alltoallv schedulers in C (runtime_c/vsched) give the same schedules as aapcgen/alltoallv/schedule.py.
 
 Every comparison is piece for piece (phase, src, dst, offset, length), plus the small phase, the
 per-phase times, the cost and the bound compared bit for bit (the driver prints hex floats).
@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aapcgen.model import Topology
-from aapcgen.topology import load_topology
-from aapcgen.vschedule import VSchedule, run_scheduler, table3_pattern
-from aapcgen.vtables import render_vtree_c, render_vtree_text, vtree_tables
+from aapcgen.alltoallv.schedule import VSchedule, run_scheduler, table3_pattern
+from aapcgen.codegen.vtree import render_vtree_c, render_vtree_text, vtree_tables
+from aapcgen.core.model import Topology
+from aapcgen.core.topology import load_topology
 from tests.trees import figure1, make_topology, star_of_subtrees, switch_trees
 
 ROOT = Path(__file__).resolve().parent.parent

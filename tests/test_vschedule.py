@@ -1,4 +1,4 @@
-"""Alltoallv schedulers (aapcgen/vschedule.py) and their independent checker (aapcgen/vverify.py)."""
+"""Alltoallv schedulers (aapcgen/alltoallv/schedule.py) and their independent checker (aapcgen/verify/alltoallv.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aapcgen.errors import InputError, VerificationError
-from aapcgen.topology import load_topology
-from aapcgen.vschedule import (
+from aapcgen.alltoallv.schedule import (
     alltoall_based,
     balanced,
     greedy,
@@ -22,7 +20,9 @@ from aapcgen.vschedule import (
     run_scheduler,
     table3_pattern,
 )
-from aapcgen.vverify import verify_vschedule
+from aapcgen.core.errors import InputError, VerificationError
+from aapcgen.core.topology import load_topology
+from aapcgen.verify.alltoallv import verify_vschedule
 from tests.trees import figure1, make_topology, star_of_subtrees, switch_trees
 
 KB, MB = 1024, 1024 * 1024

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from aapcgen.model import Link, Topology
+from aapcgen.core.model import Link, Topology
 
 MBIT100 = 12.5e6
 

@@ -25,10 +25,10 @@ TARGETS = {1024: (2.0, 4.0), 4096: (30.0, 4.0)}  # machines: (seconds, GiB)
 def child(path: str) -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    from aapcgen.phases import build_phases
-    from aapcgen.topology import load_topology
-    from aapcgen.tree import analyze
-    from aapcgen.verify import verify_schedule
+    from aapcgen.alltoall.phases import build_phases
+    from aapcgen.alltoall.tree import analyze
+    from aapcgen.core.topology import load_topology
+    from aapcgen.verify.alltoall import verify_schedule
 
     t0 = time.perf_counter()
     topo = load_topology(path)

@@ -28,11 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from aapcgen import simgrid  # noqa: E402
-from aapcgen.bench import peak_of  # noqa: E402
-from aapcgen.errors import AapcError  # noqa: E402
-from aapcgen.generate import generate, variant_specs  # noqa: E402
-from aapcgen.model import Topology  # noqa: E402
-from aapcgen.topology import load_topology  # noqa: E402
+from aapcgen.codegen.generate import generate, variant_specs  # noqa: E402
+from aapcgen.core.errors import AapcError  # noqa: E402
+from aapcgen.core.model import Topology  # noqa: E402
+from aapcgen.core.topology import load_topology  # noqa: E402
+from aapcgen.measure.bench import peak_of  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from aapcgen.model import Link, Topology  # noqa: E402
-from aapcgen.vtables import render_vtree_text, vtree_tables  # noqa: E402
+from aapcgen.codegen.vtree import render_vtree_text, vtree_tables  # noqa: E402
+from aapcgen.core.model import Link, Topology  # noqa: E402
 
 SCHEDULERS = {"greedy": 0, "alltoall": 1, "balanced": 2}
 GBIT = 125e6

@@ -16,9 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from aapcgen import emulate
-from aapcgen.generate import generate, variant_specs
-from aapcgen.topology import load_topology
+from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.topology import load_topology
+from aapcgen.platforms import emulate
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -1,6 +1,6 @@
 /* Many-to-many (MPI_Alltoallv) schedulers on a switch tree, in C.
  *
- * The same three schedulers as aapcgen/vschedule.py (greedy, all-to-all based, balanced),
+ * The same three schedulers as aapcgen/alltoallv/schedule.py (greedy, all-to-all based, balanced),
  * producing identical schedules on identical inputs: the same pieces in the same phases, the
  * same floating-point decisions (balanced), the same cost and bound bit for bit. Level 1 of
  * compiled communication (counts gathered with MPI_Allgather, scheduled on every rank) and

@@ -1,7 +1,7 @@
 /* Balanced Alltoallv scheduling on a switch tree: preemptive load balancing that splits
  * messages into pieces (Gonzalez-Sahni open shop generalised to tree paths).
  *
- * Algorithm (aapcgen/vschedule.py balanced, identical floating-point decisions):
+ * Algorithm (aapcgen/alltoallv/schedule.py balanced, identical floating-point decisions):
  *   work in seconds: message m still needs w_m = remaining_m / rate_m; edge e still carries
  *   T_e = sum of w over its messages (summed in message order, as np.bincount); L = max T_e.
  *   Each phase:

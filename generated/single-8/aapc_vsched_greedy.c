@@ -1,6 +1,6 @@
 /* Greedy and all-to-all based Alltoallv scheduling on a switch tree (CC-MPI, seed 000 §4.2).
  *
- * Algorithm (aapcgen/vschedule.py _phased, identical results):
+ * Algorithm (aapcgen/alltoallv/schedule.py _phased, identical results):
  *   order the k messages largest first, ties by template phase, then (src, dst);
  *   repeat, phase p = 0, 1, ...:
  *     - if the largest unscheduled message is below the threshold, all unscheduled messages

@@ -1,6 +1,6 @@
 /* Tree paths, lower bound and schedule assembly for the Alltoallv schedulers.
  *
- * Algorithm (aapcgen/vschedule.py _messages, _bound, _assemble; tree.path_edges):
+ * Algorithm (aapcgen/alltoallv/schedule.py _messages, _bound, _assemble; tree.path_edges):
  *   - check the tree (one root, no cycle, parents in range, positive finite bandwidths);
  *   - messages = non-zero off-diagonal counts in row-major order; the path of s -> d climbs from
  *     both ends to the lowest common ancestor: up-edge 2*c for every node c on the source side,

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aapcgen.errors import VerificationError
-from aapcgen.model import Topology
+from aapcgen.core.errors import VerificationError
+from aapcgen.core.model import Topology
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ def verify_schedule(topo: Topology, phase: np.ndarray, src: np.ndarray, dst: np.
 
 
 # ---------------------------------------------------------------------------------------------
-# Synchronisation: sufficiency and minimality (independent of aapcgen/sync.py)
+# Synchronisation: sufficiency and minimality (independent of aapcgen/alltoall/sync.py)
 # ---------------------------------------------------------------------------------------------
 
 SYNC_CHECK_MAX_MACHINES = 64

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from aapcgen.phases import Schedule
-from aapcgen.tree import LinkLoad, TreeInfo
-from aapcgen.units import format_bandwidth
+from aapcgen.alltoall.phases import Schedule
+from aapcgen.alltoall.tree import LinkLoad, TreeInfo
+from aapcgen.core.units import format_bandwidth
 
 MAX_LISTED = 8  # machines named per subtree in `info`
 MAX_TABLE_SUBTREES = 8  # wider trees get the list form of `schedule`

@@ -11,9 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen import __version__, bench, emulate, mcast, simgrid, tune, vbench, vschedule
-from aapcgen.errors import AapcError, InputError, VerificationError
-from aapcgen.generate import (
+from aapcgen import __version__
+from aapcgen.alltoall.phases import Schedule, build_phases
+from aapcgen.alltoall.report import info_json, info_text, schedule_json_chunks, schedule_text
+from aapcgen.alltoall.sync import plan_sync
+from aapcgen.alltoall.tree import TreeInfo, analyze
+from aapcgen.alltoallv import schedule as vschedule
+from aapcgen.alltoallv.schedule import load_pattern
+from aapcgen.codegen.generate import (
     AlltoallvRequest,
     build_library,
     find_mpicc,
@@ -22,19 +27,19 @@ from aapcgen.generate import (
     stderr_progress,
     variant_specs,
 )
-from aapcgen.model import Topology
-from aapcgen.phases import Schedule, build_phases
-from aapcgen.report import info_json, info_text, schedule_json_chunks, schedule_text
-from aapcgen.sync import plan_sync
-from aapcgen.topology import topology_or_builtin
-from aapcgen.tree import TreeInfo, analyze
-from aapcgen.verify import (
+from aapcgen.core.errors import AapcError, InputError, VerificationError
+from aapcgen.core.model import Topology
+from aapcgen.core.topology import topology_or_builtin
+from aapcgen.measure import bench, vbench
+from aapcgen.measure import mcast_bench as mcast
+from aapcgen.platforms import emulate, simgrid
+from aapcgen.tune import sweep as tune
+from aapcgen.verify.alltoall import (
     SYNC_CHECK_MAX_MACHINES,
     verify_hierarchical,
     verify_schedule,
     verify_sync,
 )
-from aapcgen.vschedule import load_pattern
 
 PROGRESS_MACHINES = 512  # topologies at least this big print stage progress on stderr
 

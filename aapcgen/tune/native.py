@@ -20,7 +20,7 @@ import json
 import re
 from pathlib import Path
 
-from aapcgen.tune_decide import DEFAULT, NATIVE_PREFIX, Range
+from aapcgen.tune.decide import DEFAULT, NATIVE_PREFIX, Range
 
 MPICH_ALGORITHMS = {
     "brucks": "MPIR_Alltoall_intra_brucks",

@@ -1,4 +1,4 @@
-"""Independent checker for Alltoallv schedules (``aapcgen/vschedule.py``).
+"""Independent checker for Alltoallv schedules (``aapcgen/alltoallv/schedule.py``).
 
 It shares no code with the schedulers (``tree.py``, ``phases.py``, ``vschedule.py``): it rebuilds
 the tree with ``verify.py``'s helpers and reads a schedule only through its arrays. It proves:
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from aapcgen.errors import VerificationError
-from aapcgen.model import Topology
-from aapcgen.verify import _ancestors, _hang
+from aapcgen.core.errors import VerificationError
+from aapcgen.core.model import Topology
+from aapcgen.verify.alltoall import _ancestors, _hang
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from aapcgen.model import Topology
-from aapcgen.phases import build_phases
-from aapcgen.tree import analyze, hang
-from aapcgen.vschedule import _node_bandwidth
+from aapcgen.alltoall.phases import build_phases
+from aapcgen.alltoall.tree import analyze, hang
+from aapcgen.alltoallv.schedule import _node_bandwidth
+from aapcgen.core.model import Topology
 
 
 def template_phase_table(topo: Topology) -> np.ndarray:

@@ -15,13 +15,13 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from aapcgen.errors import InputError
-from aapcgen.model import Topology
-from aapcgen.phases import Schedule
-from aapcgen.resources import resource_dir
-from aapcgen.sync import SyncPlan
-from aapcgen.vschedule import VSchedule
-from aapcgen.vtables import render_vtree_c, vtree_tables
+from aapcgen.alltoall.phases import Schedule
+from aapcgen.alltoall.sync import SyncPlan
+from aapcgen.alltoallv.schedule import VSchedule
+from aapcgen.codegen.vtree import render_vtree_c, vtree_tables
+from aapcgen.core.errors import InputError
+from aapcgen.core.model import Topology
+from aapcgen.core.resources import resource_dir
 
 SYNC_KIND = {
     "none": "AAPC_SYNC_NONE",

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import yaml
 
-from aapcgen.errors import InputError
-from aapcgen.model import Link, Topology
-from aapcgen.resources import resource_dir
-from aapcgen.units import parse_bandwidth
+from aapcgen.core.errors import InputError
+from aapcgen.core.model import Link, Topology
+from aapcgen.core.resources import resource_dir
+from aapcgen.core.units import parse_bandwidth
 
 DEFAULT_BANDWIDTH = "1Gbit"
 BUILTIN_NAME = "paper-fig1"

@@ -35,9 +35,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 
-from aapcgen.errors import AapcError, InputError
-from aapcgen.model import Topology
-from aapcgen.units import format_bandwidth, parse_bandwidth
+from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.model import Topology
+from aapcgen.core.units import format_bandwidth, parse_bandwidth
 
 DEFAULT_PREFIX = "aapc"
 DEFAULT_QUEUE = 100_000  # bytes of tbf queue per link direction: the switch port buffer
@@ -614,7 +614,7 @@ def _describe(plan: EmulationPlan) -> list[str]:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from aapcgen.topology import load_topology
+    from aapcgen.core.topology import load_topology
 
     prefix = check_prefix(args.prefix)
     rate = parse_rate(args.rate)

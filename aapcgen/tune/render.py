@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from aapcgen.codegen import c_identifier, rank_tables, render, template_environment
-from aapcgen.generate import empty_plan, generate
-from aapcgen.model import Topology
-from aapcgen.phases import build_phases
-from aapcgen.sync import VariantSpec, variant_spec
-from aapcgen.tree import analyze
-from aapcgen.tune_decide import Choice, Point, Range, is_native, split_label
+from aapcgen.alltoall.phases import build_phases
+from aapcgen.alltoall.sync import VariantSpec, variant_spec
+from aapcgen.alltoall.tree import analyze
+from aapcgen.codegen.generate import empty_plan, generate
+from aapcgen.codegen.render import c_identifier, rank_tables, render, template_environment
+from aapcgen.core.model import Topology
+from aapcgen.tune.decide import Choice, Point, Range, is_native, split_label
 
 TUNED = "tuned"
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aapcgen.errors import AapcError
+from aapcgen.core.errors import AapcError
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent
 
 
 def resource_dir(name: str) -> Path:

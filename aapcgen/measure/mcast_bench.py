@@ -1,6 +1,6 @@
 """`aapcgen bench-mcast`: multicast collectives (runtime_c/mcast) against the MPI library's.
 
-On an emulated switch tree (aapcgen.emulate, root needed) every operation is timed for every
+On an emulated switch tree (aapcgen.platforms.emulate, root needed) every operation is timed for every
 size with runtime_c/mcast/bench/mcast_timer.c, one MPI job per (operation, implementation,
 size) so that the tc byte counters of the switch-switch links can be read around each job:
 time per call (average and maximum over the ranks, seed 000 Figure 6 method) and bytes per call
@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from aapcgen.bench import parse_sizes
-from aapcgen.errors import AapcError, InputError
-from aapcgen.resources import resource_dir
+from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.resources import resource_dir
+from aapcgen.measure.bench import parse_sizes
 
 OPS: dict[str, tuple[tuple[str, str, str], ...]] = {
     # op -> (label, timer operation, implementation)
@@ -159,9 +159,9 @@ def _switch_bytes(counters: dict[str, tuple[int, int, int]], switches: set[str])
 
 
 def run_benchmark(args: argparse.Namespace) -> list[Row]:
-    from aapcgen.emulate import emulated, link_counters, mpiexec_command, require_root
-    from aapcgen.topology import load_topology
-    from aapcgen.units import parse_bandwidth
+    from aapcgen.core.topology import load_topology
+    from aapcgen.core.units import parse_bandwidth
+    from aapcgen.platforms.emulate import emulated, link_counters, mpiexec_command, require_root
 
     ops = parse_ops(args.ops)
     sizes = parse_sizes(args.sizes)

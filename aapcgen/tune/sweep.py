@@ -23,13 +23,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from aapcgen import bench
-from aapcgen.bench import BenchConfig, Job, Measurement, parse_timer_output
-from aapcgen.errors import AapcError, InputError
-from aapcgen.generate import generate, stderr_progress
-from aapcgen.model import Topology
-from aapcgen.sync import VariantSpec
-from aapcgen.tune_decide import (
+from aapcgen.alltoall.sync import VariantSpec
+from aapcgen.codegen.generate import generate, stderr_progress
+from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.model import Topology
+from aapcgen.core.units import format_bandwidth
+from aapcgen.measure import bench
+from aapcgen.measure.bench import BenchConfig, Job, Measurement, parse_timer_output
+from aapcgen.tune.decide import (
     DEFAULT,
     NATIVE_PREFIX,
     Choice,
@@ -43,14 +44,13 @@ from aapcgen.tune_decide import (
     points,
     simplicity,
 )
-from aapcgen.tune_native import (
+from aapcgen.tune.native import (
     OMPI_ALGORITHMS,
     mpich_builtin_tree,
     mpich_csel_json,
     ompi_rules_file,
 )
-from aapcgen.tune_render import TUNED, decision_markdown, plot_tune, render_tuned, throughput
-from aapcgen.units import format_bandwidth
+from aapcgen.tune.render import TUNED, decision_markdown, plot_tune, render_tuned, throughput
 
 NATIVES = {
     "mpich": ("brucks", "scattered", "pairwise"),
@@ -463,7 +463,7 @@ def run_job(
 
 def _build(cfg: TuneConfig, mpicc: str, gen_dir: Path, exe: Path) -> None:
     if cfg.bench.backend == "simulate":
-        from aapcgen import simgrid
+        from aapcgen.platforms import simgrid
 
         simgrid.compile_timer(gen_dir, exe)
     else:
@@ -752,9 +752,9 @@ def finish(
 
 
 def cmd_tune(a: argparse.Namespace) -> int:
-    from aapcgen.generate import parse_block_sizes, variant_specs
-    from aapcgen.topology import topology_or_builtin
-    from aapcgen.units import parse_bandwidth
+    from aapcgen.codegen.generate import parse_block_sizes, variant_specs
+    from aapcgen.core.topology import topology_or_builtin
+    from aapcgen.core.units import parse_bandwidth
 
     topo = topology_or_builtin(a.topology)
     if a.backend not in bench.BACKENDS:

@@ -29,13 +29,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from aapcgen.errors import AapcError, InputError
-from aapcgen.generate import generate
-from aapcgen.model import Link, Topology
-from aapcgen.resources import resource_dir
-from aapcgen.sync import VariantSpec
-from aapcgen.tree import analyze
-from aapcgen.units import format_bandwidth
+from aapcgen.alltoall.sync import VariantSpec
+from aapcgen.alltoall.tree import analyze
+from aapcgen.codegen.generate import generate
+from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.model import Link, Topology
+from aapcgen.core.resources import resource_dir
+from aapcgen.core.units import format_bandwidth
 
 BACKENDS = ("local", "emulate", "simulate", "mpiexec")
 MPICH_NATIVES = ("brucks", "scattered", "pairwise")
@@ -272,7 +272,7 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
             bin_path("mpicc"),
         )
     elif cfg.backend == "emulate":
-        from aapcgen import emulate
+        from aapcgen.platforms import emulate
 
         with emulate.emulated(
             cfg.topology, rate=cfg.rate, queue=cfg.queue, prefix=cfg.prefix
@@ -290,7 +290,7 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
 
             yield run, bin_path("mpicc")
     elif cfg.backend == "simulate":
-        from aapcgen import simgrid
+        from aapcgen.platforms import simgrid
 
         with tempfile.TemporaryDirectory(prefix="aapc-sim-") as tmp:
             platform_file, hostfile = simgrid.export_simgrid(cfg.topology, Path(tmp), rate=cfg.rate)
@@ -325,7 +325,7 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
         generate(cfg.topology, cfg.variants, gen_dir)
         exe = Path(tmp) / "alltoall_timer"
         if cfg.backend == "simulate":
-            from aapcgen import simgrid
+            from aapcgen.platforms import simgrid
 
             simgrid.compile_timer(gen_dir, exe)
         else:
@@ -533,9 +533,9 @@ def peak_of(topo: Topology, rate: float | None) -> float:
 
 
 def cmd_bench(args: object) -> int:
-    from aapcgen.generate import parse_block_sizes, stderr_progress, variant_specs
-    from aapcgen.topology import topology_or_builtin
-    from aapcgen.units import parse_bandwidth
+    from aapcgen.codegen.generate import parse_block_sizes, stderr_progress, variant_specs
+    from aapcgen.core.topology import topology_or_builtin
+    from aapcgen.core.units import parse_bandwidth
 
     a = args  # argparse.Namespace
     topo = topology_or_builtin(a.topology)

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aapcgen.model import Topology
-from aapcgen.tree import HungTree, TreeInfo, hang, machine_ancestors
+from aapcgen.alltoall.tree import HungTree, TreeInfo, hang, machine_ancestors
+from aapcgen.core.model import Topology
 
 
 @dataclass(frozen=True)

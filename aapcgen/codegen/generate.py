@@ -20,7 +20,19 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen.codegen import (
+from aapcgen.alltoall.phases import Schedule, build_phases, phased_seconds_per_byte
+from aapcgen.alltoall.sync import (
+    BLOCKED,
+    VARIANTS,
+    SyncCounts,
+    SyncPlan,
+    VariantSpec,
+    plan_sync,
+    variant_spec,
+)
+from aapcgen.alltoall.tree import TreeInfo, analyze
+from aapcgen.alltoallv.schedule import run_scheduler
+from aapcgen.codegen.render import (
     AlltoallvCode,
     RankTables,
     VariantCode,
@@ -30,20 +42,8 @@ from aapcgen.codegen import (
     render,
     vlevel_code,
 )
-from aapcgen.errors import AapcError, InputError
-from aapcgen.model import Topology
-from aapcgen.phases import Schedule, build_phases, phased_seconds_per_byte
-from aapcgen.sync import (
-    BLOCKED,
-    VARIANTS,
-    SyncCounts,
-    SyncPlan,
-    VariantSpec,
-    plan_sync,
-    variant_spec,
-)
-from aapcgen.tree import TreeInfo, analyze
-from aapcgen.vschedule import run_scheduler
+from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.model import Topology
 
 DEFAULT_BLOCK_SIZES = (4,)
 
@@ -112,7 +112,7 @@ def alltoallv_code(
     progress: Callable[[str], None],
 ) -> AlltoallvCode:
     """Schedule the pattern, verify it independently, and plan each variant's syncs on it."""
-    from aapcgen.vverify import verify_vschedule  # the independent checker
+    from aapcgen.verify.alltoallv import verify_vschedule  # the independent checker
 
     topo = tree.topology
     vs = run_scheduler(request.scheduler, topo, request.pattern, request.threshold, request.chunk)

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aapcgen.errors import InputError
-from aapcgen.phases import Schedule
-from aapcgen.tree import TreeInfo, hang, path_edges
+from aapcgen.alltoall.phases import Schedule
+from aapcgen.alltoall.tree import TreeInfo, hang, path_edges
+from aapcgen.core.errors import InputError
 
 VARIANTS = (
     "no-sync",

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from aapcgen.errors import AapcError, InputError
-from aapcgen.model import Topology
-from aapcgen.resources import resource_dir
-from aapcgen.units import parse_bandwidth
+from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.model import Topology
+from aapcgen.core.resources import resource_dir
+from aapcgen.core.units import parse_bandwidth
 
 LATENCY = "25us"  # per link; a store-and-forward Ethernet switch hop is of this order
 HOST_SPEED = "1Gf"  # irrelevant with simulate-computation:no, set so SMPI does not warn
@@ -323,7 +323,7 @@ def run_simulated(
 
 
 def cmd_export_simgrid(args: argparse.Namespace) -> int:
-    from aapcgen.topology import topology_or_builtin
+    from aapcgen.core.topology import topology_or_builtin
 
     topo = topology_or_builtin(args.topology)
     rate = parse_bandwidth(args.rate) if args.rate else None

@@ -29,11 +29,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from aapcgen.errors import InputError
-from aapcgen.model import Topology
-from aapcgen.phases import build_phases
-from aapcgen.topology import load_topology
-from aapcgen.tree import HungTree, analyze, hang, path_edges
+from aapcgen.alltoall.phases import build_phases
+from aapcgen.alltoall.tree import HungTree, analyze, hang, path_edges
+from aapcgen.core.errors import InputError
+from aapcgen.core.model import Topology
+from aapcgen.core.topology import load_topology
 
 SCHEDULERS = ("greedy", "alltoall", "balanced")
 BUILTIN_PATTERNS = ("builtin:table3",)
@@ -526,7 +526,7 @@ def _nonneg_int(text: str) -> int:
 
 
 def cmd_vschedule(args: argparse.Namespace) -> int:
-    from aapcgen.vverify import verify_vschedule  # the independent checker
+    from aapcgen.verify.alltoallv import verify_vschedule  # the independent checker
 
     topo = load_topology(args.topology)
     pattern = load_pattern(args.pattern, topo)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aapcgen.model import Topology
+from aapcgen.core.model import Topology
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`aapcgen bench-alltoallv`: MPI_Alltoallv levels 1, 2 and 3 against the library's own.
 
-The same measurement and backends as ``aapcgen bench`` (aapcgen/bench.py: warm-up, barrier after
+The same measurement and backends as ``aapcgen bench`` (aapcgen/measure/bench.py: warm-up, barrier after
 each call, adaptive iterations, repeats interleaved in one invocation, CPU busy per row), with
 runtime_c/bench/alltoallv_timer.c and one byte-count pattern. Candidates: native MPI_Alltoallv
 (default selection, plus forced MPICH algorithms via MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM), the
@@ -23,7 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen.bench import (
+from aapcgen.alltoallv.schedule import SCHEDULERS, load_pattern, lower_bound
+from aapcgen.codegen.generate import AlltoallvRequest, generate, stderr_progress, variant_specs
+from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.resources import resource_dir
+from aapcgen.measure.bench import (
     BACKENDS,
     BenchConfig,
     Job,
@@ -36,10 +40,6 @@ from aapcgen.bench import (
     tcp_congestion_control,
     with_rate,
 )
-from aapcgen.errors import AapcError, InputError
-from aapcgen.generate import AlltoallvRequest, generate, stderr_progress, variant_specs
-from aapcgen.resources import resource_dir
-from aapcgen.vschedule import SCHEDULERS, load_pattern, lower_bound
 
 MPICH_VNATIVES = ("scattered",)
 
@@ -133,8 +133,8 @@ def report(summary: list[VSummary], bound_s: float, cost_s: float) -> str:
 
 
 def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
-    from aapcgen.topology import topology_or_builtin
-    from aapcgen.units import parse_bandwidth
+    from aapcgen.core.topology import topology_or_builtin
+    from aapcgen.core.units import parse_bandwidth
 
     topo = topology_or_builtin(a.topology)
     if a.backend not in BACKENDS or a.backend == "simulate":
