@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench generated clean
+.PHONY: demo test check lint bench generated clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,8 +51,14 @@ simgrid:
 nftables:
 	command -v nft >/dev/null || (apt-get update && apt-get install -y nftables)
 
+# The whole suite (what .ci/run calls): every tier, MPI, root, SimGrid and Open MPI included.
 test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid nftables
 	$(BIN)/pytest
+
+# The fast tier while you work: no MPI, no root, no SimGrid, no Open MPI (tests/conftest.py).
+FAST := not (mpi or root or simgrid or openmpi or slow)
+check: $(STAMP) lint
+	$(BIN)/pytest -q -m "$(FAST)"
 
 bench: $(STAMP)
 	$(BIN)/python tuning/bench_scheduler.py

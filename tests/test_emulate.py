@@ -41,11 +41,8 @@ TOPOS = ROOT / "topologies"
 BIN = Path(sys.executable).parent
 MPICC, MPIEXEC = BIN / "mpicc", BIN / "mpiexec"
 IS_ROOT = os.geteuid() == 0
-IN_CI = os.environ.get("CI") == "true"
 
-needs_root = pytest.mark.skipif(
-    not IS_ROOT and not IN_CI, reason="emulation needs root (runs in CI as root)"
-)
+needs_root = pytest.mark.root
 
 
 def run(capsys, *argv):
@@ -276,6 +273,7 @@ def tcp_hello(server_ns: str, client_ns: str, server_ip: str) -> str:
 
 
 @needs_root
+@pytest.mark.mpi
 def test_two_switch_tree_ping_mpi_counters(clean, tmp_path):
     prefix = clean("aapct")
     topo = load_topology(TOPOS / "two-switch-4-4.yaml")

@@ -64,6 +64,7 @@ def passed(proc, cases: int) -> None:
     assert last.endswith(" 0 failed") and int(last.split()[1]) >= cases, last
 
 
+@pytest.mark.mpi
 def test_two_ranks_per_machine_local(tmp_path):
     """paper-fig1 with 2 ranks per machine: 10 ranks, every harness case, both variants."""
     exe = build(two_ppn("paper-fig1"), tmp_path)
@@ -71,6 +72,7 @@ def test_two_ranks_per_machine_local(tmp_path):
 
 
 @needs_root
+@pytest.mark.mpi
 def test_two_ranks_per_namespace_on_the_emulated_tree(clean, tmp_path):  # noqa: F811
     """16 ranks in 8 namespaces (2 each) of the 4+4 tree: correct, and traffic crosses s0-s1."""
     prefix = clean("aapch")
@@ -95,6 +97,7 @@ def test_two_ranks_per_namespace_on_the_emulated_tree(clean, tmp_path):  # noqa:
         emulate_down(prefix)
 
 
+@pytest.mark.mpi
 def test_leader_based_bcast_allgather_allreduce(tmp_path):
     """runtime_c/aapc_hier_coll.c against the library on 10 ranks (5 machines x 2), every Bcast
     root, in-place forms, a non-commutative operation; the generated MPI_Bcast/Allgather/

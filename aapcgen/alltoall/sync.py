@@ -34,67 +34,9 @@ import numpy as np
 
 from aapcgen.alltoall.phases import Schedule
 from aapcgen.alltoall.tree import TreeInfo, hang, path_edges
-from aapcgen.core.errors import InputError
+from aapcgen.alltoall.variants import VariantSpec
 
-VARIANTS = (
-    "no-sync",
-    "dummy",
-    "sender-all",
-    "sender-partial",
-    "receiver-all",
-    "receiver-partial",
-    "barrier-all",
-    "barrier-partial-none",
-    "barrier-partial-sender",
-    "barrier-partial-receiver",
-)
-BLOCKED = frozenset(v for v in VARIANTS if "partial" in v)
 INF = np.iinfo(np.int32).max
-
-
-@dataclass(frozen=True)
-class VariantSpec:
-    name: str  # a CLI name from VARIANTS
-    block_size: int  # bs for partial variants, 1 otherwise
-    kind: str  # "none", "sender" or "receiver": what fires pair-wise syncs
-    scope: str  # "none", "all" (every phase), "cross" (across blocks), "within" (inside blocks)
-    barrier_every: int  # 0: no barriers
-    dummy: bool
-
-    @property
-    def label(self) -> str:
-        """Variant name including its block size, e.g. ``sender-partial-4``."""
-        return f"{self.name}-{self.block_size}" if self.name in BLOCKED else self.name
-
-
-def variant_spec(name: str, block_size: int | None = None) -> VariantSpec:
-    """Validate a variant name and block size (InputError on bad values)."""
-    if name not in VARIANTS:
-        raise InputError(f"unknown variant '{name}' (choose from: {', '.join(VARIANTS)}, all)")
-    if name in BLOCKED:
-        if block_size is None:
-            raise InputError(f"variant '{name}' needs --block-size N (phases per block)")
-        if block_size < 1:
-            raise InputError(f"--block-size must be at least 1, got {block_size}")
-    elif block_size is not None:
-        raise InputError(f"variant '{name}' takes no --block-size (only the partial variants do)")
-    bs = block_size or 1
-    table = {
-        "no-sync": ("none", "none", 0, False),
-        "dummy": ("none", "none", 0, True),
-        "sender-all": ("sender", "all", 0, False),
-        "sender-partial": ("sender", "cross", 0, False),
-        "receiver-all": ("receiver", "all", 0, False),
-        "receiver-partial": ("receiver", "cross", 0, False),
-        "barrier-all": ("none", "none", 1, False),
-        "barrier-partial-none": ("none", "none", bs, False),
-        "barrier-partial-sender": ("sender", "within", bs, False),
-        "barrier-partial-receiver": ("receiver", "within", bs, False),
-    }
-    kind, scope, barrier, dummy = table[name]
-    return VariantSpec(
-        name=name, block_size=bs, kind=kind, scope=scope, barrier_every=barrier, dummy=dummy
-    )
 
 
 @dataclass(frozen=True)

@@ -21,16 +21,15 @@ from pathlib import Path
 import numpy as np
 
 from aapcgen.alltoall.phases import Schedule, build_phases, phased_seconds_per_byte
-from aapcgen.alltoall.sync import (
+from aapcgen.alltoall.sync import SyncCounts, SyncPlan, plan_sync
+from aapcgen.alltoall.tree import TreeInfo, analyze
+from aapcgen.alltoall.variants import (
     BLOCKED,
     VARIANTS,
-    SyncCounts,
-    SyncPlan,
     VariantSpec,
-    plan_sync,
+    default_variant,
     variant_spec,
 )
-from aapcgen.alltoall.tree import TreeInfo, analyze
 from aapcgen.alltoallv.schedule import run_scheduler
 from aapcgen.codegen.render import (
     AlltoallvCode,
@@ -134,7 +133,7 @@ def alltoallv_code(
         tables = rank_tables(as_phases, plan)
         variants.append(VariantCode(spec.label, c_identifier(spec.label), tables, plan, pieces))
     labels = [v.label for v in variants]
-    default = next((v for v in ("receiver-all", "sender-all") if v in labels), labels[0])
+    default = default_variant(labels)
     return AlltoallvCode(
         vs, np.asarray(request.pattern, dtype=np.int64), request.source, variants, default
     )
@@ -171,10 +170,7 @@ def generate(
             f"{spec.label}: {c.after_removal} sync messages after redundancy removal "
             f"(from {c.after_program_order}; {len(plan.dummy_phase)} dummies) ({time.perf_counter() - start:.1f} s)"
         )
-    labels = [v.label for v in variants]
-    # receiver-based syncs keep TCP networks contention-free (docs/performance.md), so they are
-    # the default; seed 002 preferred sender-all on its 2005 MPICH
-    default = next((v for v in ("receiver-all", "sender-all") if v in labels), labels[0])
+    default = default_variant(v.label for v in variants)
     vcode = None
     if alltoallv is not None:
         vspecs = [s for s in specs if not s.dummy] if len(specs) > 1 else specs

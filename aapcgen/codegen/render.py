@@ -17,17 +17,13 @@ import numpy as np
 
 from aapcgen.alltoall.phases import Schedule
 from aapcgen.alltoall.sync import SyncPlan
+from aapcgen.alltoall.variants import DEFAULT_VARIANT, KIND_C, RUNTIME_SYNC_C
 from aapcgen.alltoallv.schedule import VSchedule
 from aapcgen.codegen.vtree import render_vtree_c, vtree_tables
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Topology
 from aapcgen.core.resources import resource_dir
 
-SYNC_KIND = {
-    "none": "AAPC_SYNC_NONE",
-    "sender": "AAPC_SYNC_SENDER",
-    "receiver": "AAPC_SYNC_RECEIVER",
-}
 NUMBERS_PER_LINE = 20
 
 
@@ -196,12 +192,6 @@ class VariantCode:
         return len(self.plan.dummy_phase) > 0
 
 
-VSYNC_C = {
-    "no-sync": "AAPC_VSYNC_NONE",
-    "sender-all": "AAPC_VSYNC_SENDER",
-    "receiver-all": "AAPC_VSYNC_RECEIVER",
-    "barrier-all": "AAPC_VSYNC_BARRIER",
-}
 VSCHEDULER_C = {
     "greedy": "AAPC_VSCHED_GREEDY",
     "alltoall": "AAPC_VSCHED_ALLTOALL",
@@ -242,7 +232,7 @@ def vlevel_code(topo: Topology, scheduler: str, threshold: int, chunk: int | Non
         )
     with_template = scheduler in ("greedy", "alltoall") and topo.n_machines <= TEMPLATE_MAX_MACHINES
     tables = vtree_tables(topo, with_template=with_template)
-    programs = [VLevelProgram(s, c_identifier(s), c) for s, c in VSYNC_C.items()]
+    programs = [VLevelProgram(s, c_identifier(s), c) for s, c in RUNTIME_SYNC_C.items()]
     return VLevelCode(
         scheduler,
         VSCHEDULER_C[scheduler],
@@ -287,9 +277,9 @@ def render(
         "default": default,
         "variants": variants,
         "c_array": c_array,
-        "sync_kind": SYNC_KIND,
+        "sync_kind": KIND_C,
         "vvariants": alltoallv.variants if alltoallv else [],
-        "vdefault": f"level3-{alltoallv.default}" if alltoallv else "level1-receiver-all",
+        "vdefault": f"level3-{alltoallv.default}" if alltoallv else f"level1-{DEFAULT_VARIANT}",
         "vlevel": vlevel or vlevel_code(topo, "greedy", 0, None),
         "vpattern": alltoallv.pattern.ravel() if alltoallv else np.zeros(0),
     }

@@ -114,3 +114,16 @@ def format_bandwidth(bytes_per_s: float) -> str:
         if bits >= scale:
             return f"{_format_number(bits / scale)} {prefix}bit/s"
     return f"{_format_number(bits)} bit/s"
+
+
+def parse_rate_option(text: str | None, option: str = "--rate") -> float | None:
+    """A link-speed option (``--rate 100Mbit``) -> bytes/s; None or "" stays None; a bad value is
+    a one-line InputError naming the option."""
+    from aapcgen.core.errors import InputError
+
+    if not text:
+        return None
+    try:
+        return parse_bandwidth(text)
+    except ValueError as exc:
+        raise InputError(f"{option}: {exc}") from None

@@ -13,9 +13,11 @@ CPU_BOUND it is flagged "cpu-bound": not a statement about the network.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import json
+import math
 import os
 import platform
 import re
@@ -29,13 +31,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from aapcgen.alltoall.sync import VariantSpec
 from aapcgen.alltoall.tree import analyze
+from aapcgen.alltoall.variants import VariantSpec
 from aapcgen.codegen.generate import generate
 from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Link, Topology
 from aapcgen.core.resources import resource_dir
-from aapcgen.core.units import format_bandwidth
+from aapcgen.core.units import format_bandwidth, parse_rate_option
 
 BACKENDS = ("local", "emulate", "simulate", "mpiexec")
 MPICH_NATIVES = ("brucks", "scattered", "pairwise")
@@ -212,6 +214,35 @@ class BenchConfig:
     launcher: str | None = None
     timeout: float = 3600.0
     prefix: str = "aapc"  # emulate: name prefix of namespaces and interfaces
+
+    @classmethod
+    def from_args(
+        cls,
+        a: argparse.Namespace,
+        topology: Topology,
+        sizes: tuple[int, ...],
+        variants: list[VariantSpec],
+        natives: tuple[str, ...],
+        out_dir: Path,
+        backends: tuple[str, ...] = BACKENDS,
+    ) -> BenchConfig:
+        """The options every measuring command shares (cli/options.py run_options), checked."""
+        if a.backend not in backends:
+            raise InputError(
+                f"--backend: unknown backend '{a.backend}' (choose from: {', '.join(backends)})"
+            )
+        if a.repeats < 1:
+            raise InputError(f"--repeats must be at least 1, got {a.repeats}")
+        if a.max_iters < 1:
+            raise InputError(f"--max-iters must be at least 1, got {a.max_iters}")
+        for name, value in (("--target-seconds", a.target_seconds), ("--timeout", a.timeout)):
+            if not (math.isfinite(value) and value > 0):
+                raise InputError(f"{name} must be a positive number of seconds, got {value}")
+        return cls(
+            topology, a.backend, sizes, variants, natives, a.repeats, a.target_seconds,
+            a.max_iters, parse_rate_option(a.rate), a.queue, out_dir, a.hostfile, a.launcher,
+            a.timeout, a.prefix,
+        )  # fmt: skip
 
 
 Runner = Callable[[Job, Path], str]
@@ -530,113 +561,3 @@ def peak_of(topo: Topology, rate: float | None) -> float:
     n, r = topo.n_machines, topo.ranks_per_machine
     ranks = n * r
     return analyze(with_rate(topo, rate)).peak * ranks * (ranks - 1) / (n * (n - 1) * r * r)
-
-
-def cmd_bench(args: object) -> int:
-    from aapcgen.codegen.generate import parse_block_sizes, stderr_progress, variant_specs
-    from aapcgen.core.topology import topology_or_builtin
-    from aapcgen.core.units import parse_bandwidth
-
-    a = args  # argparse.Namespace
-    topo = topology_or_builtin(a.topology)
-    try:
-        rate = parse_bandwidth(a.rate) if a.rate else None
-    except ValueError as exc:
-        raise InputError(f"--rate: {exc}") from None
-    if a.backend not in BACKENDS:
-        raise InputError(
-            f"--backend: unknown backend '{a.backend}' (choose from: {', '.join(BACKENDS)})"
-        )
-    specs = []
-    for v in a.variants.split(","):
-        specs += variant_specs(
-            v, parse_block_sizes(a.block_size) if ("partial" in v or v == "all") else None
-        )
-    default_natives = SIMGRID_NATIVES if a.backend == "simulate" else MPICH_NATIVES
-    natives = tuple(
-        x for x in (a.natives.split(",") if a.natives is not None else default_natives) if x
-    )
-    out_dir = Path(a.output or f"bench-results/{topo.name}-{a.backend}")
-    cfg = BenchConfig(
-        topo,
-        a.backend,
-        parse_sizes(a.sizes),
-        specs,
-        natives,
-        a.repeats,
-        a.target_seconds,
-        a.max_iters,
-        rate,
-        a.queue,
-        out_dir,
-        a.hostfile,
-        a.launcher,
-        a.timeout,
-        a.prefix,
-    )
-    peak = peak_of(topo, rate)
-    stderr_progress(
-        f"bench {topo.name} on {a.backend}: {len(specs)} generated variant(s), natives "
-        f"{', '.join(natives) or 'default only'}, sizes {a.sizes}, {a.repeats} repeats; "
-        f"peak {peak / 1e6:.2f} MB/s"
-    )
-    rows = run_bench(cfg, stderr_progress)
-    summary = summarize(rows, topo.n_machines * topo.ranks_per_machine, peak)
-    files = write_outputs(cfg, rows, summary, peak)
-    print(report_table(summary))
-    print(best_ratios(summary))
-    print("wrote " + ", ".join(str(f) for f in files))
-    return 0
-
-
-def register(sub: object) -> None:
-    """Add `aapcgen bench` to the CLI's subparsers."""
-    p = sub.add_parser(  # type: ignore[attr-defined]
-        "bench",
-        help="Benchmark generated routines against the MPI library's MPI_Alltoall.",
-        description=__doc__.split("\n\n")[0],
-    )
-    p.add_argument("topology", nargs="?", metavar="TOPO.yaml")
-    p.add_argument(
-        "--backend", default="local", help=f"one of {', '.join(BACKENDS)} (default local)"
-    )
-    p.add_argument(
-        "--sizes", default="1K,4K,16K,64K,256K,1M", help="message sizes per pair, e.g. 1K,64K,1M"
-    )
-    p.add_argument(
-        "--variants",
-        default="sender-all,no-sync",
-        help="generated variants, comma-separated, or all",
-    )
-    p.add_argument("--block-size", metavar="N[,N...]", help="block sizes for partial variants")
-    p.add_argument(
-        "--natives", help="native algorithms to force besides the default (comma list; '' for none)"
-    )
-    p.add_argument("--repeats", type=int, default=5, help="interleaved repeats (median and spread)")
-    p.add_argument(
-        "--target-seconds", type=float, default=1.0, help="timed seconds per measurement"
-    )
-    p.add_argument(
-        "--max-iters", type=int, default=50, help="at most this many timed calls per measurement"
-    )
-    p.add_argument("--rate", help="emulate/simulate: every link at this speed (e.g. 100Mbit)")
-    p.add_argument(
-        "--queue", type=int, default=100_000, help="emulate: switch port buffer in bytes"
-    )
-    p.add_argument(
-        "--prefix", default="aapc", help="emulate: prefix of namespace and interface names"
-    )
-    p.add_argument("--hostfile", help="mpiexec backend: hostfile for mpiexec -f")
-    p.add_argument(
-        "--launcher", help="mpiexec backend: launch command, e.g. 'srun -N 16 --ntasks-per-node=1'"
-    )
-    p.add_argument(
-        "--timeout", type=float, default=3600.0, help="seconds before one MPI job is killed"
-    )
-    p.add_argument(
-        "-o",
-        "--output",
-        metavar="DIR",
-        help="results directory (default bench-results/NAME-BACKEND)",
-    )
-    p.set_defaults(func=cmd_bench)

@@ -12,22 +12,18 @@ the crossovers, writes CSV and JSON.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.model import Topology
 from aapcgen.core.resources import resource_dir
-from aapcgen.measure.bench import parse_sizes
 
 OPS: dict[str, tuple[tuple[str, str, str], ...]] = {
     # op -> (label, timer operation, implementation)
@@ -158,28 +154,34 @@ def _switch_bytes(counters: dict[str, tuple[int, int, int]], switches: set[str])
     return total
 
 
-def run_benchmark(args: argparse.Namespace) -> list[Row]:
-    from aapcgen.core.topology import load_topology
-    from aapcgen.core.units import parse_bandwidth
+@dataclass(frozen=True)
+class McastBenchConfig:
+    """What ``aapcgen bench-mcast`` measures, validated by the CLI."""
+
+    topology: Topology
+    ops: tuple[str, ...]
+    sizes: tuple[int, ...]
+    rate: float  # bytes per second, every link
+    frag: int  # multicast payload bytes per datagram
+    prefix: str  # emulation name prefix
+    target_seconds: float
+    verbose: bool = False
+
+
+def run_benchmark(cfg: McastBenchConfig) -> list[Row]:
     from aapcgen.platforms.emulate import emulated, link_counters, mpiexec_command, require_root
 
-    ops = parse_ops(args.ops)
-    sizes = parse_sizes(args.sizes)
-    topo = load_topology(args.topology)
-    try:
-        rate = parse_bandwidth(args.rate)
-    except ValueError as exc:
-        raise InputError(f"--rate: {exc}") from None
+    topo, ops, sizes, rate = cfg.topology, cfg.ops, cfg.sizes, cfg.rate
     require_root()
     switches = set(topo.switches)
-    env = {"AAPC_MCAST_FRAG": str(args.frag)}
+    env = {"AAPC_MCAST_FRAG": str(cfg.frag)}
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="aapc-mcast-") as tmp:
         exe = build_timer(_bin("mpicc"), Path(tmp) / "mcast_timer")
-        with emulated(topo, rate=rate, prefix=args.prefix) as em:
+        with emulated(topo, rate=rate, prefix=cfg.prefix) as em:
             for i in range(len(topo.switches)):
                 subprocess.run(
-                    ["ip", "-n", em.switch_ns, "link", "set", f"{args.prefix}b{i}"]
+                    ["ip", "-n", em.switch_ns, "link", "set", f"{cfg.prefix}b{i}"]
                     + ["type", "bridge", "mcast_snooping", "0"],
                     check=True,
                 )
@@ -203,7 +205,7 @@ def run_benchmark(args: argparse.Namespace) -> list[Row]:
                     _, base = job(timer_op, impl, ZERO_CALL_SIZE, 0, 0)
                     for size in sizes:
                         calls = choose_calls(
-                            link_volume(op, size, topo.n_machines), rate, args.target_seconds
+                            link_volume(op, size, topo.n_machines), rate, cfg.target_seconds
                         )
                         warm = 2
                         line, moved = job(timer_op, impl, size, calls, warm)
@@ -211,7 +213,7 @@ def run_benchmark(args: argparse.Namespace) -> list[Row]:
                         per_call = max(0.0, (moved - base) / total_calls)
                         row = Row(op, label, size, avg, mx, calls, per_call)
                         rows.append(row)
-                        if args.verbose:
+                        if cfg.verbose:
                             print(format_table([row])[1], file=sys.stderr, flush=True)
     return rows
 
@@ -227,46 +229,3 @@ def write_outputs(rows: Sequence[Row], meta: dict[str, object], out: Path) -> tu
     doc = {"meta": meta, "rows": [asdict(r) for r in rows], "crossovers": crossovers(rows)}
     json_path.write_text(json.dumps(doc, indent=2) + "\n")
     return csv_path, json_path
-
-
-def cmd_bench_mcast(args: argparse.Namespace) -> int:
-    if args.target_seconds <= 0:
-        raise InputError("--target-seconds: must be positive")
-    start = time.time()
-    rows = run_benchmark(args)
-    meta = {
-        "command": "aapcgen bench-mcast " + " ".join(sys.argv[2:]),
-        "topology": str(args.topology),
-        "rate": args.rate,
-        "frag": args.frag,
-        "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus",
-        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime(start)),
-        "seconds": round(time.time() - start, 1),
-    }
-    print("\n".join(format_table(rows)))
-    print("crossovers (average time, multicast vs native):")
-    for key, text in crossovers(rows).items():
-        print(f"  {key}: {text}")
-    csv_path, json_path = write_outputs(rows, meta, Path(args.output))
-    print(f"wrote {csv_path} and {json_path}")
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``aapcgen bench-mcast`` to the CLI."""
-    text = "Benchmark multicast Bcast/Scatter/Scatterv/Allgather against the MPI library's."
-    p = sub.add_parser("bench-mcast", help=text, description=text)
-    p.add_argument("topology", metavar="TOPO.yaml", help="switch tree to emulate (root needed)")
-    p.add_argument("--ops", default="bcast,scatter,allgather,scatterv", help="comma list")
-    p.add_argument(
-        "--sizes", default=DEFAULT_SIZES, help=f"bytes per rank (default {DEFAULT_SIZES})"
-    )
-    p.add_argument("--rate", default="100Mbit", help="every link's speed (default 100Mbit)")
-    p.add_argument("--frag", type=int, default=16384, help="multicast payload bytes per datagram")
-    p.add_argument(
-        "--target-seconds", type=float, default=0.5, help="data time per job (sets the calls)"
-    )
-    p.add_argument("--prefix", default="mcb", help="emulation name prefix (default mcb)")
-    p.add_argument("-o", "--output", default="build/bench-mcast", help="directory for CSV/JSON")
-    p.add_argument("-v", "--verbose", action="store_true", help="print rows as they are measured")
-    p.set_defaults(func=cmd_bench_mcast)

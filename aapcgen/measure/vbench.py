@@ -11,7 +11,6 @@ the compiled schedule's cost (sum over phases of the slowest piece).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import statistics
@@ -23,12 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen.alltoallv.schedule import SCHEDULERS, load_pattern, lower_bound
-from aapcgen.codegen.generate import AlltoallvRequest, generate, stderr_progress, variant_specs
-from aapcgen.core.errors import AapcError, InputError
+from aapcgen.alltoallv.schedule import lower_bound
+from aapcgen.codegen.generate import AlltoallvRequest, generate, stderr_progress
+from aapcgen.core.errors import AapcError
 from aapcgen.core.resources import resource_dir
 from aapcgen.measure.bench import (
-    BACKENDS,
     BenchConfig,
     Job,
     Measurement,
@@ -132,147 +130,102 @@ def report(summary: list[VSummary], bound_s: float, cost_s: float) -> str:
     return "\n".join(lines)
 
 
-def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
-    from aapcgen.core.topology import topology_or_builtin
-    from aapcgen.core.units import parse_bandwidth
+@dataclass(frozen=True)
+class VBenchRequest:
+    """One ``aapcgen bench-alltoallv`` run: the pattern and how the routines are built."""
 
-    topo = topology_or_builtin(a.topology)
-    if a.backend not in BACKENDS or a.backend == "simulate":
-        raise InputError(f"--backend: '{a.backend}' (choose from: local, emulate, mpiexec)")
-    try:
-        rate = parse_bandwidth(a.rate) if a.rate else None
-    except ValueError as exc:
-        raise InputError(f"--rate: {exc}") from None
-    if a.scale < 1:
-        raise InputError(f"--scale must be at least 1, got {a.scale}")
-    if a.warmup < 0:
-        raise InputError(f"--warmup must be at least 0, got {a.warmup}")
-    pattern = load_pattern(a.pattern, topo) * a.scale
-    if pattern.max(initial=0) > 2**31 - 1:
-        raise InputError("pattern x --scale has an entry above 2^31-1 bytes (an MPI int count)")
-    specs = [s for v in a.variants.split(",") for s in variant_specs(v, None)]
-    natives = tuple(x for x in (a.natives or "").split(",") if x)
-    out_dir = Path(a.output)
-    cfg = BenchConfig(
-        topo, a.backend, (0,), specs, natives, a.repeats, a.target_seconds, a.max_iters,
-        rate, a.queue, out_dir, a.hostfile, a.launcher, a.timeout, a.prefix,
-    )  # fmt: skip
-    bound = lower_bound(with_rate(topo, rate), pattern)
-    jobs = plan_vjobs(natives, a.target_seconds, a.max_iters, a.warmup)
+    pattern: np.ndarray  # machines x machines byte counts, already scaled
+    source: str  # e.g. "builtin:table3 x 4"
+    pattern_name: str
+    scale: int
+    scheduler: str  # level 3
+    runtime_scheduler: str  # levels 1 and 2
+    warmup: int
+    settle: float
+    only: str | None
+
+
+def run_vbench(cfg: BenchConfig, req: VBenchRequest) -> list[Path]:
+    """Build the routines, run every candidate ``cfg.repeats`` times interleaved, print the
+    table and write results.csv and results.json; returns the files written."""
+    topo, rate = cfg.topology, cfg.rate
+    bound = lower_bound(with_rate(topo, rate), req.pattern)
+    jobs = plan_vjobs(cfg.natives, cfg.target_seconds, cfg.max_iters, req.warmup)
     rows: list[Measurement] = []
     with tempfile.TemporaryDirectory(prefix="aapc-vbench-") as tmp, runner(cfg) as (run, mpicc):
         gen_dir = Path(tmp) / "gen"
-        request = AlltoallvRequest(pattern, f"{a.pattern} x {a.scale}", a.scheduler)
+        request = AlltoallvRequest(req.pattern, req.source, req.scheduler)
         gen = generate(
-            with_rate(topo, rate), specs, gen_dir, alltoallv=request,
-            runtime_scheduler=a.runtime_scheduler,
+            with_rate(topo, rate), cfg.variants, gen_dir, alltoallv=request,
+            runtime_scheduler=req.runtime_scheduler,
         )  # fmt: skip
         assert gen.alltoallv is not None
         cost = gen.alltoallv.schedule.cost
         exe = Path(tmp) / "alltoallv_timer"
         _compile(mpicc, gen_dir, exe)
         pattern_file = Path(tmp) / "pattern.txt"
-        pattern_file.write_text(_pattern_text(pattern))
-        total, done, start = len(jobs) * a.repeats, 0, time.monotonic()
-        for repeat in range(a.repeats):
+        pattern_file.write_text(_pattern_text(req.pattern))
+        total, done, start = len(jobs) * cfg.repeats, 0, time.monotonic()
+        for repeat in range(cfg.repeats):
             for job in jobs:
                 extra = ("--pattern", str(pattern_file), "--seed", str(repeat))
-                extra += ("--settle", str(a.settle))
-                extra += ("--only", a.only) if a.only and job.label == "native + generated" else ()
+                extra += ("--settle", str(req.settle))
+                extra += (
+                    ("--only", req.only) if req.only and job.label == "native + generated" else ()
+                )
                 job = Job(job.label, (*job.args, *extra), job.env, job.rename)
                 rows += parse_timer_output(run(job, exe), dict(job.rename), repeat)
                 done += 1
                 elapsed = time.monotonic() - start
                 stderr_progress(
-                    f"repeat {repeat + 1}/{a.repeats}, {job.label}: done ({done}/{total} jobs, "
+                    f"repeat {repeat + 1}/{cfg.repeats}, {job.label}: done ({done}/{total} jobs, "
                     f"{elapsed:.0f} s elapsed, ETA {elapsed / done * (total - done):.0f} s)"
                 )
     summary = summarize_v(rows, bound)
+    files = _write_vbench(cfg, req, rows, summary, bound, cost)
+    print(report(summary, bound, cost))
+    return files
+
+
+CSV_FIELDS = (
+    "candidate", "total_bytes", "repeat", "seconds", "iters", "cpu_busy",
+    "tcp_retrans_per_call", "tcp_timeouts_per_call",
+)  # fmt: skip
+
+
+def _write_vbench(
+    cfg: BenchConfig,
+    req: VBenchRequest,
+    rows: list[Measurement],
+    summary: list[VSummary],
+    bound: float,
+    cost: float,
+) -> list[Path]:
+    out_dir = cfg.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     with open(out_dir / "results.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(
-            [
-                "candidate",
-                "total_bytes",
-                "repeat",
-                "seconds",
-                "iters",
-                "cpu_busy",
-                "tcp_retrans_per_call",
-                "tcp_timeouts_per_call",
-            ]
-        )
+        w.writerow(CSV_FIELDS)
         for r in rows:
             w.writerow(
-                [
-                    r.candidate,
-                    r.bytes,
-                    r.repeat,
-                    r.seconds,
-                    r.iters,
-                    r.cpu_busy,
-                    r.tcp_retrans,
-                    r.tcp_timeouts,
-                ]
-            )
+                [r.candidate, r.bytes, r.repeat, r.seconds, r.iters, r.cpu_busy, r.tcp_retrans,
+                 r.tcp_timeouts]
+            )  # fmt: skip
     meta = {
-        "topology": topo.name,
-        "pattern": a.pattern,
-        "scale": a.scale,
-        "scheduler": a.scheduler,
-        "runtime_scheduler": a.runtime_scheduler,
-        "backend": a.backend,
-        "rate_bytes_per_s": rate,
+        "topology": cfg.topology.name,
+        "pattern": req.pattern_name,
+        "scale": req.scale,
+        "scheduler": req.scheduler,
+        "runtime_scheduler": req.runtime_scheduler,
+        "backend": cfg.backend,
+        "rate_bytes_per_s": cfg.rate,
         "mpi": _mpi_version(),
         "tcp_congestion_control": tcp_congestion_control(),
-        "warmup": a.warmup,
-        "settle_s": a.settle,
+        "warmup": req.warmup,
+        "settle_s": req.settle,
         "lower_bound_s": bound,
         "schedule_cost_s": cost,
         "summary": [asdict(s) for s in summary],
     }
     (out_dir / "results.json").write_text(json.dumps(meta, indent=1) + "\n")
-    print(report(summary, bound, cost))
-    print(f"wrote {out_dir / 'results.csv'}, {out_dir / 'results.json'}")
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``aapcgen bench-alltoallv``."""
-    text = "Benchmark MPI_Alltoallv levels 1-3 against the MPI library's on one pattern."
-    p = sub.add_parser("bench-alltoallv", help=text, description=text)
-    p.add_argument("topology", metavar="TOPO.yaml")
-    p.add_argument("pattern", metavar="PATTERN", help="N x N byte counts or builtin:table3")
-    p.add_argument("--backend", default="local", help="local, emulate or mpiexec")
-    p.add_argument("--hostfile")
-    p.add_argument("--launcher")
-    p.add_argument("--scale", type=int, default=1, help="multiply every count (default 1)")
-    p.add_argument("--scheduler", choices=SCHEDULERS, default="balanced", help="level 3")
-    p.add_argument("--runtime-scheduler", choices=SCHEDULERS, default="greedy", help="levels 1, 2")
-    p.add_argument("--variants", default="receiver-all,no-sync", help="level-3 variants")
-    p.add_argument("--natives", default=",".join(MPICH_VNATIVES), help="forced MPICH algorithms")
-    p.add_argument(
-        "--only",
-        help="measure only these candidates (timer names, e.g. "
-        "native,level3-receiver-all,level1-receiver-all)",
-    )
-    p.add_argument(
-        "--settle", type=float, default=1.0, help="idle seconds before each candidate (default 1)"
-    )
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument(
-        "--warmup",
-        type=int,
-        default=2,
-        help="untimed calls before each candidate's timed ones (default 2): the first call on "
-        "connections another candidate left after heavy loss runs slow",
-    )
-    p.add_argument("--target-seconds", type=float, default=1.0)
-    p.add_argument("--max-iters", type=int, default=20)
-    p.add_argument("--rate", help="emulate: every link at this rate (e.g. 100mbit)")
-    p.add_argument("--queue", type=int, default=100_000, help="emulate: switch port buffer bytes")
-    p.add_argument("--prefix", default="aapcv", help="emulate: namespace name prefix")
-    p.add_argument("--timeout", type=float, default=3600.0)
-    p.add_argument("-o", "--output", required=True, metavar="DIR")
-    p.set_defaults(func=cmd_bench_alltoallv)
+    return [out_dir / "results.csv", out_dir / "results.json"]

@@ -19,7 +19,6 @@ commands. :func:`emulated` is a context manager that always tears down, also on 
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import math
 import os
@@ -37,7 +36,6 @@ from types import FrameType
 
 from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Topology
-from aapcgen.core.units import format_bandwidth, parse_bandwidth
 
 DEFAULT_PREFIX = "aapc"
 DEFAULT_QUEUE = 100_000  # bytes of tbf queue per link direction: the switch port buffer
@@ -152,16 +150,6 @@ def check_prefix(prefix: str) -> str:
             f"--prefix {prefix!r}: use 1-8 lower-case letters and digits, starting with a letter"
         )
     return prefix
-
-
-def parse_rate(text: str | None) -> float | None:
-    """``--rate`` text -> bytes/s (None stays None); a bad value is a one-line InputError."""
-    if text is None:
-        return None
-    try:
-        return parse_bandwidth(text)
-    except ValueError as exc:
-        raise InputError(f"--rate: {exc}") from None
 
 
 def parse_queue(text: str | int) -> int:
@@ -592,95 +580,3 @@ def emulated(
 
 
 # --------------------------------------------------------------------------- CLI
-
-
-def _describe(plan: EmulationPlan) -> list[str]:
-    rates = sorted({s.rate for s in plan.shapers})
-    rate_text = ", ".join(format_bandwidth(r) for r in rates)
-    n = len(plan.machine_ns)
-    return [
-        f"emulation of {plan.topology_name} up (prefix '{plan.prefix}'):",
-        f"  {n} machine namespaces {plan.machine_ns[0]} .. {plan.machine_ns[-1]}, "
-        f"eth0 {plan.machine_ip[0]} .. {plan.machine_ip[-1]} /{plan.prefixlen}",
-        f"  switch namespace {plan.switch_ns}: {len(plan.bridges)} bridges, {len(plan.veths)} veth pairs",
-        f"  tbf on both ends of every veth: rate {rate_text}, burst {plan.burst} B, "
-        f"limit {plan.queue} B",
-        f"  run MPI:   mpiexec -genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0 -genv MPIR_CVAR_NOLOCAL 1 "
-        f"-n 1 ip netns exec {plan.machine_ns[0]} ./prog : -n 1 ip netns exec {plan.machine_ns[1]} ./prog : ...",
-        f"  counters:  ip netns exec {plan.switch_ns} tc -s qdisc show",
-        "  tear down: aapcgen emulate down"
-        + ("" if plan.prefix == DEFAULT_PREFIX else f" --prefix {plan.prefix}"),
-    ]
-
-
-def cmd_up(args: argparse.Namespace) -> int:
-    from aapcgen.core.topology import load_topology
-
-    prefix = check_prefix(args.prefix)
-    rate = parse_rate(args.rate)
-    queue = parse_queue(args.queue)
-    topo = load_topology(args.topology)
-    plan = plan_emulation(topo, rate, queue, prefix)  # validate before needing root
-    require_root()
-    emulate_up(topo, rate, queue, prefix, _stderr_progress if args.verbose else None)
-    print("\n".join(_describe(plan)))
-    return 0
-
-
-def cmd_down(args: argparse.Namespace) -> int:
-    prefix = check_prefix(args.prefix)
-    require_root()
-    removed = emulate_down(prefix)
-    if removed:
-        print(f"removed {len(removed)}: " + ", ".join(removed))
-    else:
-        print(f"nothing to remove (no emulation with prefix '{prefix}')")
-    return 0
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    prefix = check_prefix(args.prefix)
-    left = emulate_status(prefix)  # read-only: works without root
-    if not left:
-        print(f"no emulation running (prefix '{prefix}')")
-    for item in left:
-        print(item)
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``emulate up|down|status`` to the aapcgen command line."""
-    help_text = "Emulate the switch tree on this machine (root: namespaces, bridges, tbf)."
-    p = sub.add_parser("emulate", help=help_text, description=help_text)
-    esub = p.add_subparsers(dest="emulate_command", metavar="ACTION", required=True)
-
-    def action(
-        name: str, func: Callable[[argparse.Namespace], int], text: str
-    ) -> argparse.ArgumentParser:
-        a = esub.add_parser(name, help=text, description=text)
-        a.add_argument(
-            "--prefix",
-            default=DEFAULT_PREFIX,
-            help=f"name prefix of namespaces and interfaces (default: {DEFAULT_PREFIX})",
-        )
-        a.set_defaults(func=func)
-        return a
-
-    a = action(
-        "up",
-        cmd_up,
-        "Build one namespace per machine, a bridge per switch, veth + tbf per link.",
-    )
-    a.add_argument("topology", metavar="TOPO.yaml", help="switch tree (see docs/topology.md)")
-    a.add_argument(
-        "--rate", metavar="R", help="one rate for every link, e.g. 20Mbit (default: the YAML's)"
-    )
-    a.add_argument(
-        "--queue",
-        metavar="BYTES",
-        default=str(DEFAULT_QUEUE),
-        help=f"tbf queue per link direction, the switch port buffer (default: {DEFAULT_QUEUE})",
-    )
-    a.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
-    action("down", cmd_down, "Remove every namespace and interface with the prefix (idempotent).")
-    action("status", cmd_status, "List namespaces and interfaces left with the prefix.")

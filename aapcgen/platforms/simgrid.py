@@ -14,7 +14,6 @@ The run helpers wrap Debian's ``smpicc``/``smpirun`` (package ``libsimgrid-dev``
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -29,7 +28,6 @@ from xml.sax.saxutils import quoteattr
 from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Topology
 from aapcgen.core.resources import resource_dir
-from aapcgen.core.units import parse_bandwidth
 
 LATENCY = "25us"  # per link; a store-and-forward Ethernet switch hop is of this order
 HOST_SPEED = "1Gf"  # irrelevant with simulate-computation:no, set so SMPI does not warn
@@ -320,38 +318,3 @@ def run_simulated(
 
 
 # ---- command line -------------------------------------------------------------------------
-
-
-def cmd_export_simgrid(args: argparse.Namespace) -> int:
-    from aapcgen.core.topology import topology_or_builtin
-
-    topo = topology_or_builtin(args.topology)
-    rate = parse_bandwidth(args.rate) if args.rate else None
-    platform, hosts = export_simgrid(topo, args.output, rate)
-    print(f"wrote {platform} and {hosts} ({topo.n_machines} hosts, {len(topo.switches)} routers)")
-    print(
-        f"run:  smpirun -platform {platform} -hostfile {hosts} -np {topo.n_machines} "
-        + " ".join(f"--cfg={c}" for c in (*BASE_CFG, *SCALE_CFG))
-        + " ./your_program"
-    )
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``aapcgen export simgrid``."""
-    export = sub.add_parser(
-        "export",
-        help="Export the switch tree for a simulator.",
-        description="Export the switch tree for a simulator.",
-    )
-    kinds = export.add_subparsers(dest="export_kind", metavar="KIND", required=True)
-    text = "SimGrid SMPI platform XML (full-duplex links) and hostfile."
-    p = kinds.add_parser("simgrid", help=text, description=text)
-    p.add_argument(
-        "topology", nargs="?", metavar="TOPO.yaml", help="switch tree (see docs/topology.md)"
-    )
-    p.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
-    p.add_argument(
-        "--rate", metavar="R", help="bandwidth of every link instead of the topology's (e.g. 1Gbit)"
-    )
-    p.set_defaults(func=cmd_export_simgrid)

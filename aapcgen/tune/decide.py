@@ -14,9 +14,8 @@ Rule (docs/tuning.md):
 
 Simplicity order (simplest first): the library's default (nothing to install), a forced native
 algorithm (a tuning file only), then the generated variants by how much synchronisation they add:
-no-sync, dummy, barrier-all, barrier-partial-none, sender-all, receiver-all, sender-partial,
-receiver-partial, barrier-partial-sender, barrier-partial-receiver; among block sizes of one
-partial variant the larger block (fewer syncs or barriers) first.
+the ``simplicity`` column of aapcgen/alltoall/variants.py (no-sync, dummy, barrier-all, ...); among
+block sizes of one partial variant the larger block (fewer syncs or barriers) first.
 """
 
 from __future__ import annotations
@@ -26,36 +25,15 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from aapcgen.alltoall.variants import SIMPLICITY_ORDER, split_label
+
 MAX_GUARD = 0.05
-GENERATED_ORDER = (
-    "no-sync",
-    "dummy",
-    "barrier-all",
-    "barrier-partial-none",
-    "sender-all",
-    "receiver-all",
-    "sender-partial",
-    "receiver-partial",
-    "barrier-partial-sender",
-    "barrier-partial-receiver",
-)
 NATIVE_PREFIX = "native-"
 DEFAULT = "native-default"
 
 
 def is_native(candidate: str) -> bool:
     return candidate.startswith(NATIVE_PREFIX)
-
-
-def split_label(label: str) -> tuple[str, int | None]:
-    """``sender-partial-4`` -> (``sender-partial``, 4); ``receiver-all`` -> (``receiver-all``, None)."""
-    for name in sorted(GENERATED_ORDER, key=len, reverse=True):
-        if label == name:
-            return name, None
-        rest = label[len(name) + 1 :]
-        if label.startswith(name + "-") and rest.isdigit() and "partial" in name:
-            return name, int(rest)
-    raise ValueError(f"'{label}' is not a generated variant label")
 
 
 def simplicity(candidate: str) -> tuple[int, int, int]:
@@ -68,7 +46,7 @@ def simplicity(candidate: str) -> tuple[int, int, int]:
         name, block = split_label(candidate)
     except ValueError:
         return (3, 0, 0)  # unknown kinds last
-    return (2, GENERATED_ORDER.index(name), -(block or 0))
+    return (2, SIMPLICITY_ORDER.index(name), -(block or 0))
 
 
 @dataclass(frozen=True)
@@ -175,9 +153,6 @@ def range_of(ranges: list[Range], size: int) -> Range:
         if r.hi is None or size < r.hi:
             return r
     raise ValueError("ranges do not cover every size")
-
-
-# --- pruning for --budget (successive halving) -----------------------------------------------
 
 
 def dominated(at_size: list[Point]) -> set[str]:

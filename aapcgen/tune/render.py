@@ -12,12 +12,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from aapcgen.alltoall.phases import build_phases
-from aapcgen.alltoall.sync import VariantSpec, variant_spec
 from aapcgen.alltoall.tree import analyze
+from aapcgen.alltoall.variants import DEFAULT_VARIANT, VariantSpec, split_label, variant_spec
 from aapcgen.codegen.generate import empty_plan, generate
 from aapcgen.codegen.render import c_identifier, rank_tables, render, template_environment
 from aapcgen.core.model import Topology
-from aapcgen.tune.decide import Choice, Point, Range, is_native, split_label
+from aapcgen.tune.decide import Choice, Point, Range, is_native
 
 TUNED = "tuned"
 
@@ -76,7 +76,7 @@ def render_tuned(
     variants are generated too (the validation timer compares the tuned routine with them)."""
     labels = sorted({r.candidate for r in ranges if not is_native(r.candidate)} | set(extra))
     # the registry lists at least one generated variant (AAPC_VARIANT can pick it)
-    specs = [spec_of(label) for label in labels] or [variant_spec("receiver-all")]
+    specs = [spec_of(label) for label in labels] or [variant_spec(DEFAULT_VARIANT)]
     gen = generate(topo, specs, out_dir)
     sched = build_phases(analyze(topo))
     plain = rank_tables(sched, empty_plan(variant_spec("no-sync")))

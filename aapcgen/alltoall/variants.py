@@ -1,0 +1,140 @@
+"""The synchronisation variants of seed 002 Table 5: one table, every other fact derived from it.
+
+The CLI help (``--variant``), the sync planner (``VariantSpec``), code generation (the C enums),
+``aapcgen tune`` (the simplicity order) and the default variant all read ``TABLE``; nothing else
+lists variant names.
+
+Columns:
+
+* ``kind``: what fires the pair-wise syncs: ``none``, ``sender`` (a send completes) or
+  ``receiver`` (a receive completes);
+* ``scope``: which phases they order: ``none``, ``all`` (every phase), ``cross`` (only across
+  blocks of ``block_size`` phases), ``within`` (only inside a block; barriers order the rest);
+* ``barrier``: ``none``, ``phase`` (after every phase) or ``block`` (after every block);
+* ``dummy``: dummy messages keep every link busy instead of syncs;
+* ``simplicity``: rank in ``aapcgen tune``'s tie-breaking (simplest first: least added
+  synchronisation);
+* ``runtime_c``: the C enum of the run-time synchronisation (``aapc_vtables.h``) when Alltoallv
+  levels 1 and 2 can run it, else None;
+* ``alltoallv``: level 3 (a compiled Alltoallv pattern) can run it (dummies cannot: Alltoallv
+  counts leave no room for them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from aapcgen.core.errors import InputError
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    kind: str
+    scope: str
+    barrier: str
+    dummy: bool
+    simplicity: int
+    runtime_c: str | None
+    alltoallv: bool
+    summary: str
+
+    @property
+    def blocked(self) -> bool:
+        """Takes ``--block-size`` (phases per block)."""
+        return "partial" in self.name
+
+
+TABLE: tuple[Variant, ...] = (
+    Variant("no-sync", "none", "none", "none", False, 0, "AAPC_VSYNC_NONE", True,
+            "all phases posted at once"),
+    Variant("dummy", "none", "none", "none", True, 1, None, False,
+            "dummy messages instead of syncs"),
+    Variant("sender-all", "sender", "all", "none", False, 4, "AAPC_VSYNC_SENDER", True,
+            "pair-wise syncs fired by sends, every phase"),
+    Variant("sender-partial", "sender", "cross", "none", False, 6, None, True,
+            "sender syncs across blocks only"),
+    Variant("receiver-all", "receiver", "all", "none", False, 5, "AAPC_VSYNC_RECEIVER", True,
+            "pair-wise syncs fired by receives, every phase"),
+    Variant("receiver-partial", "receiver", "cross", "none", False, 7, None, True,
+            "receiver syncs across blocks only"),
+    Variant("barrier-all", "none", "none", "phase", False, 2, "AAPC_VSYNC_BARRIER", True,
+            "a barrier after every phase"),
+    Variant("barrier-partial-none", "none", "none", "block", False, 3, None, True,
+            "a barrier after every block"),
+    Variant("barrier-partial-sender", "sender", "within", "block", False, 8, None, True,
+            "barriers between blocks, sender syncs inside"),
+    Variant("barrier-partial-receiver", "receiver", "within", "block", False, 9, None, True,
+            "barriers between blocks, receiver syncs inside"),
+)  # fmt: skip
+
+BY_NAME: dict[str, Variant] = {v.name: v for v in TABLE}
+VARIANTS: tuple[str, ...] = tuple(v.name for v in TABLE)
+BLOCKED = frozenset(v.name for v in TABLE if v.blocked)
+# tune's tie-break among generated variants, simplest first
+SIMPLICITY_ORDER: tuple[str, ...] = tuple(v.name for v in sorted(TABLE, key=lambda v: v.simplicity))
+# the default routine among those generated: receiver-all won on every measured tree
+# (docs/performance.md); seed 002 preferred sender-all on its 2005 MPICH
+DEFAULT_PREFERENCE = ("receiver-all", "sender-all")
+DEFAULT_VARIANT = DEFAULT_PREFERENCE[0]
+# C enum of each sync kind in the executor tables (runtime_c aapc_phased.h)
+KIND_C = {"none": "AAPC_SYNC_NONE", "sender": "AAPC_SYNC_SENDER", "receiver": "AAPC_SYNC_RECEIVER"}
+# the run-time synchronisations of Alltoallv levels 1 and 2, label -> C enum
+RUNTIME_SYNC_C: dict[str, str] = {v.name: v.runtime_c for v in TABLE if v.runtime_c is not None}
+
+
+def default_variant(labels: Iterable[str]) -> str:
+    """The variant a generated library runs unless told otherwise: the first of
+    DEFAULT_PREFERENCE among ``labels``, else the first label."""
+    labels = list(labels)
+    return next((v for v in DEFAULT_PREFERENCE if v in labels), labels[0])
+
+
+def help_text(default: str | None) -> str:
+    """``--variant`` help, from the table."""
+    names = ", ".join(VARIANTS)
+    return f"seed 002 Table 5 variant: {names}, or all (default: {default})"
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    name: str  # a name from VARIANTS
+    block_size: int  # bs for partial variants, 1 otherwise
+    kind: str  # "none", "sender" or "receiver": what fires pair-wise syncs
+    scope: str  # "none", "all" (every phase), "cross" (across blocks), "within" (inside blocks)
+    barrier_every: int  # 0: no barriers
+    dummy: bool
+
+    @property
+    def label(self) -> str:
+        """Variant name including its block size, e.g. ``sender-partial-4``."""
+        return f"{self.name}-{self.block_size}" if self.name in BLOCKED else self.name
+
+
+def variant_spec(name: str, block_size: int | None = None) -> VariantSpec:
+    """Validate a variant name and block size (InputError on bad values)."""
+    variant = BY_NAME.get(name)
+    if variant is None:
+        raise InputError(f"unknown variant '{name}' (choose from: {', '.join(VARIANTS)}, all)")
+    if variant.blocked:
+        if block_size is None:
+            raise InputError(f"variant '{name}' needs --block-size N (phases per block)")
+        if block_size < 1:
+            raise InputError(f"--block-size must be at least 1, got {block_size}")
+    elif block_size is not None:
+        raise InputError(f"variant '{name}' takes no --block-size (only the partial variants do)")
+    bs = block_size or 1
+    barrier = {"none": 0, "phase": 1, "block": bs}[variant.barrier]
+    return VariantSpec(name, bs, variant.kind, variant.scope, barrier, variant.dummy)
+
+
+def split_label(label: str) -> tuple[str, int | None]:
+    """``sender-partial-4`` -> (``sender-partial``, 4); ``receiver-all`` -> (``receiver-all``, None)."""
+    for name in sorted(VARIANTS, key=len, reverse=True):
+        if label == name:
+            return name, None
+        rest = label[len(name) + 1 :]
+        if label.startswith(name + "-") and rest.isdigit() and name in BLOCKED:
+            return name, int(rest)
+    raise ValueError(f"'{label}' is not a generated variant label")

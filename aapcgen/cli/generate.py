@@ -1,0 +1,105 @@
+"""``aapcgen generate | build``: C sources (and the runtime) or a compiled library."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from aapcgen.alltoall.variants import DEFAULT_VARIANT
+from aapcgen.alltoallv.schedule import load_pattern
+from aapcgen.cli.alltoallv import alltoallv_options
+from aapcgen.cli.options import command, variant_options
+from aapcgen.cli.pipeline import PROGRESS_MACHINES, specs_of
+from aapcgen.codegen.generate import (
+    AlltoallvRequest,
+    build_library,
+    find_mpicc,
+    generate,
+    stderr_progress,
+)
+from aapcgen.core.model import Topology
+from aapcgen.core.topology import topology_or_builtin
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    topo = topology_or_builtin(args.topology)
+    specs = specs_of(args)
+    out = Path(args.output)
+    gen = generate(
+        topo,
+        specs,
+        out,
+        stderr_progress if topo.n_machines >= PROGRESS_MACHINES or args.verbose else lambda _: None,
+        _alltoallv_request(args, topo),
+        args.runtime_scheduler,
+    )
+    labels = ", ".join(v.label for v in gen.variants)
+    print(
+        f"wrote {len(gen.files)} files to {out}/ for {topo.name} ({labels}; default {gen.default})"
+    )
+    if gen.alltoallv is not None:
+        v = gen.alltoallv
+        print(
+            f"MPI_Alltoallv for {v.source}: {v.schedule.scheduler} schedule, {v.schedule.n_phases} "
+            f"phases, cost/bound {v.schedule.ratio:.4f}; level3-{v.default} by default "
+            "(calls with other counts use PMPI_Alltoallv)"
+        )
+    print(
+        f"compile them with your program:  mpicc -I {out} -DAAPC_INTERCEPT your_program.c {out}/*.c"
+    )
+    if gen.phased_over_bound > PHASED_WARN:
+        print(phased_warning(topo, gen.phased_over_bound), file=sys.stderr)
+    return 0
+
+
+# phases that need this much more than the bound, even back to back, are worth a warning
+PHASED_WARN = 1.05
+
+
+def phased_warning(topo: Topology, over: float) -> str:
+    return (
+        f"aapcgen: warning: {topo.name}: the contention-free phases, run back to back, need at "
+        f"least {over:.1f}x the bandwidth bound: every phase moves one message per link, and its "
+        "links faster than the machine links idle for most of it; the phased variants reach at "
+        f"most {100 / over:.0f}% of the peak; `aapcgen tune` measures them against no-sync and "
+        "the MPI library's algorithms on your cluster (docs/scheduling.md, 'Mixed link speeds')"
+    )
+
+
+def _alltoallv_request(args: argparse.Namespace, topo: Topology) -> AlltoallvRequest | None:
+    if args.alltoallv is None:
+        return None
+    pattern = load_pattern(args.alltoallv, topo)
+    return AlltoallvRequest(pattern, args.alltoallv, args.scheduler, args.threshold, args.chunk)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    topo = topology_or_builtin(args.topology)
+    specs = specs_of(args)
+    mpicc = find_mpicc(args.mpicc)
+    for line in build_library(
+        topo, specs, Path(args.output), mpicc, stderr_progress if args.verbose else lambda _: None
+    ):
+        print(line)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = command(
+        sub, "generate", cmd_generate, "Write the C routine(s) and the runtime into a directory."
+    )
+    variant_options(p, DEFAULT_VARIANT)
+    p.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
+    alltoallv_options(p)
+    p = command(
+        sub,
+        "build",
+        cmd_build,
+        "Compile a generated routine into libaapc.so or libaapc.a with mpicc.",
+    )
+    variant_options(p, DEFAULT_VARIANT)
+    p.add_argument("-o", "--output", metavar="LIB", required=True, help="libNAME.so or libNAME.a")
+    p.add_argument(
+        "--mpicc", metavar="PATH", help="MPI compiler wrapper (default: $MPICC, then mpicc on PATH)"
+    )

@@ -1,0 +1,198 @@
+"""``aapcgen bench | bench-alltoallv | bench-mcast``: measurements that print tables."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from aapcgen.alltoallv.schedule import SCHEDULERS, load_pattern
+from aapcgen.cli.options import command, run_options
+from aapcgen.codegen.generate import parse_block_sizes, stderr_progress, variant_specs
+from aapcgen.core.errors import InputError
+from aapcgen.core.topology import load_topology, topology_or_builtin
+from aapcgen.core.units import parse_rate_option
+from aapcgen.measure.bench import (
+    BACKENDS,
+    MPICH_NATIVES,
+    SIMGRID_NATIVES,
+    BenchConfig,
+    best_ratios,
+    parse_sizes,
+    peak_of,
+    report_table,
+    run_bench,
+    summarize,
+    write_outputs,
+)
+from aapcgen.measure.mcast_bench import (
+    DEFAULT_SIZES,
+    McastBenchConfig,
+    crossovers,
+    format_table,
+    parse_ops,
+    run_benchmark,
+)
+from aapcgen.measure.mcast_bench import write_outputs as write_mcast_outputs
+from aapcgen.measure.vbench import MPICH_VNATIVES, VBenchRequest, run_vbench
+
+
+def cmd_bench(a: argparse.Namespace) -> int:
+    topo = topology_or_builtin(a.topology)
+    specs = []
+    for v in a.variants.split(","):
+        specs += variant_specs(
+            v, parse_block_sizes(a.block_size) if ("partial" in v or v == "all") else None
+        )
+    default_natives = SIMGRID_NATIVES if a.backend == "simulate" else MPICH_NATIVES
+    natives = tuple(
+        x for x in (a.natives.split(",") if a.natives is not None else default_natives) if x
+    )
+    out_dir = Path(a.output or f"bench-results/{topo.name}-{a.backend}")
+    cfg = BenchConfig.from_args(a, topo, parse_sizes(a.sizes), specs, natives, out_dir)
+    peak = peak_of(topo, cfg.rate)
+    stderr_progress(
+        f"bench {topo.name} on {a.backend}: {len(specs)} generated variant(s), natives "
+        f"{', '.join(natives) or 'default only'}, sizes {a.sizes}, {a.repeats} repeats; "
+        f"peak {peak / 1e6:.2f} MB/s"
+    )
+    rows = run_bench(cfg, stderr_progress)
+    summary = summarize(rows, topo.n_machines * topo.ranks_per_machine, peak)
+    files = write_outputs(cfg, rows, summary, peak)
+    print(report_table(summary))
+    print(best_ratios(summary))
+    print("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
+    topo = topology_or_builtin(a.topology)
+    if a.scale < 1:
+        raise InputError(f"--scale must be at least 1, got {a.scale}")
+    if a.warmup < 0:
+        raise InputError(f"--warmup must be at least 0, got {a.warmup}")
+    specs = [s for v in a.variants.split(",") for s in variant_specs(v, None)]
+    natives = tuple(x for x in (a.natives or "").split(",") if x)
+    backends = tuple(b for b in BACKENDS if b != "simulate")
+    cfg = BenchConfig.from_args(a, topo, (0,), specs, natives, Path(a.output), backends)
+    pattern = load_pattern(a.pattern, topo) * a.scale
+    if pattern.max(initial=0) > 2**31 - 1:
+        raise InputError("pattern x --scale has an entry above 2^31-1 bytes (an MPI int count)")
+    request = VBenchRequest(
+        pattern, f"{a.pattern} x {a.scale}", a.pattern, a.scale, a.scheduler,
+        a.runtime_scheduler, a.warmup, a.settle, a.only,
+    )  # fmt: skip
+    files = run_vbench(cfg, request)
+    print("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def cmd_bench_mcast(a: argparse.Namespace) -> int:
+    if not a.target_seconds > 0:
+        raise InputError("--target-seconds: must be positive")
+    rate = parse_rate_option(a.rate)
+    assert rate is not None  # the option has a default
+    cfg = McastBenchConfig(
+        load_topology(a.topology), parse_ops(a.ops), parse_sizes(a.sizes), rate, a.frag,
+        a.prefix, a.target_seconds, a.verbose,
+    )  # fmt: skip
+    start = time.time()
+    rows = run_benchmark(cfg)
+    meta = {
+        "command": "aapcgen bench-mcast " + " ".join(sys.argv[2:]),
+        "topology": str(a.topology),
+        "rate": a.rate,
+        "frag": a.frag,
+        "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus",
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime(start)),
+        "seconds": round(time.time() - start, 1),
+    }
+    print("\n".join(format_table(rows)))
+    print("crossovers (average time, multicast vs native):")
+    for key, text in crossovers(rows).items():
+        print(f"  {key}: {text}")
+    csv_path, json_path = write_mcast_outputs(rows, meta, Path(a.output))
+    print(f"wrote {csv_path} and {json_path}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = command(
+        sub,
+        "bench",
+        cmd_bench,
+        "Benchmark generated routines against the MPI library's MPI_Alltoall.",
+    )
+    run_options(p, ", ".join(BACKENDS), repeats=5, max_iters=50, prefix="aapc")
+    p.add_argument(
+        "--sizes", default="1K,4K,16K,64K,256K,1M", help="message sizes per pair, e.g. 1K,64K,1M"
+    )
+    p.add_argument(
+        "--variants",
+        default="sender-all,no-sync",
+        help="generated variants, comma-separated, or all",
+    )
+    p.add_argument("--block-size", metavar="N[,N...]", help="block sizes for partial variants")
+    p.add_argument(
+        "--natives", help="native algorithms to force besides the default (comma list; '' for none)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="results directory (default bench-results/NAME-BACKEND)",
+    )
+
+    p = command(
+        sub,
+        "bench-alltoallv",
+        cmd_bench_alltoallv,
+        "Benchmark MPI_Alltoallv levels 1-3 against the MPI library's on one pattern.",
+        topology="required",
+    )
+    p.add_argument("pattern", metavar="PATTERN", help="N x N byte counts or builtin:table3")
+    run_options(p, "local, emulate, mpiexec", repeats=3, max_iters=20, prefix="aapcv")
+    p.add_argument("--scale", type=int, default=1, help="multiply every count (default 1)")
+    p.add_argument("--scheduler", choices=SCHEDULERS, default="balanced", help="level 3")
+    p.add_argument("--runtime-scheduler", choices=SCHEDULERS, default="greedy", help="levels 1, 2")
+    p.add_argument("--variants", default="receiver-all,no-sync", help="level-3 variants")
+    p.add_argument("--natives", default=",".join(MPICH_VNATIVES), help="forced MPICH algorithms")
+    p.add_argument(
+        "--only",
+        help="measure only these candidates (timer names, e.g. "
+        "native,level3-receiver-all,level1-receiver-all)",
+    )
+    p.add_argument(
+        "--settle", type=float, default=1.0, help="idle seconds before each candidate (default 1)"
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=2,
+        help="untimed calls before each candidate's timed ones (default 2): the first call on "
+        "connections another candidate left after heavy loss runs slow",
+    )
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+
+    p = command(
+        sub,
+        "bench-mcast",
+        cmd_bench_mcast,
+        "Benchmark multicast Bcast/Scatter/Scatterv/Allgather against the MPI library's.",
+        topology="required",
+    )
+    p.add_argument("--ops", default="bcast,scatter,allgather,scatterv", help="comma list")
+    p.add_argument(
+        "--sizes", default=DEFAULT_SIZES, help=f"bytes per rank (default {DEFAULT_SIZES})"
+    )
+    p.add_argument("--rate", default="100Mbit", help="every link's speed (default 100Mbit)")
+    p.add_argument("--frag", type=int, default=16384, help="multicast payload bytes per datagram")
+    p.add_argument(
+        "--target-seconds", type=float, default=0.5, help="data time per job (sets the calls)"
+    )
+    p.add_argument("--prefix", default="mcb", help="emulation name prefix (default mcb)")
+    p.add_argument("-o", "--output", default="build/bench-mcast", help="directory for CSV/JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="print rows as they are measured")

@@ -1,0 +1,77 @@
+"""Option groups shared by several commands: one definition each."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from aapcgen.alltoall.variants import help_text
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    func: Handler,
+    help_text: str,
+    topology: str = "optional",
+) -> argparse.ArgumentParser:
+    """A subcommand with its handler and, unless ``topology`` is "none", the TOPO.yaml argument
+    ("optional": the built-in example when absent; "required")."""
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    if topology != "none":
+        p.add_argument(
+            "topology",
+            nargs="?" if topology == "optional" else None,
+            metavar="TOPO.yaml",
+            help="switch tree (see docs/topology.md)",
+        )
+    p.set_defaults(func=func)
+    return p
+
+
+def variant_options(p: argparse.ArgumentParser, default: str | None) -> None:
+    """``--variant``, ``--block-size`` and ``-v`` (sync, generate, build)."""
+    p.add_argument("--variant", default=default, metavar="V", help=help_text(default))
+    p.add_argument(
+        "--block-size", metavar="N[,N...]", help="phases per block for the partial variants"
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
+
+
+def run_options(
+    p: argparse.ArgumentParser,
+    backends: str,
+    repeats: int,
+    max_iters: int,
+    prefix: str,
+    repeats_help: str = "interleaved repeats (median and spread)",
+) -> None:
+    """Where and how long MPI jobs run (bench, bench-alltoallv, tune): the fields of
+    ``measure.bench.BenchConfig.from_args``."""
+    p.add_argument("--backend", default="local", help=f"one of {backends} (default local)")
+    p.add_argument("--repeats", type=int, default=repeats, help=repeats_help)
+    p.add_argument(
+        "--target-seconds", type=float, default=1.0, help="timed seconds per measurement"
+    )
+    p.add_argument(
+        "--max-iters",
+        type=int,
+        default=max_iters,
+        help="at most this many timed calls per measurement",
+    )
+    p.add_argument("--rate", help="emulate/simulate: every link at this speed (e.g. 100Mbit)")
+    p.add_argument(
+        "--queue", type=int, default=100_000, help="emulate: switch port buffer in bytes"
+    )
+    p.add_argument(
+        "--prefix", default=prefix, help="emulate: prefix of namespace and interface names"
+    )
+    p.add_argument("--hostfile", help="mpiexec backend: hostfile for mpiexec -f")
+    p.add_argument(
+        "--launcher", help="mpiexec backend: launch command, e.g. 'srun -N 16 --ntasks-per-node=1'"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=3600.0, help="seconds before one MPI job is killed"
+    )

