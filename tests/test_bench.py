@@ -71,12 +71,30 @@ def test_timer_output_with_tcp_counters():
 
 
 def test_job_plan_interleaves_natives():
-    jobs = plan_jobs("emulate", ("brucks", "pairwise"), (1024, 65536), 1.0, 50)
+    jobs = plan_jobs("mpich", ("brucks", "pairwise"), (1024, 65536), 1.0, 50)
     assert [j.label for j in jobs] == ["native + generated", "native-brucks", "native-pairwise"]
     assert dict(jobs[1].env) == {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "brucks"}
     assert "--only" in jobs[2].args and "1024,65536" in jobs[0].args
-    sim = plan_jobs("simulate", ("pair",), (1024,), 1.0, 50)
+    sim = plan_jobs("simgrid", ("pair",), (1024,), 1.0, 50)
     assert sim[1].simgrid_algorithm == "pair" and sim[1].env == ()
+
+
+def test_native_rows_are_forced_the_way_the_mpi_needs():
+    """Under Open MPI a native-X row forces X through coll_tuned (it used to set MPICH's
+    variable, which Open MPI ignores: the library default labelled X)."""
+    ompi = plan_jobs("openmpi", ("pairwise", "linear"), (1024,), 1.0, 50)
+    assert [j.label for j in ompi] == ["native + generated", "native-pairwise", "native-linear"]
+    assert dict(ompi[1].env) == {
+        "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+        "OMPI_MCA_coll_tuned_alltoall_algorithm": "2",
+    }
+    assert dict(ompi[2].env)["OMPI_MCA_coll_tuned_alltoall_algorithm"] == "1"
+    assert all("MPIR_CVAR" not in k for j in ompi for k, _ in j.env)
+    with pytest.raises(InputError, match="'brucks' is not an Open MPI alltoall algorithm"):
+        plan_jobs("openmpi", ("brucks",), (1024,), 1.0, 50)
+    with pytest.raises(InputError, match="neither MPICH nor Open MPI"):
+        plan_jobs("unknown", ("brucks",), (1024,), 1.0, 50)
+    assert len(plan_jobs("unknown", (), (1024,), 1.0, 50)) == 1  # the default alone is fine
 
 
 @pytest.mark.mpi
@@ -122,6 +140,31 @@ def test_short_local_bench_is_well_formed(tmp_path):
     assert data["environment"]["backend"] == "local" and len(data["summary"]) == 4 * 2
     assert (out / "throughput.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| 16K | sender-all |" in proc.stdout
+
+
+OMPI = ROOT / ".venv-openmpi" / "bin"
+
+
+@pytest.mark.mpi
+@pytest.mark.openmpi
+def test_bench_under_open_mpi_forces_its_own_algorithms(tmp_path):
+    """`aapcgen bench --mpicc <Open MPI>`: built and run with Open MPI, natives forced with
+    coll_tuned (checked by the unit test above), rows labelled by Open MPI's algorithm names."""
+    out = tmp_path / "ompi"
+    launcher = f"{OMPI / 'mpiexec'} --oversubscribe -n 5"
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    cmd = [str(BIN / "aapcgen"), "bench", str(ROOT / "topologies/paper-fig1.yaml")]
+    cmd += ["--backend", "mpiexec", "--launcher", launcher, "--mpicc", str(OMPI / "mpicc")]
+    cmd += ["--sizes", "1K", "--repeats", "1", "--target-seconds", "0.02", "--max-iters", "3"]
+    cmd += ["--natives", "pairwise,linear", "--variants", "receiver-all", "-o", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cands = {r["candidate"] for r in csv.DictReader(open(out / "results.csv"))}
+    assert cands == {"native-default", "native-pairwise", "native-linear", "receiver-all"}
+    bad = cmd[:-4] + ["--natives", "brucks", "-o", str(out)]
+    proc = subprocess.run(bad, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 2 and "not an Open MPI alltoall algorithm" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_bad_backend_is_one_line(tmp_path):

@@ -16,12 +16,12 @@ import pytest
 from aapcgen.cli import main
 from aapcgen.codegen.generate import generate, variant_specs
 from aapcgen.core.topology import load_topology
+from aapcgen.measure.timer import seconds_by_candidate
 from aapcgen.platforms.simgrid import (
     bottleneck_bound,
     compile_timer,
     export_simgrid,
     hostfile,
-    parse_timer_output,
     platform_xml,
     run_simulated,
     smpicc_compile,
@@ -149,7 +149,7 @@ def test_generated_sender_all_respects_bound(tmp_path: Path) -> None:
     msize = 65536
     args = ["--bytes", str(msize), "--repeats", "1", "--iters", "2", "--warmup", "1"]
     run = run_simulated(platform, hosts, topo.n_machines, exe, args, timeout=120)
-    times = parse_timer_output(run.stdout)
+    times = seconds_by_candidate(run.stdout)
     bound = bottleneck_bound(topo, msize)
     assert set(times) == {("native", msize), ("sender-all", msize)}
     for (name, _), seconds in times.items():

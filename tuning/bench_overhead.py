@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from aapcgen.measure.timer import parse_timer_lines
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -69,10 +71,8 @@ def measure(n: int, nbytes: int, repeats: int, iters: int) -> dict[str, list[flo
             timeout=1800,
         ).stdout
     times: dict[str, list[float]] = {}
-    for line in out.splitlines():
-        if line.startswith("time "):
-            fields = line.split()  # time <candidate> <bytes> <repeat> <seconds> <iters> <cpu>
-            times.setdefault(fields[1], []).append(float(fields[4]))
+    for t in parse_timer_lines(out):
+        times.setdefault(t.candidate, []).append(t.seconds)
     return times
 
 

@@ -27,12 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from aapcgen import simgrid  # noqa: E402
 from aapcgen.codegen.generate import generate, variant_specs  # noqa: E402
 from aapcgen.core.errors import AapcError  # noqa: E402
 from aapcgen.core.model import Topology  # noqa: E402
 from aapcgen.core.topology import load_topology  # noqa: E402
 from aapcgen.measure.bench import peak_of  # noqa: E402
+from aapcgen.measure.timer import seconds_by_candidate  # noqa: E402
+from aapcgen.platforms import simgrid  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def run_one(candidate: str, run: Callable[[], simgrid.SimRun], timeout: float) -
         )
     finally:
         done.set()
-    times = simgrid.parse_timer_output(sim.stdout)
+    times = seconds_by_candidate(sim.stdout)
     if sim.returncode != 0 or not times:
         tail = [ln for ln in sim.stderr.strip().splitlines() if ln.strip()][-1:] or ["(no output)"]
         return Result(

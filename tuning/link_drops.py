@@ -18,6 +18,7 @@ from pathlib import Path
 
 from aapcgen.codegen.generate import generate, variant_specs
 from aapcgen.core.topology import load_topology
+from aapcgen.measure.timer import parse_timer_lines
 from aapcgen.platforms import emulate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,9 +81,7 @@ def main() -> None:
                 drops = {k: after[k][2] - before[k][2] for k in after}
                 machine_names = set(topo.machines)
                 on_machine = sum(v for k, v in drops.items() if set(k.split("->")) & machine_names)
-                seconds = next(
-                    line.split()[4] for line in out.splitlines() if line.startswith("time")
-                )
+                seconds = parse_timer_lines(out)[0].seconds
                 print(
                     f"| {cand} | {float(seconds):.4f} | {sum(drops.values()) - on_machine} | {on_machine} |",
                     flush=True,

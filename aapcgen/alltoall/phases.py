@@ -40,8 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aapcgen.alltoall.tree import HungTree, TreeInfo, hang, machine_ancestors
-from aapcgen.core.model import Topology
+from aapcgen.alltoall.tree import TreeInfo, hang, machine_ancestors, uplink_bandwidths
 
 
 @dataclass(frozen=True)
@@ -203,18 +202,6 @@ def build_phases(tree: TreeInfo) -> Schedule:
     )
 
 
-def edge_bandwidths(topo: Topology, ht: HungTree) -> np.ndarray:
-    """Bandwidth (bytes/s) of the link from each node of ``ht = hang(topo)`` up to its parent,
-    indexed by node id (machines first, then switches; 0 for the top switch)."""
-    index = {name: i for i, name in enumerate(ht.names)}
-    bw = np.zeros(len(ht.names), dtype=np.float64)
-    bw[: topo.n_machines] = topo.machine_bandwidth
-    for link in topo.links:
-        a, b = index[link.a], index[link.b]
-        bw[b if ht.parent[b] == a else a] = link.bandwidth
-    return bw
-
-
 def phased_seconds_per_byte(tree: TreeInfo, sched: Schedule) -> float:
     """Least time per message byte of a schedule whose phases run one after another.
 
@@ -228,7 +215,7 @@ def phased_seconds_per_byte(tree: TreeInfo, sched: Schedule) -> float:
     if len(sched.src) == 0:
         return 0.0
     ht = hang(tree.topology)
-    bw = edge_bandwidths(tree.topology, ht)
+    bw = uplink_bandwidths(tree.topology, ht)
     inv = np.divide(1.0, bw, out=np.zeros_like(bw), where=bw > 0)
     anc = machine_ancestors(ht)
     src, dst = sched.src.astype(np.int64), sched.dst.astype(np.int64)

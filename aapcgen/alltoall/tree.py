@@ -275,3 +275,15 @@ def path_edges(tree: HungTree, src: np.ndarray, dst: np.ndarray) -> tuple[np.nda
             msgs.append(used)
             edges.append(2 * end[used] + down)
     return np.concatenate(msgs), np.concatenate(edges)
+
+
+def uplink_bandwidths(topo: Topology, ht: HungTree) -> np.ndarray:
+    """Bandwidth (bytes/s) of the link from each node of ``ht = hang(topo)`` up to its parent,
+    indexed by node id (machines first, then switches; 0 for the top switch)."""
+    index = {name: i for i, name in enumerate(ht.names)}
+    bw = np.zeros(len(ht.names), dtype=np.float64)
+    bw[: topo.n_machines] = topo.machine_bandwidth
+    for link in topo.links:
+        a, b = index[link.a], index[link.b]
+        bw[b if ht.parent[b] == a else a] = link.bandwidth
+    return bw

@@ -28,7 +28,7 @@ import numpy as np
 import yaml
 
 from aapcgen.alltoall.phases import build_phases
-from aapcgen.alltoall.tree import HungTree, analyze, hang, path_edges
+from aapcgen.alltoall.tree import analyze, hang, path_edges, uplink_bandwidths
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Topology
 
@@ -200,18 +200,6 @@ class _Messages:
         return [edges[cut[m] : cut[m + 1]] for m in range(len(self.src))]
 
 
-def _node_bandwidth(topo: Topology, tree: HungTree) -> np.ndarray:
-    """Bandwidth of the link from each node up to its parent (0 at the top)."""
-    n = topo.n_machines
-    bw = np.zeros(len(tree.names), dtype=np.float64)
-    bw[:n] = topo.machine_bandwidth
-    link_bw = {frozenset((ln.a, ln.b)): ln.bandwidth for ln in topo.links}
-    for c in range(n, len(tree.names)):
-        if tree.parent[c] >= 0:
-            bw[c] = link_bw[frozenset((tree.names[c], tree.names[int(tree.parent[c])]))]
-    return bw
-
-
 def _messages(topo: Topology, pattern: np.ndarray) -> _Messages:
     n = topo.n_machines
     pattern = np.asarray(pattern, dtype=np.int64)
@@ -224,7 +212,7 @@ def _messages(topo: Topology, pattern: np.ndarray) -> _Messages:
     msg, edge = path_edges(tree, src, dst)
     order = np.lexsort((edge, msg))
     msg, edge = msg[order], edge[order]
-    node_bw = _node_bandwidth(topo, tree)
+    node_bw = uplink_bandwidths(topo, tree)
     edge_bw = np.repeat(node_bw, 2)
     rate = np.full(len(src), np.inf)
     np.minimum.at(rate, msg, edge_bw[edge])

@@ -17,8 +17,6 @@ from aapcgen.core.topology import load_topology, topology_or_builtin
 from aapcgen.core.units import parse_rate_option
 from aapcgen.measure.bench import (
     BACKENDS,
-    MPICH_NATIVES,
-    SIMGRID_NATIVES,
     BenchConfig,
     best_ratios,
     parse_sizes,
@@ -47,16 +45,13 @@ def cmd_bench(a: argparse.Namespace) -> int:
         specs += variant_specs(
             v, parse_block_sizes(a.block_size) if ("partial" in v or v == "all") else None
         )
-    default_natives = SIMGRID_NATIVES if a.backend == "simulate" else MPICH_NATIVES
-    natives = tuple(
-        x for x in (a.natives.split(",") if a.natives is not None else default_natives) if x
-    )
+    natives = tuple(x for x in a.natives.split(",") if x) if a.natives is not None else None
     out_dir = Path(a.output or f"bench-results/{topo.name}-{a.backend}")
     cfg = BenchConfig.from_args(a, topo, parse_sizes(a.sizes), specs, natives, out_dir)
     peak = peak_of(topo, cfg.rate)
     stderr_progress(
         f"bench {topo.name} on {a.backend}: {len(specs)} generated variant(s), natives "
-        f"{', '.join(natives) or 'default only'}, sizes {a.sizes}, {a.repeats} repeats; "
+        f"{'the MPI default ones' if natives is None else ', '.join(natives) or 'default only'}, sizes {a.sizes}, {a.repeats} repeats; "
         f"peak {peak / 1e6:.2f} MB/s"
     )
     rows = run_bench(cfg, stderr_progress)

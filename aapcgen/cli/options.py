@@ -75,3 +75,9 @@ def run_options(
     p.add_argument(
         "--timeout", type=float, default=3600.0, help="seconds before one MPI job is killed"
     )
+    p.add_argument(
+        "--mpicc",
+        metavar="PATH",
+        help="compiler wrapper of the MPI to measure; its mpiexec is the one beside it "
+        "(default: the venv's MPICH, then PATH's)",
+    )

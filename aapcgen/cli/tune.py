@@ -14,6 +14,7 @@ from aapcgen.core.topology import topology_or_builtin
 from aapcgen.core.units import format_bandwidth
 from aapcgen.measure import bench
 from aapcgen.measure.bench import BenchConfig
+from aapcgen.measure.mpi import DEFAULT_NATIVES, mpi_flavour, native_env
 from aapcgen.tune.plan import (
     JOB_OVERHEAD_S,
     TuneConfig,
@@ -22,7 +23,6 @@ from aapcgen.tune.plan import (
     round_jobs,
     shlex_args,
 )
-from aapcgen.tune.probe import NATIVES, mpi_flavour, native_env
 from aapcgen.tune.store import SWEEP, Store, topology_hash
 from aapcgen.tune.sweep import run_tune
 
@@ -60,7 +60,9 @@ def plan_tune(a: argparse.Namespace) -> TunePlan:
         flavour, mpi = mpi_flavour(a.mpicc or bench.bin_path("mpicc"))
     natives = tuple(
         x.strip()
-        for x in (a.natives.split(",") if a.natives is not None else NATIVES.get(flavour, ()))
+        for x in (
+            a.natives.split(",") if a.natives is not None else DEFAULT_NATIVES.get(flavour, ())
+        )
         if x.strip()
     )
     n = topo.n_machines
@@ -185,5 +187,4 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=2,
         help="rounds timing the tuned routine against the best and the default (0: none)",
     )
-    p.add_argument("--mpicc", help="MPI compiler wrapper of the MPI the launcher runs")
     p.add_argument("-o", "--output", metavar="DIR", help="results directory (default tuning/NAME)")

@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from aapcgen.alltoall.phases import build_phases
-from aapcgen.alltoall.tree import analyze, hang
-from aapcgen.alltoallv.schedule import _node_bandwidth
+from aapcgen.alltoall.tree import analyze, hang, uplink_bandwidths
 from aapcgen.core.model import Topology
 
 
@@ -36,7 +35,7 @@ def vtree_tables(topo: Topology, with_template: bool) -> dict[str, np.ndarray | 
         "n_machines": topo.n_machines,
         "n_nodes": len(tree.names),
         "parent": tree.parent.astype(np.int64),
-        "up_bw": _node_bandwidth(topo, tree).astype(np.float64),
+        "up_bw": uplink_bandwidths(topo, tree).astype(np.float64),
         "template_phase": template_phase_table(topo) if with_template else None,
     }
 

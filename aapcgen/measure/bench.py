@@ -38,10 +38,10 @@ from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Link, Topology
 from aapcgen.core.resources import resource_dir
 from aapcgen.core.units import format_bandwidth, parse_rate_option
+from aapcgen.measure.mpi import DEFAULT_NATIVES, mpi_flavour, native_env
+from aapcgen.measure.timer import parse_timer_lines
 
 BACKENDS = ("local", "emulate", "simulate", "mpiexec")
-MPICH_NATIVES = ("brucks", "scattered", "pairwise")
-SIMGRID_NATIVES = ("basic_linear", "pair", "ring", "bruck", "mpich", "ompi", "mvapich2")
 CPU_BOUND = 0.90
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 2**20, "MB": 2**20, "MIB": 2**20}
 
@@ -108,23 +108,20 @@ def median_known(values: list[float]) -> float:
 
 
 def parse_timer_output(text: str, rename: dict[str, str], repeat: int) -> list[Measurement]:
-    rows = []
-    for line in text.splitlines():
-        f = line.split()
-        if len(f) in (7, 9) and f[0] == "time":
-            tcp = (float(f[7]), float(f[8])) if len(f) == 9 else (-1.0, -1.0)
-            rows.append(
-                Measurement(
-                    rename.get(f[1], f[1]),
-                    int(f[2]),
-                    repeat,
-                    float(f[4]),
-                    int(f[5]),
-                    float(f[6]),
-                    *tcp,
-                )
-            )
-    return rows
+    """A timer's output (measure/timer.py) as rows of repeat ``repeat``, candidates renamed."""
+    return [
+        Measurement(
+            rename.get(t.candidate, t.candidate),
+            t.bytes,
+            repeat,
+            t.seconds,
+            t.calls,
+            t.cpu_busy,
+            t.tcp_retrans,
+            t.tcp_timeouts,
+        )  # fmt: skip
+        for t in parse_timer_lines(text)
+    ]
 
 
 def summarize(rows: list[Measurement], n_machines: int, peak: float) -> list[Summary]:
@@ -169,9 +166,10 @@ class Job:
 
 
 def plan_jobs(
-    backend: str, natives: tuple[str, ...], sizes: tuple[int, ...], target_s: float, max_iters: int
+    flavour: str, natives: tuple[str, ...], sizes: tuple[int, ...], target_s: float, max_iters: int
 ) -> list[Job]:
-    """Job 0: default native + generated variants; then one job per forced native algorithm."""
+    """Job 0: default native + generated variants; then one job per forced native algorithm,
+    forced the way the MPI ``flavour`` (mpich, openmpi, simgrid; measure/mpi.py) needs."""
     common = (
         "--bytes",
         ",".join(map(str, sizes)),
@@ -189,10 +187,10 @@ def plan_jobs(
     jobs = [Job("native + generated", common, (), (("native", "native-default"),))]
     for alg in natives:
         rename = (("native", f"native-{alg}"),)
-        if backend == "simulate":
+        if flavour == "simgrid":
             jobs.append(Job(f"native-{alg}", (*common, "--only", "native"), (), rename, alg))
         else:
-            env = (("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", alg),)
+            env = native_env(flavour, alg)
             jobs.append(Job(f"native-{alg}", (*common, "--only", "native"), env, rename))
     return jobs
 
@@ -203,7 +201,7 @@ class BenchConfig:
     backend: str
     sizes: tuple[int, ...]
     variants: list[VariantSpec]
-    natives: tuple[str, ...]
+    natives: tuple[str, ...] | None  # None: the MPI's defaults (measure/mpi.py DEFAULT_NATIVES)
     repeats: int
     target_seconds: float
     max_iters: int
@@ -214,6 +212,7 @@ class BenchConfig:
     launcher: str | None = None
     timeout: float = 3600.0
     prefix: str = "aapc"  # emulate: name prefix of namespaces and interfaces
+    mpicc: str | None = None  # the MPI's compiler wrapper (None: the venv's, then PATH's)
 
     @classmethod
     def from_args(
@@ -222,7 +221,7 @@ class BenchConfig:
         topology: Topology,
         sizes: tuple[int, ...],
         variants: list[VariantSpec],
-        natives: tuple[str, ...],
+        natives: tuple[str, ...] | None,
         out_dir: Path,
         backends: tuple[str, ...] = BACKENDS,
     ) -> BenchConfig:
@@ -241,11 +240,20 @@ class BenchConfig:
         return cls(
             topology, a.backend, sizes, variants, natives, a.repeats, a.target_seconds,
             a.max_iters, parse_rate_option(a.rate), a.queue, out_dir, a.hostfile, a.launcher,
-            a.timeout, a.prefix,
+            a.timeout, a.prefix, a.mpicc,
         )  # fmt: skip
 
 
 Runner = Callable[[Job, Path], str]
+
+
+def mpi_bin(cfg: BenchConfig, name: str) -> str:
+    """``mpicc`` or ``mpiexec`` of the MPI being measured: ``cfg.mpicc`` and the mpiexec beside
+    it, else the venv's, else PATH's."""
+    if cfg.mpicc:
+        sibling = Path(cfg.mpicc).parent / name
+        return cfg.mpicc if name == "mpicc" else (str(sibling) if sibling.exists() else name)
+    return bin_path(name)
 
 
 def bin_path(name: str) -> str:
@@ -277,19 +285,19 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
         yield (
             (
                 lambda job, exe: _check(
-                    [bin_path("mpiexec"), "-n", str(n), str(exe), *job.args],
+                    [mpi_bin(cfg, "mpiexec"), "-n", str(n), str(exe), *job.args],
                     {**base_env, **dict(job.env)},
                     cfg.timeout,
                 )
             ),
-            bin_path("mpicc"),
+            mpi_bin(cfg, "mpicc"),
         )
     elif cfg.backend == "mpiexec":
         if cfg.launcher:
             launch = shlex.split(cfg.launcher)
         else:
             launch = [
-                bin_path("mpiexec"),
+                mpi_bin(cfg, "mpiexec"),
                 "-n",
                 str(n),
                 *(["-f", cfg.hostfile] if cfg.hostfile else []),
@@ -300,7 +308,7 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
                     [*launch, str(exe), *job.args], {**base_env, **dict(job.env)}, cfg.timeout
                 )
             ),
-            bin_path("mpicc"),
+            mpi_bin(cfg, "mpicc"),
         )
     elif cfg.backend == "emulate":
         from aapcgen.platforms import emulate
@@ -312,14 +320,14 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
             def run(job: Job, exe: Path) -> str:
                 cmd = emulate.mpiexec_command(
                     em,
-                    bin_path("mpiexec"),
+                    mpi_bin(cfg, "mpiexec"),
                     [str(exe), *job.args],
                     dict(job.env),
                     cfg.topology.ranks_per_machine,
                 )
                 return _check(cmd, base_env, cfg.timeout)
 
-            yield run, bin_path("mpicc")
+            yield run, mpi_bin(cfg, "mpicc")
     elif cfg.backend == "simulate":
         from aapcgen.platforms import simgrid
 
@@ -349,9 +357,11 @@ def compile_timer(mpicc: str, gen_dir: Path, exe: Path) -> None:
 
 
 def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measurement]:
-    jobs = plan_jobs(cfg.backend, cfg.natives, cfg.sizes, cfg.target_seconds, cfg.max_iters)
     rows: list[Measurement] = []
     with tempfile.TemporaryDirectory(prefix="aapc-bench-") as tmp, runner(cfg) as (run, mpicc):
+        flavour = "simgrid" if cfg.backend == "simulate" else mpi_flavour(mpicc)[0]
+        natives = cfg.natives if cfg.natives is not None else DEFAULT_NATIVES.get(flavour, ())
+        jobs = plan_jobs(flavour, natives, cfg.sizes, cfg.target_seconds, cfg.max_iters)
         gen_dir = Path(tmp) / "gen"
         generate(cfg.topology, cfg.variants, gen_dir)
         exe = Path(tmp) / "alltoall_timer"

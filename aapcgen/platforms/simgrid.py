@@ -271,17 +271,6 @@ def simulated_time(stderr: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def parse_timer_output(stdout: str) -> dict[tuple[str, int], list[float]]:
-    """alltoall_timer's "time <candidate> <bytes> <repeat> <seconds> ..." lines:
-    {(candidate, bytes): [seconds per repeat]}."""
-    times: dict[tuple[str, int], list[float]] = {}
-    for line in stdout.splitlines():
-        parts = line.split()
-        if len(parts) >= 5 and parts[0] == "time":
-            times.setdefault((parts[1], int(parts[2])), []).append(float(parts[4]))
-    return times
-
-
 def run_simulated(
     platform: str | os.PathLike[str],
     hostfile: str | os.PathLike[str],

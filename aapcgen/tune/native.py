@@ -20,6 +20,7 @@ import json
 import re
 from pathlib import Path
 
+from aapcgen.measure.mpi import OMPI_ALGORITHMS
 from aapcgen.tune.decide import DEFAULT, NATIVE_PREFIX, Range
 
 MPICH_ALGORITHMS = {
@@ -28,8 +29,6 @@ MPICH_ALGORITHMS = {
     "scattered": "MPIR_Alltoall_intra_scattered",
     "pairwise": "MPIR_Alltoall_intra_pairwise",
 }
-# coll_tuned_alltoall_algorithm values (ompi/mca/coll/tuned/coll_tuned_alltoall_decision.c)
-OMPI_ALGORITHMS = {"linear": 1, "pairwise": 2, "modified_bruck": 3, "linear_sync": 4, "two_proc": 5}
 OMPI_ALLTOALL_ID = 3  # ALLTOALL in ompi/mca/coll/base/coll_base_functions.h
 
 

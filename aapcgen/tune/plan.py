@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from aapcgen.measure import bench
 from aapcgen.measure.bench import BenchConfig, Job, Measurement
+from aapcgen.measure.mpi import native_env
 from aapcgen.tune.decide import (
     DEFAULT,
     NATIVE_PREFIX,
@@ -16,7 +17,6 @@ from aapcgen.tune.decide import (
     is_native,
     points,
 )
-from aapcgen.tune.probe import native_env
 
 JOB_OVERHEAD_S = {"local": 0.5, "mpiexec": 2.0, "emulate": 2.0, "simulate": 2.0}
 
@@ -50,9 +50,7 @@ def make_job(
     cfg: TuneConfig, group: str, cands: list[str], sizes: tuple[int, ...], env: tuple = ()
 ) -> Job:
     """One timer invocation measuring ``cands`` (all of one group) at ``sizes``."""
-    base = bench.plan_jobs(
-        cfg.bench.backend, (), sizes, cfg.bench.target_seconds, cfg.bench.max_iters
-    )[0]
+    base = bench.plan_jobs(cfg.flavour, (), sizes, cfg.bench.target_seconds, cfg.bench.max_iters)[0]
     only = ",".join(sorted({timer_name(c) for c in cands}))
     if group == "main":
         return replace(base, label="main", args=(*base.args, "--only", only), env=env)

@@ -1,40 +1,13 @@
-"""MPI probing for `aapcgen tune`: which MPI a compiler wrapper belongs to, its library, and how to
-force or tune its native MPI_Alltoall algorithms."""
+"""MPI probing for `aapcgen tune`: the MPI library a program loads, and the tuning files that
+change its native MPI_Alltoall choice (forcing one algorithm: measure/mpi.py)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from aapcgen.core.errors import InputError
-from aapcgen.measure import bench
-from aapcgen.tune.native import (
-    OMPI_ALGORITHMS,
-)
-
 MPICH_JSON = "mpich-alltoall.json"
 OMPI_RULES = "ompi-alltoall-rules.conf"
-NATIVES = {
-    "mpich": ("brucks", "scattered", "pairwise"),
-    "openmpi": ("linear", "pairwise", "modified_bruck", "linear_sync"),
-    "simgrid": bench.SIMGRID_NATIVES,
-}
-
-
-def mpi_flavour(mpicc: str) -> tuple[str, str]:
-    """('mpich'|'openmpi'|'unknown', version line) of an MPI compiler wrapper."""
-    for args, key, flavour in (
-        (["--showme:version"], "Open MPI", "openmpi"),
-        (["-v"], "MPICH", "mpich"),
-    ):
-        try:
-            proc = subprocess.run([mpicc, *args], capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        for line in (proc.stdout + proc.stderr).splitlines():
-            if key in line:
-                return flavour, line.strip()
-    return "unknown", "unknown"
 
 
 def mpi_library(exe: Path) -> Path | None:
@@ -63,21 +36,6 @@ def mpich_library(mpicc: str) -> Path | None:
                     if f.read(4) == b"\x7fELF":
                         return lib.resolve()
     return None
-
-
-def native_env(flavour: str, alg: str) -> tuple[tuple[str, str], ...]:
-    """Environment forcing one native algorithm (MPICH CVAR; Open MPI MCA parameters)."""
-    if flavour == "openmpi":
-        if alg not in OMPI_ALGORITHMS:
-            raise InputError(
-                f"--natives: '{alg}' is not an Open MPI alltoall algorithm "
-                f"(choose from: {', '.join(OMPI_ALGORITHMS)})"
-            )
-        return (
-            ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
-            ("OMPI_MCA_coll_tuned_alltoall_algorithm", str(OMPI_ALGORITHMS[alg])),
-        )
-    return (("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", alg),)
 
 
 def native_tuning_file(flavour: str, out_dir: Path) -> Path | None:

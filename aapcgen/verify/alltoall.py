@@ -25,6 +25,7 @@ import numpy as np
 
 from aapcgen.core.errors import VerificationError
 from aapcgen.core.model import Topology
+from aapcgen.verify.tree import VTree, ancestors, hang_tree
 
 
 @dataclass(frozen=True)
@@ -54,59 +55,6 @@ class Proof:
         )
 
 
-@dataclass(frozen=True)
-class _HungTree:
-    names: list[str]  # node id -> name; machines are ids 0..N-1 in rank order
-    parent: np.ndarray  # node id -> parent id (-1 at the top)
-    depth: np.ndarray
-    below: np.ndarray  # machines in the subtree of each node
-
-
-def _hang(topo: Topology) -> _HungTree:
-    names = list(topo.machines) + list(topo.switches)
-    index = {name: i for i, name in enumerate(names)}
-    neighbours: list[list[int]] = [[] for _ in names]
-    edges = [(ln.a, ln.b) for ln in topo.links] + list(zip(topo.machines, topo.machine_switch))
-    for a, b in edges:
-        neighbours[index[a]].append(index[b])
-        neighbours[index[b]].append(index[a])
-    n = topo.n_machines
-    top = index[topo.switches[0]]
-    parent = np.full(len(names), -1, dtype=np.int64)
-    depth = np.zeros(len(names), dtype=np.int64)
-    seen = np.zeros(len(names), dtype=bool)
-    seen[top] = True
-    order = [top]
-    for node in order:  # breadth-first; the list grows while we walk it
-        for nxt in neighbours[node]:
-            if not seen[nxt]:
-                seen[nxt] = True
-                parent[nxt] = node
-                depth[nxt] = depth[node] + 1
-                order.append(nxt)
-    if len(order) != len(names):
-        raise VerificationError(f"{topo.source}: topology is not connected")
-    below = np.zeros(len(names), dtype=np.int64)
-    below[:n] = 1
-    for node in reversed(order[1:]):
-        below[parent[node]] += below[node]
-    return _HungTree(names=names, parent=parent, depth=depth, below=below)
-
-
-def _ancestors(tree: _HungTree, n: int) -> np.ndarray:
-    """anc[d, m] = ancestor of machine m at depth d (m itself at its own depth), -1 below it."""
-    max_depth = int(tree.depth[:n].max())
-    anc = np.full((max_depth + 1, n), -1, dtype=np.int64)
-    cur = np.arange(n, dtype=np.int64)
-    cur_depth = tree.depth[:n].copy()
-    for d in range(max_depth, -1, -1):
-        at = cur_depth == d
-        anc[d, at] = cur[at]
-        cur = np.where(at, tree.parent[cur], cur)
-        cur_depth = np.where(at, d - 1, cur_depth)
-    return anc
-
-
 def _check_arrays(n: int, phase: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
     if not (len(phase) == len(src) == len(dst)):
         raise VerificationError("schedule arrays differ in length")
@@ -131,10 +79,8 @@ def _check_complete(names: list[str], n: int, src: np.ndarray, dst: np.ndarray) 
         raise VerificationError(f"message {names[s]}->{names[d]} is sent {count[s, d]} times")
 
 
-def _check_edges(
-    tree: _HungTree, n: int, phase: np.ndarray, src: np.ndarray, dst: np.ndarray
-) -> None:
-    anc = _ancestors(tree, n)
+def _check_edges(tree: VTree, n: int, phase: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+    anc = ancestors(tree, n)
     n_nodes = len(tree.names)
     for d in range(anc.shape[0] - 1, 0, -1):
         a_src, a_dst = anc[d][src], anc[d][dst]
@@ -162,7 +108,7 @@ def verify_schedule(topo: Topology, phase: np.ndarray, src: np.ndarray, dst: np.
     n = topo.n_machines
     phase, src, dst = (np.asarray(a, dtype=np.int64) for a in (phase, src, dst))
     _check_arrays(n, phase, src, dst)
-    tree = _hang(topo)
+    tree = hang_tree(topo)
     _check_complete(tree.names, n, src, dst)
     _check_edges(tree, n, phase, src, dst)
     loads = tree.below * (n - tree.below)
@@ -209,8 +155,8 @@ class SyncProof:
 
 def _edge_uses(topo: Topology, src: np.ndarray, dst: np.ndarray) -> dict[int, list[int]]:
     """Messages using each directed edge (key 2*node for up, 2*node+1 for down)."""
-    tree = _hang(topo)
-    anc = _ancestors(tree, topo.n_machines)
+    tree = hang_tree(topo)
+    anc = ancestors(tree, topo.n_machines)
     uses: dict[int, list[int]] = {}
     for d in range(1, anc.shape[0]):
         a_src, a_dst = anc[d][src], anc[d][dst]

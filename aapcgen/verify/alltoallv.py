@@ -22,7 +22,7 @@ import numpy as np
 
 from aapcgen.core.errors import VerificationError
 from aapcgen.core.model import Topology
-from aapcgen.verify.alltoall import _ancestors, _hang
+from aapcgen.verify.tree import ancestors, hang_tree
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def verify_vschedule(topo: Topology, pattern: np.ndarray, schedule: Any) -> VPro
         ph.min() < 0 or min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n
     ):
         raise VerificationError("schedule has a phase below 0 or a rank outside 0..N-1")
-    tree = _hang(topo)
+    tree = hang_tree(topo)
     names = tree.names
     _check_tiling(pattern, src, dst, off, ln, names)
     n_phases = int(ph.max()) + 1 if len(ph) else 0
@@ -143,7 +143,7 @@ def verify_vschedule(topo: Topology, pattern: np.ndarray, schedule: Any) -> VPro
             f"offset {off[i]}), not a whole message below the threshold {threshold}"
         )
     # (piece, directed edge) pairs, depth by depth
-    anc = _ancestors(tree, n)
+    anc = ancestors(tree, n)
     bw = _edge_bandwidth(topo, names, tree.parent)
     n_nodes = len(names)
     pieces, edges = [], []
