@@ -1,0 +1,101 @@
+"""Which machines a job runs on: Slurm-style host lists, host files, and host-name matching.
+
+A host list is comma-separated items, each with optional bracket ranges (``n[0-3],n9,r[1-2]n[01-04]``;
+commas inside brackets belong to the range, as in Slurm). A host file has one host per line
+(``#`` comments; ``host:slots`` and ``host slots=N`` as MPICH and Open MPI write them).
+
+A host name H names machine m when H equals m's ``host:`` (or its ``name:`` when it has no host),
+or when their short forms (up to the first '.') are equal: ``n3`` and ``n3.cluster.org`` name
+the same machine. The runtime matches ``MPI_Get_processor_name`` the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from aapcgen.core.errors import InputError
+from aapcgen.core.model import Topology
+from aapcgen.core.topology import expand_ranges
+
+MAX_HOSTS = 1_000_000
+
+
+def split_hostlist(text: str) -> list[str]:
+    """Top-level comma split: ``a[1,2],b`` -> ``["a[1,2]", "b"]``."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [item.strip() for item in items if item.strip()]
+
+
+def parse_hostlist(text: str, what: str = "--hosts") -> list[str]:
+    """Expand a host list; InputError naming the bad item."""
+    hosts: list[str] = []
+    for item in split_hostlist(text):
+        try:
+            hosts += expand_ranges(item)
+        except ValueError as exc:
+            raise InputError(f"{what}: bad item '{item[:80]}': {exc}") from None
+        if len(hosts) > MAX_HOSTS:
+            raise InputError(f"{what}: more than {MAX_HOSTS} hosts")
+    if not hosts:
+        raise InputError(f"{what}: no hosts in '{text[:80]}'")
+    return hosts
+
+
+def read_hostfile(path: str | os.PathLike[str]) -> list[str]:
+    """Hosts of a host file, one per line, in order (a host repeated for slots counts once)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    hosts: list[str] = []
+    for line in text.splitlines():
+        word = line.split("#", 1)[0].strip().split()
+        if word:
+            host = word[0].split(":", 1)[0]
+            if host not in hosts:
+                hosts.append(host)
+    if not hosts:
+        raise InputError(f"{path}: no hosts in the file")
+    return hosts
+
+
+def short_name(host: str) -> str:
+    return host.split(".", 1)[0]
+
+
+def machine_of_host(topo: Topology) -> dict[str, int]:
+    """Every name a machine answers to (its host or name, and the short form) -> machine index;
+    a short form two machines share is left out (only the full name then matches)."""
+    exact: dict[str, int] = {}
+    short: dict[str, int | None] = {}
+    for m, (name, host) in enumerate(zip(topo.machines, topo.hosts)):
+        key = host or name
+        exact.setdefault(key, m)
+        s = short_name(key)
+        short[s] = m if s not in short else None
+    return {**{s: m for s, m in short.items() if m is not None}, **exact}
+
+
+def job_machines(topo: Topology, hosts: list[str], what: str = "--hosts") -> list[str]:
+    """The machine names of a job's hosts, in the job's order (each machine once)."""
+    index = machine_of_host(topo)
+    machines: list[str] = []
+    seen: set[int] = set()
+    for host in hosts:
+        m = index.get(host, index.get(short_name(host)))
+        if m is None:
+            raise InputError(f"{what}: host '{host}' is not a machine of {topo.name}")
+        if m not in seen:
+            seen.add(m)
+            machines.append(topo.machines[m])
+    if len(machines) < 2:
+        raise InputError(f"{what}: the job has {len(machines)} machine(s); all-to-all needs 2")
+    return machines
