@@ -1,0 +1,141 @@
+"""Python's door to the run-time scheduler in C (runtime_c/cluster/): the phases the generated
+library computes at the first MPI_Alltoall on a communicator, for tests, ``aapcgen schedule
+--hosts`` and benchmarks.
+
+The C sources are compiled once into a shared library in a cache folder keyed by their hash
+(``$AAPC_CACHE``, else ``$XDG_CACHE_HOME/aapcgen``, else ``~/.cache/aapcgen``), with ``$CC`` or
+``cc``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from aapcgen.alltoall.phases import Schedule
+from aapcgen.codegen.cluster import cluster_tables
+from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.model import Topology
+from aapcgen.core.resources import resource_dir
+
+_I32 = ctypes.POINTER(ctypes.c_int32)
+_F64 = ctypes.POINTER(ctypes.c_double)
+_STRS = ctypes.POINTER(ctypes.c_char_p)
+
+
+class _Cluster(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("n_machines", ctypes.c_int32),
+        ("n_switches", ctypes.c_int32),
+        ("n_links", ctypes.c_int32),
+        ("machine_name", _STRS),
+        ("machine_host", _STRS),
+        ("machine_switch", _I32),
+        ("machine_bw", _F64),
+        ("switch_name", _STRS),
+        ("link_a", _I32),
+        ("link_b", _I32),
+        ("link_bw", _F64),
+    ]
+
+
+class _Phases(ctypes.Structure):
+    _fields_ = [
+        ("n_ranks", ctypes.c_int32),
+        ("n_phases", ctypes.c_int32),
+        ("n_messages", ctypes.c_int64),
+        ("phase", _I32),
+        ("src", _I32),
+        ("dst", _I32),
+        ("root", ctypes.c_int32),
+        ("bottleneck_a", ctypes.c_int32),
+        ("bottleneck_b", ctypes.c_int32),
+        ("error", ctypes.c_char * 160),
+    ]
+
+
+def cache_dir() -> Path:
+    if os.environ.get("AAPC_CACHE"):
+        return Path(os.environ["AAPC_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aapcgen"
+
+
+@lru_cache(maxsize=1)
+def library() -> ctypes.CDLL:
+    """The compiled run-time scheduler (built on first use)."""
+    src = resource_dir("runtime_c") / "cluster"
+    sources = sorted(src.glob("*.c"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(src.glob("*.[ch]"))))
+    out = cache_dir() / f"libaapc_cluster-{digest.hexdigest()[:16]}.so"
+    if not out.exists():
+        cc = os.environ.get("CC") or "cc"
+        if shutil.which(cc) is None:
+            raise AapcError(f"no C compiler '{cc}' for the run-time scheduler (set CC)")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+            part = Path(tmp) / out.name
+            cmd = [cc, "-std=c11", "-O2", "-shared", "-fPIC", *map(str, sources), "-o", str(part)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            if proc.returncode != 0:
+                raise AapcError(f"compiling the run-time scheduler failed: {proc.stderr[-300:]}")
+            os.replace(part, out)
+    lib = ctypes.CDLL(str(out))
+    lib.aapc_job_phases.argtypes = [
+        ctypes.POINTER(_Cluster),
+        _I32,
+        ctypes.c_int32,
+        ctypes.POINTER(_Phases),
+    ]
+    lib.aapc_job_phases.restype = ctypes.c_int
+    lib.aapc_job_phases_free.argtypes = [ctypes.POINTER(_Phases)]
+    return lib
+
+
+def _strings(items: Sequence[str | None]) -> ctypes.Array:
+    return (ctypes.c_char_p * len(items))(*[None if x is None else x.encode() for x in items])
+
+
+def job_phases(cluster: Topology, rank_machine: Sequence[int]) -> Schedule:
+    """The phases the generated library computes for ranks on ``rank_machine`` (C)."""
+    t = cluster_tables(cluster)
+    keep = []  # the arrays must outlive the call
+
+    def arr(a: np.ndarray, kind: type) -> ctypes._Pointer:
+        a = np.ascontiguousarray(a)
+        keep.append(a)
+        return a.ctypes.data_as(ctypes.POINTER(kind))
+
+    names, hosts, switches = (
+        _strings(t.machine_name), _strings(t.machine_host), _strings(t.switch_name)
+    )  # fmt: skip
+    c = _Cluster(
+        t.name.encode(), len(t.machine_name), len(t.switch_name), len(t.link_a),
+        names, hosts, arr(t.machine_switch, ctypes.c_int32), arr(t.machine_bw, ctypes.c_double),
+        switches, arr(t.link_a, ctypes.c_int32), arr(t.link_b, ctypes.c_int32),
+        arr(t.link_bw, ctypes.c_double),
+    )  # fmt: skip
+    rm = np.asarray(rank_machine, dtype=np.int32)
+    out = _Phases()
+    lib = library()
+    rc = lib.aapc_job_phases(ctypes.byref(c), arr(rm, ctypes.c_int32), len(rm), ctypes.byref(out))
+    if rc != 0:
+        raise InputError(f"run-time scheduler: {out.error.decode(errors='replace')}")
+    try:
+        m = int(out.n_messages)
+        take = lambda p: np.ctypeslib.as_array(p, shape=(m,)).copy()  # noqa: E731
+        return Schedule(
+            int(out.n_ranks), int(out.n_phases), take(out.phase), take(out.src), take(out.dst)
+        )
+    finally:
+        lib.aapc_job_phases_free(ctypes.byref(out))

@@ -1,0 +1,93 @@
+/*
+ * aapc_cluster.h: the cluster's whole switch tree inside the library, and seed 002's optimal
+ * contention-free phases computed at run time for the ranks of any communicator.
+ *
+ * One library per cluster: `aapcgen generate` embeds the cluster (switches, switch links in
+ * file order, machines with their switch, speed and host name) as an aapc_cluster_t. At the
+ * first MPI_Alltoall on a communicator every rank knows the machine of every rank (one
+ * gather), and aapc_job_phases() computes the same schedule on every rank.
+ *
+ * The job tree (aapcgen/alltoall/job.py builds the same tree in Python, node for node):
+ *   - its leaves are the communicator's ranks, leaf r = rank r;
+ *   - a machine that runs one rank of the communicator is that leaf, attached to the machine's
+ *     switch by the machine link;
+ *   - a machine that runs R > 1 ranks becomes an inner node attached to its switch by the
+ *     machine link, with its R ranks as leaves below it (memory links): the contention-free
+ *     phases of this tree put at most one message on every machine link and every switch
+ *     link per phase, and their number is the largest link load, which is optimal;
+ *   - every switch of the cluster stays (a switch without ranks carries no message).
+ * Node ids: leaves 0..P-1, then the cluster's switches (their order), then the machines with
+ * several ranks in the order of their lowest rank. Edges, in the order the root search scans
+ * them (seed 002 section 4.1, aapcgen/alltoall/tree.py find_root): switch links in file order,
+ * then the links of the machines with several ranks, then one link per leaf in rank order.
+ *
+ * Pure C11, no MPI, no global state: deterministic and re-entrant.
+ */
+#ifndef AAPC_CLUSTER_H
+#define AAPC_CLUSTER_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct aapc_cluster {
+    const char *name;
+    int32_t n_machines, n_switches, n_links;
+    const char *const *machine_name; /* n_machines */
+    const char *const *machine_host; /* n_machines; NULL (table or entry): use the name */
+    const int32_t *machine_switch;   /* switch index of each machine */
+    const double *machine_bw;        /* bytes/s of each machine's link */
+    const char *const *switch_name;  /* n_switches, declaration order (the first is the top) */
+    const int32_t *link_a, *link_b;  /* switch indices of each switch link, file order */
+    const double *link_bw;           /* bytes/s */
+} aapc_cluster_t;
+
+/* Largest communicator the run-time scheduler takes: its n(n-1) messages are indexed with
+   int32 and its tables stay under about 64 MiB per rank at 1024 ranks. */
+#define AAPC_JOB_MAX_RANKS 8192
+
+enum {
+    AAPC_JOB_OK = 0,
+    AAPC_JOB_EINVAL = 1, /* fewer than 2 ranks, a machine index out of range, a bad cluster */
+    AAPC_JOB_ENOMEM = 2,
+    AAPC_JOB_ERANGE = 3 /* more than AAPC_JOB_MAX_RANKS ranks */
+};
+
+/* The job tree (see above). */
+typedef struct aapc_job_tree {
+    int32_t n_leaves; /* P ranks */
+    int32_t n_nodes;
+    int32_t *parent;  /* hung from node P (the cluster's first switch); -1 there */
+    double *up_bw;    /* bytes/s of the link from each node to its parent, 0 at the top */
+    int32_t *machine_of_node; /* cluster machine of a leaf or machine node, -1 for switches */
+} aapc_job_tree_t;
+
+/* The phases: message e goes from rank src[e] to rank dst[e] in phase phase[e]; sorted by
+   (phase, src), as aapcgen/alltoall/phases.py build_phases. */
+typedef struct aapc_job_phases {
+    int32_t n_ranks, n_phases;
+    int64_t n_messages; /* n_ranks (n_ranks - 1) */
+    int32_t *phase, *src, *dst;
+    int32_t root;              /* node id of the root switch (or machine node) */
+    int32_t bottleneck_a, bottleneck_b; /* node ids of the first link with the largest load */
+    char error[160];           /* after a failure: one line naming the offending element */
+} aapc_job_phases_t;
+
+/* Build the job tree of P ranks, rank r on cluster machine rank_machine[r]. Returns 0 or an
+   AAPC_JOB_* code (message in err). Free with aapc_job_tree_free (safe on a zeroed tree). */
+int aapc_job_tree(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                  aapc_job_tree_t *t, char *err, int errlen);
+void aapc_job_tree_free(aapc_job_tree_t *t);
+
+/* Seed 002 on the job tree: root, bottleneck and the L optimal contention-free phases.
+   Returns 0 or an AAPC_JOB_* code (out->error says why; out then holds no memory). */
+int aapc_job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                    aapc_job_phases_t *out);
+void aapc_job_phases_free(aapc_job_phases_t *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AAPC_CLUSTER_H */
