@@ -99,7 +99,7 @@ def test_two_ranks_per_namespace_on_the_emulated_tree(clean, tmp_path):  # noqa:
 
 @pytest.mark.mpi
 def test_leader_based_bcast_allgather_allreduce(tmp_path):
-    """runtime_c/aapc_hier_coll.c against the library on 10 ranks (5 machines x 2), every Bcast
+    """runtime_c/hier/aapc_hier_coll.c against the library on 10 ranks (5 machines x 2), every Bcast
     root, in-place forms, a non-commutative operation; the generated MPI_Bcast/Allgather/
     Allreduce drop-ins (-DAAPC_INTERCEPT_HIER) compile."""
     topo = two_ppn("paper-fig1")

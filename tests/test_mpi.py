@@ -13,11 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from trees import switch_trees
 
-from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.codegen.generate import AlltoallvRequest, generate, variant_specs
 from aapcgen.core.topology import load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +26,7 @@ BIN = Path(sys.executable).parent
 MPICC, MPIEXEC = BIN / "mpicc", BIN / "mpiexec"
 HARNESS = ROOT / "tests" / "c" / "alltoall_check.c"
 PLAIN = ROOT / "tests" / "c" / "plain_alltoall.c"
+WARN_ONCE = ROOT / "tests" / "c" / "warn_once.c"
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g"]
 SANITIZE = [
     "-fsanitize=address,undefined",
@@ -119,6 +121,24 @@ def test_unchanged_program_is_intercepted(tmp_path):
     proc = run(exe, 5, env={"AAPC_VARIANT": "bogus"})  # only our MPI_Alltoall reads AAPC_VARIANT
     assert "AAPC_VARIANT=bogus is not a variant generated for paper-fig1" in proc.stderr
     assert "plain_alltoall: ok" in proc.stdout
+
+
+def test_one_warning_per_process_whatever_the_cause(tmp_path):
+    """A communicator mismatch (MPI_Alltoall) and a count mismatch (MPI_Alltoallv level 3) in
+    one process print one warning line, not one per cause; both calls still give the
+    library's results."""
+    topo = load_topology(ROOT / "topologies" / "paper-fig1.yaml")
+    request = AlltoallvRequest(np.full((5, 5), 8, dtype=np.int64), "8 bytes each", "balanced")
+    generate(topo, variant_specs("receiver-all", None), tmp_path / "gen", alltoallv=request)
+    exe = tmp_path / "warn_once"
+    sources = sorted(str(p) for p in (tmp_path / "gen").glob("*.c"))
+    cmd = [str(MPICC), *CFLAGS, "-DAAPC_INTERCEPT", f"-I{tmp_path / 'gen'}"]
+    subprocess.run([*cmd, str(WARN_ONCE), *sources, "-o", str(exe)], check=True, timeout=300)
+    proc = run(exe, 5)
+    assert proc.returncode == 0 and "warn_once: ok" in proc.stdout, proc.stderr[-2000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
+    assert len(lines) == 5, proc.stderr  # one per process (5 ranks), from the first cause
+    assert all("using the MPI library's MPI_Alltoall " in ln for ln in lines), lines
 
 
 def test_sanitizers_clean(tmp_path):

@@ -20,7 +20,7 @@ EXAMPLES = [
     "tree-24",
     "deep-unbalanced",
 ]
-ARGS = ["--variant", "all", "--block-size", "4"]
+ARGS = ["--variant", "all", "--block-size", "4", "--no-runtime"]
 
 
 def regenerate(out_root: Path) -> None:

@@ -2,7 +2,7 @@
 
 ``plan_sync(tree, schedule, spec) -> SyncPlan``.
 
-Executor semantics assumed here (runtime_c/aapc_phased.c implements exactly these; they are the
+Executor semantics assumed here (runtime_c/common/aapc_exec.c implements exactly these; they are the
 "implicit ordering a process already has", counted as free):
 
 * every rank starts its sends in phase order and each send completes before its next send starts;

@@ -18,6 +18,7 @@ from aapcgen.codegen.generate import (
     generate,
     stderr_progress,
 )
+from aapcgen.codegen.render import runtime_compile_args
 from aapcgen.core.model import Topology
 from aapcgen.core.topology import topology_or_builtin
 
@@ -33,6 +34,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         stderr_progress if topo.n_machines >= PROGRESS_MACHINES or args.verbose else lambda _: None,
         _alltoallv_request(args, topo),
         args.runtime_scheduler,
+        copy_runtime=not args.no_runtime,
     )
     labels = ", ".join(v.label for v in gen.variants)
     print(
@@ -45,8 +47,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
             f"phases, cost/bound {v.schedule.ratio:.4f}; level3-{v.default} by default "
             "(calls with other counts use PMPI_Alltoallv)"
         )
+    runtime = "" if not args.no_runtime else " " + runtime_compile_args()
     print(
-        f"compile them with your program:  mpicc -I {out} -DAAPC_INTERCEPT your_program.c {out}/*.c"
+        f"compile them with your program:  mpicc -I {out} -DAAPC_INTERCEPT your_program.c "
+        f"{out}/*.c{runtime}"
     )
     if gen.phased_over_bound > PHASED_WARN:
         print(phased_warning(topo, gen.phased_over_bound), file=sys.stderr)
@@ -91,6 +95,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     variant_options(p, DEFAULT_VARIANT)
     p.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
+    p.add_argument(
+        "--no-runtime",
+        action="store_true",
+        help="write only the topology's own files; compile them with -I for every folder of "
+        "runtime_c/ and its sources (generated/README.md)",
+    )
     alltoallv_options(p)
     p = command(
         sub,

@@ -146,10 +146,13 @@ def generate(
     progress: Callable[[str], None] = lambda _: None,
     alltoallv: AlltoallvRequest | None = None,
     runtime_scheduler: str = "greedy",
+    *,
+    copy_runtime: bool = True,
 ) -> Generated:
     """``runtime_scheduler``: the C scheduler of MPI_Alltoallv levels 1 and 2 (greedy: 10 ms
     per call for 256 machines, dense; balanced is closer to the bound but takes seconds there,
-    docs/performance.md)."""
+    docs/performance.md). ``copy_runtime=False`` writes only the topology's own files (the
+    repository's generated/ references runtime_c/ instead of copying it)."""
     tree = analyze(topo)
     start = time.perf_counter()
     sched: Schedule = build_phases(tree)
@@ -177,7 +180,9 @@ def generate(
         vcode = alltoallv_code(tree, alltoallv, vspecs, progress)
     start = time.perf_counter()
     vlevel = vlevel_code(topo, runtime_scheduler, 0, None)
-    files = render(topo, sched, plain, variants, default, out_dir, vcode, vlevel)
+    files = render(
+        topo, sched, plain, variants, default, out_dir, vcode, vlevel, copy_runtime=copy_runtime
+    )
     progress(f"wrote {len(files)} files to {out_dir} ({time.perf_counter() - start:.1f} s)")
     return Generated(
         files=files, variants=variants, default=default, alltoallv=vcode, phased_over_bound=over

@@ -1,7 +1,7 @@
 """Stage 5: per-rank tables and rendering of the generated C (templates/ lay out the data).
 
 ``rank_tables(tree, schedule, plan) -> RankTables`` turns the phases and one variant's syncs into
-the CSR tables of runtime_c/aapc_phased.h (a rank reads only its own rows);
+the CSR tables of runtime_c/common/aapc_phased.h (a rank reads only its own rows);
 ``render(...)`` writes the files an application compiles together with its own sources.
 """
 
@@ -40,7 +40,7 @@ def _csr(owner: np.ndarray, n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RankTables:
-    """The arrays of one aapc_schedule_t (names as in runtime_c/aapc_phased.h)."""
+    """The arrays of one aapc_schedule_t (names as in runtime_c/common/aapc_phased.h)."""
 
     send_off: np.ndarray
     send_phase: np.ndarray
@@ -199,7 +199,24 @@ VSCHEDULER_C = {
 }
 TEMPLATE_MAX_MACHINES = 1024  # the run-time scheduler's n*n template table (4 MB of C at 1024)
 # runtime_c subdirectories whose files go into every generated directory (flattened)
-RUNTIME_SUBDIRS = ("vsched",)
+RUNTIME_SUBDIRS = ("common", "alltoall", "alltoallv", "hier", "vsched", "cluster")
+
+
+def runtime_sources() -> list[Path]:
+    """The runtime files a generated directory needs, by name (their names are unique)."""
+    runtime = resource_dir("runtime_c")
+    files = [f for d in RUNTIME_SUBDIRS for f in (runtime / d).glob("*.[ch]")]
+    return sorted(files, key=lambda f: f.name)
+
+
+def runtime_compile_args() -> str:
+    """What to add to an mpicc line to compile a directory written without the runtime: an
+    -I flag and the sources of every runtime folder."""
+    runtime = resource_dir("runtime_c")
+    return " ".join(
+        [f"-I {runtime / d}" for d in RUNTIME_SUBDIRS]
+        + [f"{runtime / d}/*.c" for d in RUNTIME_SUBDIRS]
+    )
 
 
 @dataclass(frozen=True)
@@ -263,8 +280,11 @@ def render(
     out_dir: Path,
     alltoallv: AlltoallvCode | None = None,
     vlevel: VLevelCode | None = None,
+    *,
+    copy_runtime: bool = True,
 ) -> list[Path]:
-    """Write the generated sources and a copy of the runtime into ``out_dir``."""
+    """Write the generated sources and (unless ``copy_runtime`` is false) a flat copy of the
+    runtime into ``out_dir``."""
     env = template_environment()
     topo_id = c_identifier(topo.name)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -300,11 +320,9 @@ def render(
         path = out_dir / name
         path.write_text(env.get_template(template).render(**common, **extra))
         written.append(path)
-    runtime = resource_dir("runtime_c")
-    sources = [*runtime.glob("*.[ch]")] + [
-        f for d in RUNTIME_SUBDIRS for f in (runtime / d).glob("*.[ch]")
-    ]
-    for source in sorted(sources, key=lambda f: f.name):
+    if not copy_runtime:
+        return written
+    for source in runtime_sources():
         shutil.copyfile(source, out_dir / source.name)
         written.append(out_dir / source.name)
     return written

@@ -263,7 +263,7 @@ def verify_sync(
 
 
 def verify_hierarchical(topo: Topology, phase: np.ndarray, src: np.ndarray, dst: np.ndarray) -> str:
-    """Machines running R = topo.ranks_per_machine ranks each (runtime_c/aapc_hier_alltoall.c):
+    """Machines running R = topo.ranks_per_machine ranks each (runtime_c/hier/aapc_hier_alltoall.c):
     expand every machine-level message a -> c of the schedule into the R*R rank messages it
     aggregates (rank a*R+i -> c*R+j) and check that, with the R*R intra-machine pairs of every
     machine kept local, every ordered pair of distinct ranks is delivered exactly once. The

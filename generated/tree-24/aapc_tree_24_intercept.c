@@ -66,7 +66,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 
 #ifdef AAPC_INTERCEPT_HIER
 /* Leader-based Bcast, Allgather and Allreduce for 1 rank(s) per machine
-   (runtime_c/aapc_hier_coll.c); the library's own with one rank per machine. */
+   (runtime_c/hier/aapc_hier_coll.c); the library's own with one rank per machine. */
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
     return aapc_hier_bcast(buf, count, type, root, comm, 24, 1);

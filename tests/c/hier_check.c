@@ -1,5 +1,5 @@
 /*
- * hier_check.c: the leader-based collectives of runtime_c/aapc_hier_coll.c against the MPI
+ * hier_check.c: the leader-based collectives of runtime_c/hier/aapc_hier_coll.c against the MPI
  * library, byte for byte.
  *
  *     hier_check NMACHINES RANKS_PER_MACHINE

@@ -1,0 +1,332 @@
+/*
+ * aapc_comm.c: per-communicator cache and rank -> machine mapping of the phase executor.
+ *
+ * Algorithm: on the first call of a schedule on a communicator, check that the communicator is
+ * an intra-communicator with one rank per machine, PMPI_Comm_dup it (once per communicator) and
+ * map ranks to machines: the identity when the schedule has no host table; otherwise every rank
+ * allgathers MPI_Get_processor_name and, in rank order, takes the first unused machine whose
+ * host name is equal (machines sorted by (host, index) once, then one binary search per rank).
+ * The result, including "does not match", is cached as an attribute on the user's communicator
+ * (keyval created lazily, MPI_COMM_NULL_COPY_FN so user dups do not inherit it, a delete
+ * callback that frees the dup and the cache). All ranks see the same gathered names, so all
+ * reach the same decision and either all run the schedule or all fall back.
+ *
+ * Cost (p ranks, H = MPI_MAX_PROCESSOR_NAME): first call with a host table: one
+ * MPI_Comm_dup plus one allgather, about lg(p) alpha + p H beta, and O(p log p) local work;
+ * without a host table only the dup. Later calls: one attribute lookup and a walk over the
+ * (usually one) schedules used on that communicator, no communication.
+ *
+ * Not thread-safe on the first call (the keyval is created lazily); MPI already forbids
+ * concurrent collectives on one communicator.
+ */
+#include "aapc_comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How one schedule runs on one communicator. */
+struct aapc_comm_map {
+    const aapc_schedule_t *sched;
+    int usable;
+    int my_machine;
+    int *machine_rank;  /* NULL: identity */
+    struct aapc_comm_map *next;
+};
+
+struct aapc_comm_cache {
+    MPI_Comm dup;       /* MPI_COMM_NULL until a schedule matches the communicator's size */
+    struct aapc_comm_map *maps;
+    void *scratch;
+    size_t scratch_size;
+};
+
+static int aapc_keyval = MPI_KEYVAL_INVALID;
+static int aapc_warned = 0; /* the one flag behind every fallback warning of the process */
+
+static int aapc_quiet(void)
+{
+    const char *q = getenv("AAPC_QUIET");
+    return q != NULL && q[0] != '\0' && strcmp(q, "0") != 0;
+}
+
+void aapc_warn_once(const char *name, const char *why, const char *routine)
+{
+    if (aapc_warned || aapc_quiet())
+        return;
+    aapc_warned = 1;
+    fprintf(stderr,
+            "aapcgen: %s: %s; using the MPI library's %s "
+            "(set AAPC_QUIET=1 to silence)\n",
+            name ? name : "?", why, routine);
+    fflush(stderr);
+}
+
+/* The routine a schedule stands for: piece tables make it an MPI_Alltoallv schedule. */
+static void aapc_warn(const aapc_schedule_t *s, const char *why)
+{
+    aapc_warn_once(s->name, why, s->send_pos != NULL ? "MPI_Alltoallv" : "MPI_Alltoall");
+}
+
+static int aapc_cache_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    struct aapc_comm_cache *c = attr;
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    int rc = MPI_SUCCESS;
+    if (c == NULL)
+        return MPI_SUCCESS;
+    if (c->dup != MPI_COMM_NULL)
+        rc = PMPI_Comm_free(&c->dup);
+    while (c->maps) {
+        struct aapc_comm_map *next = c->maps->next;
+        free(c->maps->machine_rank);
+        free(c->maps);
+        c->maps = next;
+    }
+    free(c->scratch);
+    free(c);
+    return rc;
+}
+
+/* ---- host name mapping ---------------------------------------------------------------- */
+
+/* A machine and its host name: sorting these needs no context (C11 qsort has none). */
+struct aapc_host_entry {
+    const char *host;
+    int machine;
+};
+
+static int aapc_cmp_machine(const void *a, const void *b)
+{
+    const struct aapc_host_entry *x = a, *y = b;
+    int c = strcmp(x->host, y->host);
+    return c != 0 ? c : (x->machine > y->machine) - (x->machine < y->machine);
+}
+
+/* First position in sorted[0..n) whose host is >= name. */
+static int aapc_lower_bound(const struct aapc_host_entry *sorted, int n, const char *name)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(sorted[mid].host, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Fill map->machine_rank / my_machine from the gathered names (p names of `stride` bytes).
+   Returns 1 on success, 0 (with *bad_rank set) when a rank finds no unused machine. */
+static int aapc_map_hosts(const aapc_schedule_t *s, const char *names, int stride, int myrank,
+                          struct aapc_comm_map *map, int *bad_rank, int *nomem)
+{
+    int n = s->nmachines;
+    struct aapc_host_entry *sorted = malloc((size_t)n * sizeof *sorted);
+    int *cursor = malloc((size_t)n * sizeof *cursor);
+    map->machine_rank = malloc((size_t)n * sizeof *map->machine_rank);
+    if (!sorted || !cursor || !map->machine_rank) {
+        free(sorted);
+        free(cursor);
+        *nomem = 1;
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        sorted[i].host = s->hosts[i];
+        sorted[i].machine = i;
+        cursor[i] = i; /* next unused position of the group starting at i */
+    }
+    qsort(sorted, (size_t)n, sizeof *sorted, aapc_cmp_machine);
+
+    int ok = 1;
+    for (int r = 0; r < n; r++) {
+        const char *name = names + (size_t)r * (size_t)stride;
+        int g = aapc_lower_bound(sorted, n, name);
+        int pos = g < n ? cursor[g] : n;
+        if (pos >= n || strcmp(sorted[pos].host, name) != 0) {
+            *bad_rank = r;
+            ok = 0;
+            break;
+        }
+        cursor[g] = pos + 1;
+        map->machine_rank[sorted[pos].machine] = r;
+        if (r == myrank)
+            map->my_machine = sorted[pos].machine;
+    }
+    free(sorted);
+    free(cursor);
+    return ok;
+}
+
+/* ---- cache ------------------------------------------------------------------------------ */
+
+static int aapc_get_cache(MPI_Comm comm, struct aapc_comm_cache **out)
+{
+    int rc, flag = 0;
+    void *attr = NULL;
+    if (aapc_keyval == MPI_KEYVAL_INVALID) {
+        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, aapc_cache_delete, &aapc_keyval,
+                                     NULL);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    rc = PMPI_Comm_get_attr(comm, aapc_keyval, &attr, &flag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (flag) {
+        *out = attr;
+        return MPI_SUCCESS;
+    }
+    struct aapc_comm_cache *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return MPI_ERR_NO_MEM;
+    c->dup = MPI_COMM_NULL;
+    rc = PMPI_Comm_set_attr(comm, aapc_keyval, c);
+    if (rc != MPI_SUCCESS) {
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return MPI_SUCCESS;
+}
+
+/* Collective over comm: decide whether (and how) s runs on comm. */
+static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_comm_cache *c,
+                          struct aapc_comm_map *map)
+{
+    int rc, inter = 0, size = 0, rank = 0;
+    char why[MPI_MAX_PROCESSOR_NAME + 160];
+
+    map->usable = 0;
+    map->my_machine = -1;
+    map->machine_rank = NULL;
+    if ((rc = PMPI_Comm_test_inter(comm, &inter)) != MPI_SUCCESS)
+        return rc;
+    if (inter) {
+        aapc_warn(s, "the communicator is an inter-communicator");
+        return MPI_SUCCESS;
+    }
+    if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS)
+        return rc;
+    if (size != s->nmachines) {
+        snprintf(why, sizeof why, "communicator has %d ranks, the topology %d machines", size,
+                 (int)s->nmachines);
+        aapc_warn(s, why);
+        return MPI_SUCCESS;
+    }
+    if (c->dup == MPI_COMM_NULL && (rc = PMPI_Comm_dup(comm, &c->dup)) != MPI_SUCCESS) {
+        c->dup = MPI_COMM_NULL;
+        return rc;
+    }
+    if (s->hosts == NULL) {
+        map->usable = 1;
+        map->my_machine = rank;
+        return MPI_SUCCESS;
+    }
+
+    /* Host table: everybody gathers every name, so everybody computes the same mapping. */
+    const int stride = MPI_MAX_PROCESSOR_NAME + 1;
+    char *names = calloc((size_t)size + 1, (size_t)stride);
+    if (names == NULL)
+        return MPI_ERR_NO_MEM;
+    char *mine = names + (size_t)size * (size_t)stride; /* extra slot: my own name */
+    int len = 0;
+    if ((rc = PMPI_Get_processor_name(mine, &len)) == MPI_SUCCESS)
+        rc = PMPI_Allgather(mine, stride, MPI_CHAR, names, stride, MPI_CHAR, c->dup);
+    if (rc != MPI_SUCCESS) {
+        free(names);
+        return rc;
+    }
+    for (int i = 0; i < size; i++)
+        names[(size_t)i * (size_t)stride + (size_t)stride - 1] = '\0';
+    int bad_rank = -1, nomem = 0;
+    for (int i = 0; i < s->nmachines; i++) {
+        if (s->hosts[i] == NULL) { /* malformed table: treat as no match */
+            snprintf(why, sizeof why, "machine %d has no host name in the table", i);
+            aapc_warn(s, why);
+            free(names);
+            return MPI_SUCCESS;
+        }
+    }
+    if (aapc_map_hosts(s, names, stride, rank, map, &bad_rank, &nomem)) {
+        map->usable = 1;
+    } else if (nomem) {
+        rc = MPI_ERR_NO_MEM;
+    } else {
+        snprintf(why, sizeof why,
+                 "rank %d runs on host '%s', which has no unused machine in the topology",
+                 bad_rank, names + (size_t)bad_rank * (size_t)stride);
+        aapc_warn(s, why);
+    }
+    if (!map->usable) {
+        free(map->machine_rank);
+        map->machine_rank = NULL;
+        map->my_machine = -1;
+    }
+    free(names);
+    return rc;
+}
+
+int aapc_comm_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info)
+{
+    struct aapc_comm_cache *c = NULL;
+    int rc;
+
+    info->usable = 0;
+    info->dup = MPI_COMM_NULL;
+    info->my_machine = -1;
+    info->machine_rank = NULL;
+    info->cache = NULL;
+    if (comm == MPI_COMM_NULL)
+        return MPI_ERR_COMM;
+    if ((rc = aapc_get_cache(comm, &c)) != MPI_SUCCESS)
+        return rc;
+
+    struct aapc_comm_map *map = c->maps;
+    while (map != NULL && map->sched != s)
+        map = map->next;
+    if (map == NULL) {
+        map = calloc(1, sizeof *map);
+        if (map == NULL)
+            return MPI_ERR_NO_MEM;
+        map->sched = s;
+        rc = aapc_build_map(s, comm, c, map);
+        if (rc != MPI_SUCCESS) { /* not cached: a later call tries again */
+            free(map->machine_rank);
+            free(map);
+            return rc;
+        }
+        map->next = c->maps;
+        c->maps = map;
+    }
+    info->cache = c;
+    if (map->usable) {
+        info->usable = 1;
+        info->dup = c->dup;
+        info->my_machine = map->my_machine;
+        info->machine_rank = map->machine_rank;
+    }
+    return MPI_SUCCESS;
+}
+
+void *aapc_comm_scratch(aapc_comm_info_t *info, size_t bytes)
+{
+    struct aapc_comm_cache *c = info->cache;
+    if (c == NULL)
+        return NULL;
+    if (bytes == 0)
+        bytes = 1;
+    if (c->scratch_size < bytes) {
+        void *p = calloc(1, bytes);
+        if (p == NULL)
+            return NULL;
+        free(c->scratch);
+        c->scratch = p;
+        c->scratch_size = bytes;
+    }
+    return c->scratch;
+}

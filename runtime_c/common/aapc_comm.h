@@ -1,0 +1,56 @@
+/*
+ * aapc_comm.h: the per-communicator state of the phase executor (private to runtime_c/).
+ *
+ * The first call of a schedule on a communicator duplicates the communicator (all traffic of
+ * the executor then uses the private dup), maps ranks to machines and caches both as an
+ * attribute on the user's communicator. Later calls only read the attribute.
+ */
+#ifndef AAPC_COMM_H
+#define AAPC_COMM_H
+
+#include <stddef.h>
+
+#include <mpi.h>
+
+#include "aapc_phased.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Tags on the private dup: one per kind of message, so kinds never match each other. */
+enum { AAPC_TAG_DATA = 1, AAPC_TAG_SYNC = 2, AAPC_TAG_DUMMY = 3, AAPC_TAG_SELF = 4 };
+
+typedef struct aapc_comm_info {
+    int usable;               /* 0: the communicator does not match the schedule (fall back) */
+    MPI_Comm dup;             /* private duplicate of the user's communicator */
+    int my_machine;           /* the machine this rank runs */
+    const int *machine_rank;  /* machine -> rank of dup; NULL means the identity */
+    struct aapc_comm_cache *cache;
+} aapc_comm_info_t;
+
+/* Look up (collectively on first use of s on comm: dup, allgather of host names) how this
+   communicator runs schedule s. On a mismatch, info->usable = 0 and at most one warning per
+   process is printed (unless AAPC_QUIET is set). Returns an MPI error code. */
+int aapc_comm_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info);
+
+/* The communicator rank that runs machine m. */
+static inline int aapc_comm_rank_of(const aapc_comm_info_t *info, int m)
+{
+    return info->machine_rank ? info->machine_rank[m] : m;
+}
+
+/* The fallback warning: at most one per process, whatever the communicator, routine or
+   cause, and none under AAPC_QUIET (set and not "0"). Prints
+   "aapcgen: NAME: WHY; using the MPI library's ROUTINE (set AAPC_QUIET=1 to silence)". */
+void aapc_warn_once(const char *name, const char *why, const char *routine);
+
+/* Scratch memory of at least `bytes` bytes for dummy messages, zero-filled when allocated and
+   owned by the communicator's cache (two calls on one communicator never overlap). NULL when
+   out of memory. */
+void *aapc_comm_scratch(aapc_comm_info_t *info, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AAPC_COMM_H */

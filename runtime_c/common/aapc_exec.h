@@ -1,0 +1,62 @@
+/*
+ * aapc_exec.h: the phase executor's state and entry, shared by the MPI_Alltoall entry
+ * (alltoall/aapc_alltoall_exec.c) and the MPI_Alltoallv executor (alltoallv/aapc_alltoallv_exec.c).
+ * Internal to runtime_c/.
+ */
+#ifndef AAPC_EXEC_H
+#define AAPC_EXEC_H
+
+#include <mpi.h>
+
+#include "aapc_comm.h"
+#include "aapc_phased.h"
+
+/* State of one call on machine m. */
+struct aapc_run {
+    const aapc_schedule_t *s;
+    aapc_comm_info_t info;
+    MPI_Comm dup;
+    int m;
+    /* user buffers (sbuf already redirected for MPI_IN_PLACE) */
+    const char *sbuf;
+    char *rbuf;
+    int scount, rcount;
+    MPI_Datatype stype, rtype;
+    MPI_Aint sblock, rblock; /* bytes between consecutive blocks */
+    /* dummy messages */
+    MPI_Datatype dtype;
+    int dcount;
+    const char *dsend;
+    char *drecv;
+    MPI_Request dreq;       /* the one outstanding dummy receive */
+    /* requests: data receives (one slot per recv entry), sync receives, sync sends */
+    int r0, r1, s0, s1, y0, y1;
+    MPI_Request *rreq, *yreq, *freq;
+    int nfire, nfired;
+    MPI_Request sreq;       /* the one outstanding data/dummy send */
+    int rdone;              /* recv entries < rdone are complete (barrier bookkeeping) */
+    int rposted;            /* recv entries < rposted are posted */
+    int window;             /* data receives are posted this many phases ahead; 0: all at once */
+    int next_barrier;
+    /* Alltoallv (vmode): per-rank counts and displacements, element sizes and extents */
+    int vmode;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    MPI_Aint sext, rext;
+    int ssize, rsize, sdense, rdense;
+    /* messages moved in pieces with non-dense types travel packed: per rank, the offset of its
+       packed message in spack/rpack, or -1 */
+    char *spack, *rpack;
+    MPI_Aint *spoff, *rpoff;
+};
+
+/* Machine index of a table peer (dummy peers are -(m+1)) is in range. */
+int aapc_peer_ok(const aapc_schedule_t *s, int32_t peer);
+/* Communicator rank of a table peer. */
+int aapc_rank(const struct aapc_run *st, int32_t peer);
+/* Whether a datatype is plain bytes: no gaps, no offset. */
+int aapc_dense(MPI_Datatype t);
+/* Run machine st->m's rows; buffers, counts and the communicator already resolved in *st.
+   bytes: the block size in bytes (MPI_Alltoall) or 0 (Alltoallv, per-rank counts). */
+int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize);
+
+#endif /* AAPC_EXEC_H */
