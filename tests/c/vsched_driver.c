@@ -19,6 +19,13 @@
  * With --repeat R the schedule is computed R times and "seconds_per_call MIN MEDIAN" (wall
  * clock, CLOCK_MONOTONIC) and "cpu_seconds_per_call MIN MEDIAN" (CLOCK_PROCESS_CPUTIME_ID)
  * are printed too. On an error: one line on stderr, exit status 1.
+ *
+ * Compiled with -DAAPC_WITH_VTABLES (and mpicc: the executor's header includes mpi.h; no MPI
+ * call is made), --vtables SYNC (1 sender-all, 2 receiver-all) also builds the executor tables
+ * of runtime_c/alltoallv/aapc_vtables.c and prints them raw, for tests/test_vtables_contract.py:
+ *   "s M E PHASE" per send entry, "r M E PHASE" per receive entry (E: global entry index),
+ *   "f E PEER" per sync fired after event entry E, "i M J PEER" per sync receive machine M
+ *   posts (J: posting index), "w E J" per sync receive send entry E waits for.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -27,6 +34,36 @@
 #include <time.h>
 
 #include "aapc_vsched.h"
+#ifdef AAPC_WITH_VTABLES
+#include "aapc_vtables.h"
+
+static int fail_input(const char *what);
+
+static int print_vtables(const aapc_vsched *vs, const aapc_vtree *tree, int sync)
+{
+    aapc_vtables_t t;
+    if (aapc_vtables_build(vs, tree, sync, "driver", NULL, &t) != 0)
+        return fail_input("aapc_vtables_build: out of memory");
+    const aapc_schedule_t *s = &t.sched;
+    for (int m = 0; m < s->nmachines; m++) {
+        for (int e = s->send_off[m]; e < s->send_off[m + 1]; e++)
+            printf("s %d %d %d\n", m, e, s->send_phase[e]);
+        for (int e = s->recv_off[m]; e < s->recv_off[m + 1]; e++)
+            printf("r %d %d %d\n", m, e, s->recv_phase[e]);
+        for (int j = s->syncin_off[m]; j < s->syncin_off[m + 1]; j++)
+            printf("i %d %d %d\n", m, j - s->syncin_off[m], s->syncin_peer[j]);
+    }
+    int events = sync == AAPC_VSYNC_SENDER ? s->send_off[s->nmachines] : s->recv_off[s->nmachines];
+    for (int e = 0; s->fire_off != NULL && e < events; e++)
+        for (int k = s->fire_off[e]; k < s->fire_off[e + 1]; k++)
+            printf("f %d %d\n", e, s->fire_peer[k]);
+    for (int e = 0; s->wait_off != NULL && e < s->send_off[s->nmachines]; e++)
+        for (int k = s->wait_off[e]; k < s->wait_off[e + 1]; k++)
+            printf("w %d %d\n", e, s->wait_idx[k]);
+    aapc_vtables_free(&t);
+    return 0;
+}
+#endif
 
 static int fail_input(const char *what)
 {
@@ -49,13 +86,15 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    int repeat = 0, summary = 0;
+    int repeat = 0, summary = 0, vtables = 0;
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
             repeat = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--summary"))
             summary = 1;
+        else if (!strcmp(argv[i], "--vtables") && i + 1 < argc)
+            vtables = atoi(argv[++i]);
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "vsched_driver: unknown option %s\n", argv[i]);
             return 2;
@@ -144,6 +183,13 @@ int main(int argc, char **argv)
             printf("p %d %d %d %lld %lld\n", s.phase[i], s.src[i], s.dst[i], s.offset[i],
                    s.length[i]);
     }
+#ifdef AAPC_WITH_VTABLES
+    if (vtables && print_vtables(&s, &tree, vtables))
+        return 1;
+#else
+    if (vtables)
+        return fail_input("--vtables needs a build with -DAAPC_WITH_VTABLES");
+#endif
     aapc_vsched_free(&s);
     free(parent);
     free(up_bw);

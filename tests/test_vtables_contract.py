@@ -1,0 +1,143 @@
+"""The seam between Python and C: the sync tables the C runtime builds at run time
+(runtime_c/alltoallv/aapc_vtables.c, levels 1 and 2 of MPI_Alltoallv) go through the
+independent sync checker (aapcgen/verify/alltoall.py verify_sync).
+
+The C tables are read back the way the executor uses them: a sync fired after event entry E of
+machine F (its send, sender-based; its receive, receiver-based) reaches machine T, which matches
+its sync receives from F in posting order (MPI's non-overtaking rule), and the send entry that
+waits for that posting is the sync's target."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_vsched_c import DRIVER, VSCHED, WARN, _input
+from trees import make_topology
+
+from aapcgen.core.errors import VerificationError
+from aapcgen.core.topology import load_topology
+from aapcgen.verify.alltoall import verify_sync
+
+ROOT = Path(__file__).resolve().parent.parent
+ALLTOALLV = ROOT / "runtime_c" / "alltoallv"
+COMMON = ROOT / "runtime_c" / "common"
+KIND = {1: "sender", 2: "receiver"}
+
+
+@pytest.fixture(scope="module")
+def vdriver(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("vtables") / "vtables_driver"
+    mpicc = Path(sys.executable).parent / "mpicc"
+    sources = [*VSCHED.glob("*.c"), ALLTOALLV / "aapc_vtables.c"]
+    cmd = [str(mpicc), *WARN, "-O1", "-g", "-fsanitize=address,undefined", "-DAAPC_WITH_VTABLES"]
+    cmd += [f"-I{d}" for d in (VSCHED, ALLTOALLV, COMMON)]
+    cmd += [*map(str, sources), str(DRIVER), "-lm", "-o", str(out)]
+    subprocess.run(cmd, check=True, timeout=300)
+    return out
+
+
+def c_tables(driver: Path, text: str, sync: int) -> dict:
+    proc = subprocess.run(
+        [str(driver), "--vtables", str(sync)],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"ASAN_OPTIONS": "detect_leaks=1"},
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    t: dict = {"s": {}, "r": {}, "p": [], "f": defaultdict(list), "i": defaultdict(list), "w": {}}
+    for line in proc.stdout.splitlines():
+        f = line.split()
+        if f[0] == "s":
+            t["s"][int(f[2])] = (int(f[1]), int(f[3]))
+        elif f[0] == "r":
+            t["r"][int(f[2])] = (int(f[1]), int(f[3]))
+        elif f[0] == "p":
+            t["p"].append(tuple(int(x) for x in f[1:4]))
+        elif f[0] == "f":
+            t["f"][int(f[1])].append(int(f[2]))
+        elif f[0] == "i":
+            t["i"][int(f[1])].append(int(f[3]))
+        elif f[0] == "w":
+            t["w"].setdefault((int(f[2])), []).append(int(f[1]))
+    return t
+
+
+def syncs_of(t: dict, kind: str) -> tuple[np.ndarray, ...]:
+    """(from, trigger phase, to, target phase) of every sync, matched as the executor does."""
+    events = t["s"] if kind == "sender" else t["r"]
+    fired: dict[tuple[int, int], list[int]] = defaultdict(list)  # (F, T) -> trigger phases
+    for e in sorted(t["f"]):  # a machine fires in entry order
+        frm, phase = events[e]
+        for to in t["f"][e]:
+            fired[(frm, to)].append(phase)
+    waiter: dict[tuple[int, int], int] = {}  # (T, posting index) -> target phase
+    for j_and_e in t["w"].items():
+        j, entries = j_and_e
+        for e in entries:
+            m, phase = t["s"][e]
+            waiter[(m, j)] = phase
+    rows = []
+    for to, peers in t["i"].items():
+        nth: dict[int, int] = defaultdict(int)
+        for j, frm in enumerate(peers):
+            k = nth[frm]
+            nth[frm] += 1
+            rows.append((frm, fired[(frm, to)][k], to, waiter[(to, j)]))
+    for (frm, to), phases in fired.items():
+        assert len(phases) == sum(1 for f in t["i"][to] if f == frm), "fired != posted"
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    return arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3]
+
+
+CASES = [
+    ("paper-fig1", None),
+    ("two-switch-4-4", None),
+    ("chain-4x4", None),
+    ("tree-24", None),
+    ("deep-unbalanced", None),
+]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+@pytest.mark.parametrize("sync", [1, 2])
+def test_run_time_syncs_are_sufficient(vdriver, name, sync):
+    """Uniform counts with the all-to-all based scheduler: the AAPC phases, one piece per
+    message; the C syncs must order every contending pair (verify_sync, minimal=False)."""
+    topo = load_topology(ROOT / "topologies" / f"{name}.yaml")
+    n = topo.n_machines
+    pattern = np.full((n, n), 4096, dtype=np.int64)
+    t = c_tables(vdriver, _input(topo, pattern, 1, 0, 0), sync)
+    phase, src, dst = (np.array(x, dtype=np.int64) for x in zip(*t["p"]))
+    syncs = syncs_of(t, KIND[sync])
+    proof = verify_sync(topo, phase, src, dst, KIND[sync], "all", 1, syncs, minimal=False)
+    assert proof.required_pairs > 0 and proof.syncs == len(syncs[0])
+
+
+@pytest.mark.mpi
+def test_a_removed_sync_is_caught(vdriver):
+    topo = make_topology([0, 1], [0, 0, 1, 1, 2, 2])
+    pattern = np.full((6, 6), 4096, dtype=np.int64)
+    t = c_tables(vdriver, _input(topo, pattern, 1, 0, 0), 2)
+    phase, src, dst = (np.array(x, dtype=np.int64) for x in zip(*t["p"]))
+    syncs = syncs_of(t, "receiver")
+    verify_sync(topo, phase, src, dst, "receiver", "all", 1, syncs, minimal=False)
+    caught = 0
+    for k in range(len(syncs[0])):  # the run-time tables keep some redundant syncs ...
+        cut = tuple(np.delete(a, k) for a in syncs)
+        try:
+            verify_sync(topo, phase, src, dst, "receiver", "all", 1, cut, minimal=False)
+        except VerificationError as exc:
+            assert "insufficient" in str(exc)
+            caught += 1
+    assert caught > 0  # ... but not only redundant ones: the checker sees a missing one
+    none = tuple(a[:0] for a in syncs)
+    with pytest.raises(VerificationError, match="insufficient"):
+        verify_sync(topo, phase, src, dst, "receiver", "all", 1, none, minimal=False)
