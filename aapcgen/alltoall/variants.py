@@ -84,6 +84,15 @@ KIND_C = {"none": "AAPC_SYNC_NONE", "sender": "AAPC_SYNC_SENDER", "receiver": "A
 RUNTIME_SYNC_C: dict[str, str] = {v.name: v.runtime_c for v in TABLE if v.runtime_c is not None}
 
 
+# MPI_Alltoall routines scheduled at run time for any communicator (runtime_c/alltoall/
+# aapc_alltoall_cluster.c): one per run-time synchronisation, labelled "runtime-<variant>"
+RUNTIME_PREFIX = "runtime-"
+
+
+def runtime_label(name: str) -> str:
+    return RUNTIME_PREFIX + name
+
+
 def default_variant(labels: Iterable[str]) -> str:
     """The variant a generated library runs unless told otherwise: the first of
     DEFAULT_PREFERENCE among ``labels``, else the first label."""

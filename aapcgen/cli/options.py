@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 
+from aapcgen.alltoall.job import job_topology, rank_machines
 from aapcgen.alltoall.variants import help_text
+from aapcgen.core.hostlist import job_machines, parse_hostlist, read_hostfile
+from aapcgen.core.model import Topology
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -81,3 +85,30 @@ def run_options(
         help="compiler wrapper of the MPI to measure; its mpiexec is the one beside it "
         "(default: the venv's MPICH, then PATH's)",
     )
+
+
+def job_options(p: argparse.ArgumentParser) -> None:
+    """``--hosts`` / ``--hostfile``: look at one job's machines, as the runtime schedules them."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--hosts",
+        metavar="LIST",
+        help="the job's hosts, Slurm hostlist syntax (e.g. 'n[0-3],n9'); default: "
+        "$SLURM_JOB_NODELIST when set, else the whole cluster",
+    )
+    g.add_argument("--hostfile", metavar="FILE", help="the job's hosts, one per line")
+
+
+def job_topology_of(args: argparse.Namespace, cluster: Topology) -> Topology:
+    """The cluster, or the job tree of ``--hosts``/``--hostfile``/``$SLURM_JOB_NODELIST`` (one
+    rank per machine, in host order): what the runtime schedules for that job."""
+    if args.hostfile:
+        hosts = read_hostfile(args.hostfile)
+    elif args.hosts is not None:
+        hosts = parse_hostlist(args.hosts)
+    elif os.environ.get("SLURM_JOB_NODELIST"):
+        hosts = parse_hostlist(os.environ["SLURM_JOB_NODELIST"], "$SLURM_JOB_NODELIST")
+    else:
+        return cluster
+    machines = job_machines(cluster, hosts, "--hostfile" if args.hostfile else "--hosts")
+    return job_topology(cluster, rank_machines(cluster, machines))

@@ -10,12 +10,13 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from aapcgen.alltoall.job import job_topology
 from aapcgen.alltoall.phases import Schedule, build_phases
 from aapcgen.alltoall.report import info_json, info_text, schedule_json_chunks, schedule_text
 from aapcgen.alltoall.sync import plan_sync
 from aapcgen.alltoall.tree import TreeInfo, analyze
 from aapcgen.alltoall.variants import VariantSpec
-from aapcgen.cli.options import command, variant_options
+from aapcgen.cli.options import command, job_options, job_topology_of, variant_options
 from aapcgen.codegen.generate import parse_block_sizes, variant_specs
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Topology
@@ -57,13 +58,13 @@ def _write(chunks: Iterable[str], output: str | None) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    tree = analyze(topology_or_builtin(args.topology))
+    tree = analyze(job_topology_of(args, topology_or_builtin(args.topology)))
     print(info_json(tree) if args.format == "json" else info_text(tree))
     return 0
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    topo = topology_or_builtin(args.topology)
+    topo = job_topology_of(args, topology_or_builtin(args.topology))
     tree, sched = pipeline(topo)
     chunks = (
         schedule_json_chunks(tree, sched) if args.format == "json" else schedule_text(tree, sched)
@@ -72,8 +73,12 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_schedule_json(path: str, topo: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Read a schedule in the JSON contract of ``aapcgen schedule --format json``."""
+def _load_schedule_json(
+    path: str, topo: Topology
+) -> tuple[Topology, np.ndarray, np.ndarray, np.ndarray]:
+    """Read a schedule in the JSON contract of ``aapcgen schedule --format json``. A schedule
+    the runtime dumped (AAPC_DUMP_SCHEDULE) also names the machine of every rank
+    (``rank_machines``): it is checked against that job's tree (aapcgen/alltoall/job.py)."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -83,6 +88,15 @@ def _load_schedule_json(path: str, topo: Topology) -> tuple[np.ndarray, np.ndarr
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("phases"), list):
         raise InputError(f"{path}: expected an object with a 'phases' list")
+    if "rank_machines" in data:
+        names = data["rank_machines"]
+        index = {m: i for i, m in enumerate(topo.machines)}
+        if not isinstance(names, list) or not all(isinstance(m, str) for m in names):
+            raise InputError(f"{path}: 'rank_machines' must be a list of machine names")
+        bad = next((m for m in names if m not in index), None)
+        if bad is not None:
+            raise InputError(f"{path}: rank_machines: '{bad[:80]}' is not a machine of {topo.name}")
+        topo = job_topology(topo, [index[m] for m in names])
     if data.get("machines") != list(topo.machines):
         raise InputError(f"{path}: 'machines' does not match the topology's machines in rank order")
     rows = []
@@ -96,15 +110,16 @@ def _load_schedule_json(path: str, topo: Topology) -> tuple[np.ndarray, np.ndarr
                 )
             rows.append((p, item[0], item[1]))
     arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
-    return arr[:, 0], arr[:, 1], arr[:, 2]
+    return topo, arr[:, 0], arr[:, 1], arr[:, 2]
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     topo = topology_or_builtin(args.topology)
     if args.schedule:
-        phase, src, dst = _load_schedule_json(args.schedule, topo)
+        topo, phase, src, dst = _load_schedule_json(args.schedule, topo)
         what = f"{args.schedule} for {topo.name}"
     else:
+        topo = job_topology_of(args, topo)
         _, sched = pipeline(topo)
         phase, src, dst = sched.phase, sched.src, sched.dst
         what = topo.name
@@ -171,11 +186,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Root, subtrees, bottleneck link(s), load and peak aggregate throughput.",
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
+    job_options(p)
     p = command(sub, "schedule", cmd_schedule, "Print the optimal contention-free AAPC phases.")
     p.add_argument(
         "--format", choices=["text", "json"], default="text", help="json is the documented contract"
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    job_options(p)
     p = command(
         sub,
         "verify",
@@ -187,6 +204,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE.json",
         help="verify this schedule (JSON contract) instead of ours",
     )
+    job_options(p)
     p = command(
         sub,
         "sync",

@@ -17,8 +17,9 @@ import numpy as np
 
 from aapcgen.alltoall.phases import Schedule
 from aapcgen.alltoall.sync import SyncPlan
-from aapcgen.alltoall.variants import DEFAULT_VARIANT, KIND_C, RUNTIME_SYNC_C
+from aapcgen.alltoall.variants import DEFAULT_VARIANT, KIND_C, RUNTIME_SYNC_C, runtime_label
 from aapcgen.alltoallv.schedule import VSchedule
+from aapcgen.codegen.cluster import cluster_tables, render_cluster_c
 from aapcgen.codegen.vtree import render_vtree_c, vtree_tables
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Topology
@@ -202,6 +203,22 @@ TEMPLATE_MAX_MACHINES = 1024  # the run-time scheduler's n*n template table (4 M
 RUNTIME_SUBDIRS = ("common", "alltoall", "alltoallv", "hier", "vsched", "cluster")
 
 
+@dataclass(frozen=True)
+class RuntimeVariant:
+    """An MPI_Alltoall scheduled at run time (the whole cluster's tree, any communicator)."""
+
+    label: str  # e.g. "runtime-receiver-all"
+    ident: str
+    sync_c: str
+
+
+def runtime_variants() -> list[RuntimeVariant]:
+    return [
+        RuntimeVariant(runtime_label(s), c_identifier(runtime_label(s)), c)
+        for s, c in RUNTIME_SYNC_C.items()
+    ]
+
+
 def runtime_sources() -> list[Path]:
     """The runtime files a generated directory needs, by name (their names are unique)."""
     runtime = resource_dir("runtime_c")
@@ -302,12 +319,15 @@ def render(
         "vdefault": f"level3-{alltoallv.default}" if alltoallv else f"level1-{DEFAULT_VARIANT}",
         "vlevel": vlevel or vlevel_code(topo, "greedy", 0, None),
         "vpattern": alltoallv.pattern.ravel() if alltoallv else np.zeros(0),
+        "runtime_variants": runtime_variants(),
+        "cluster_c": render_cluster_c(cluster_tables(topo), f"aapc_{topo_id}_cluster"),
     }
     outputs = [
         ("header.h.j2", f"aapc_{topo_id}.h", {}),
         ("phases.c.j2", f"aapc_{topo_id}_phases.c", {"tables": plain}),
         ("intercept.c.j2", f"aapc_{topo_id}_intercept.c", {}),
         ("alltoallv.c.j2", f"aapc_{topo_id}_alltoallv.c", {}),
+        ("cluster.c.j2", f"aapc_{topo_id}_cluster.c", {}),
     ]
     outputs += [("variant.c.j2", f"aapc_{topo_id}_{v.ident}.c", {"v": v}) for v in variants]
     if alltoallv is not None:

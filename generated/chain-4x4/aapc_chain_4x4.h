@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <mpi.h>
+#include "aapc_alltoall_cluster.h"
 #include "aapc_hier.h"
 #include "aapc_phased.h"
 #include "aapc_registry.h"
@@ -20,6 +21,21 @@ extern "C" {
 /* the contention-free phases shared by the variants without dummies */
 extern const int32_t aapc_chain_4x4_send_off[], aapc_chain_4x4_send_phase[], aapc_chain_4x4_send_peer[];
 extern const int32_t aapc_chain_4x4_recv_off[], aapc_chain_4x4_recv_phase[], aapc_chain_4x4_recv_peer[];
+
+/* the cluster's switch tree (aapc_chain_4x4_cluster.c) */
+extern const aapc_cluster_t aapc_chain_4x4_cluster;
+/* runtime-no-sync: scheduled at the first call on each communicator, any job on these machines */
+int aapc_alltoall_chain_4x4_runtime_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* runtime-sender-all: scheduled at the first call on each communicator, any job on these machines */
+int aapc_alltoall_chain_4x4_runtime_sender_all(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* runtime-receiver-all: scheduled at the first call on each communicator, any job on these machines */
+int aapc_alltoall_chain_4x4_runtime_receiver_all(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* runtime-barrier-all: scheduled at the first call on each communicator, any job on these machines */
+int aapc_alltoall_chain_4x4_runtime_barrier_all(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
 /* no-sync: MPI_Alltoall's signature and semantics */
 int aapc_alltoall_chain_4x4_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,

@@ -14,8 +14,12 @@ const aapc_variant_t aapc_variants[] = {
     {"barrier-partial-none-4", aapc_alltoall_single_8_barrier_partial_none_4},
     {"barrier-partial-sender-4", aapc_alltoall_single_8_barrier_partial_sender_4},
     {"barrier-partial-receiver-4", aapc_alltoall_single_8_barrier_partial_receiver_4},
+    {"runtime-no-sync", aapc_alltoall_single_8_runtime_no_sync},
+    {"runtime-sender-all", aapc_alltoall_single_8_runtime_sender_all},
+    {"runtime-receiver-all", aapc_alltoall_single_8_runtime_receiver_all},
+    {"runtime-barrier-all", aapc_alltoall_single_8_runtime_barrier_all},
 };
-const int aapc_nvariants = 10;
+const int aapc_nvariants = 14;
 const char *const aapc_topology_name = "single-8";
 
 #ifdef AAPC_INTERCEPT

@@ -18,12 +18,8 @@ int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcou
                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm)
 {
-    struct aapc_run st;
-    int rc, rsize = 0, ssize = 0, myrank = 0, size = 0;
-    MPI_Aint lb, sext, rext;
-    char *tmp = NULL;
+    int rc, rsize = 0, ssize = 0;
 
-    memset(&st, 0, sizeof st);
     if (s == NULL || recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))
         return recvcount < 0 || sendcount < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG;
     if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
@@ -36,11 +32,39 @@ int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcou
     if (bytes == 0)
         return MPI_SUCCESS;
 
-    st.s = s;
-    if ((rc = aapc_comm_lookup(s, comm, &st.info)) != MPI_SUCCESS)
+    aapc_comm_info_t info;
+    if ((rc = aapc_comm_lookup(s, comm, &info)) != MPI_SUCCESS)
         return rc;
-    if (!st.info.usable)
+    if (!info.usable)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return aapc_alltoall_exec(s, &info, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                              recvtype);
+}
+
+int aapc_alltoall_exec(const aapc_schedule_t *s, const struct aapc_comm_info *info,
+                       const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       int recvcount, MPI_Datatype recvtype)
+{
+    struct aapc_run st;
+    int rc, rsize = 0, ssize = 0, myrank = 0, size = 0;
+    MPI_Aint lb, sext, rext;
+    char *tmp = NULL;
+
+    memset(&st, 0, sizeof st);
+    if (s == NULL || info == NULL || !info->usable || recvcount < 0 ||
+        (sendbuf != MPI_IN_PLACE && sendcount < 0))
+        return MPI_ERR_ARG;
+    if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+        return rc;
+    if (sendbuf == MPI_IN_PLACE)
+        ssize = rsize;
+    else if ((rc = PMPI_Type_size(sendtype, &ssize)) != MPI_SUCCESS)
+        return rc;
+    MPI_Aint bytes = (MPI_Aint)(sendbuf == MPI_IN_PLACE ? recvcount : sendcount) * ssize;
+    if (bytes == 0)
+        return MPI_SUCCESS;
+    st.s = s;
+    st.info = *info;
     st.dup = st.info.dup;
     st.m = st.info.my_machine;
     if ((rc = PMPI_Comm_rank(st.dup, &myrank)) != MPI_SUCCESS ||

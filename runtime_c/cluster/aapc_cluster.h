@@ -87,6 +87,12 @@ int aapc_job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_
                     aapc_job_phases_t *out);
 void aapc_job_phases_free(aapc_job_phases_t *p);
 
+/* The machine called `name` (AAPC_MACHINE), or -1. */
+int32_t aapc_cluster_machine_named(const aapc_cluster_t *c, const char *name);
+/* The machine a host name names: its host (or name) in full, else a unique short-name match
+   ("n3" = "n3.cluster.org"); -1 when none or ambiguous. */
+int32_t aapc_cluster_machine_of_host(const aapc_cluster_t *c, const char *host);
+
 #ifdef __cplusplus
 }
 #endif

