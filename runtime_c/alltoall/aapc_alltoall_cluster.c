@@ -10,15 +10,16 @@
  *      naming its host;
  *   3. the job tree and seed 002's optimal contention-free phases (cluster/aapc_cluster_tree.c,
  *      aapc_cluster_phases.c): any subset of machines, rank order and ranks per machine;
- *   4. the synchronisation of the variant (no-sync, sender-all, receiver-all, barrier-all) built
- *      from the phases on the job tree (alltoallv/aapc_vtables.c, one piece per message);
+ *   4. this rank's rows and the synchronisation of the variant (no-sync, sender-all,
+ *      receiver-all, barrier-all) from the phases on the job tree (aapc_alltoall_rows.c);
  *   5. AAPC_DUMP_SCHEDULE=DIR: rank 0 writes the schedule as JSON (docs/scheduling.md contract,
  *      plus the machine of every rank) for `aapcgen verify TOPO --schedule FILE`;
  *   6. the result (or the decision to fall back) is cached on the communicator with its private
  *      dup and freed with it (attribute delete callback). Later calls: one attribute lookup.
  * Then the phase executor (common/aapc_exec.c) runs this rank's rows.
  * Cost of the first call: one MPI_Comm_dup, one Allgather of P ints (lg P alpha + 4 P beta),
- * O(P^2) local work and about 60 P^2 bytes for P ranks (docs/performance.md); each call: the
+ * O(P^2 d) local work and about 16 P^2 bytes for P ranks of a depth-d tree (119 ms, 34 MiB at
+ * 1024 ranks: docs/performance.md); each call: the
  * executor's P_phases (alpha + n beta) on the critical path plus its syncs.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -29,8 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aapc_alltoall_rows.h"
 #include "aapc_comm.h"
-#include "aapc_vtables.h"
 
 /* One variant's schedule on one communicator. */
 struct cluster_entry {
@@ -38,7 +39,7 @@ struct cluster_entry {
     int sync;
     int usable;
     aapc_job_tree_t tree;
-    aapc_vtables_t tab;
+    aapc_rows_t rows;
     struct cluster_entry *next;
 };
 
@@ -64,7 +65,7 @@ static int cluster_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
         rc = PMPI_Comm_free(&c->dup);
     while (c->entries != NULL) {
         struct cluster_entry *next = c->entries->next;
-        aapc_vtables_free(&c->entries->tab);
+        aapc_rows_free(&c->entries->rows);
         aapc_job_tree_free(&c->entries->tree);
         free(c->entries);
         c->entries = next;
@@ -209,29 +210,7 @@ static int build_entry(struct cluster_entry *e, const int *rm, int P, int me, co
         return MPI_ERR_NO_MEM;
     if (me == 0)
         dump_schedule(e->cluster, rm, P, &ph);
-    aapc_vsched vs;
-    memset(&vs, 0, sizeof vs);
-    vs.n_machines = P;
-    vs.n_phases = ph.n_phases;
-    vs.n_pieces = ph.n_messages;
-    vs.phase = ph.phase;
-    vs.src = ph.src;
-    vs.dst = ph.dst;
-    vs.small_phase = -1;
-    vs.offset = calloc((size_t)ph.n_messages, sizeof *vs.offset);
-    vs.length = malloc((size_t)ph.n_messages * sizeof *vs.length);
-    if (vs.offset == NULL || vs.length == NULL) {
-        free(vs.offset);
-        free(vs.length);
-        aapc_job_phases_free(&ph);
-        return MPI_ERR_NO_MEM;
-    }
-    for (int64_t k = 0; k < ph.n_messages; k++)
-        vs.length[k] = 1; /* whole blocks: the MPI_Alltoall executor ignores byte ranges */
-    aapc_vtree tree = {P, e->tree.n_nodes, e->tree.parent, e->tree.up_bw, NULL};
-    rc = aapc_vtables_build(&vs, &tree, e->sync, name, NULL, &e->tab);
-    free(vs.offset);
-    free(vs.length);
+    rc = aapc_rows_build(&ph, &e->tree, e->sync, me, name, &e->rows);
     aapc_job_phases_free(&ph);
     if (rc != 0)
         return MPI_ERR_NO_MEM;
@@ -298,7 +277,7 @@ static int lookup(const aapc_cluster_t *cl, int sync, const char *name, MPI_Comm
     for (int r = 0; r < P; r++)
         all_known &= c->rank_machine[r] >= 0;
     if (all_known && P >= 2 && (rc = build_entry(e, c->rank_machine, P, me, name)) != MPI_SUCCESS) {
-        aapc_vtables_free(&e->tab);
+        aapc_rows_free(&e->rows);
         aapc_job_tree_free(&e->tree);
         free(e);
         return rc; /* not cached: a later call tries again */
@@ -335,6 +314,6 @@ int aapc_alltoall_cluster(const aapc_cluster_t *cl, int sync, const char *name,
     if ((rc = PMPI_Comm_rank(cache->dup, &me)) != MPI_SUCCESS)
         return rc;
     aapc_comm_info_t info = {1, cache->dup, me, NULL, NULL};
-    return aapc_alltoall_exec(&e->tab.sched, &info, sendbuf, sendcount, sendtype, recvbuf,
+    return aapc_alltoall_exec(&e->rows.sched, &info, sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype);
 }

@@ -9,7 +9,7 @@
 
 #include "aapc_cluster.h"
 #include "aapc_phased.h"
-#include "aapc_vtables.h" /* AAPC_VSYNC_* */
+#include "aapc_alltoall_rows.h" /* AAPC_VSYNC_* */
 
 #ifdef __cplusplus
 extern "C" {

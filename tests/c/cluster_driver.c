@@ -4,11 +4,106 @@
  *
  * stdin: S M L P, then M machine switches, then L pairs (link_a link_b), then P rank machines.
  * stdout: "phases L n_messages" then one "phase src dst" line per message; or "error CODE MSG".
+ *
+ * Benchmark (tuning/bench_cluster_c.py): --repeat R [--sync S] times R first-call schedulings
+ * (the phases; with -DAAPC_WITH_VTABLES and S = 1 sender-all, 2 receiver-all, 3 barrier-all,
+ * also the job tree and rank 0's executor rows with their syncs, as aapc_alltoall_cluster.c
+ * builds them on every rank) and prints "seconds_per_call MIN MEDIAN" and "maxrss_kib N" instead of the
+ * phases.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "aapc_cluster.h"
+#ifdef AAPC_WITH_VTABLES
+#include "aapc_alltoall_rows.h"
+#include "aapc_vtables.h"
+
+/* --rows SYNC: every rank's rows (aapc_alltoall_rows.c) with globally numbered entries, in the
+   format of vsched_driver --vtables, and the messages as "p PHASE SRC DST". */
+static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync)
+{
+    aapc_job_phases_t ph;
+    aapc_job_tree_t tree;
+    char err[160];
+    if (aapc_job_phases(c, rm, P, &ph) != 0 || aapc_job_tree(c, rm, P, &tree, err, 160) != 0)
+        return 1;
+    for (long long k = 0; k < ph.n_messages; k++)
+        printf("p %d %d %d\n", (int)ph.phase[k], (int)ph.src[k], (int)ph.dst[k]);
+    int bs = 0, br = 0;
+    for (int me = 0; me < P; me++) {
+        aapc_rows_t r;
+        if (aapc_rows_build(&ph, &tree, sync, me, "driver", &r) != 0)
+            return 1;
+        const aapc_schedule_t *s = &r.sched;
+        int ns = s->send_off[P], nr = s->recv_off[P], be = sync == AAPC_VSYNC_SENDER ? bs : br;
+        for (int e = 0; e < ns; e++)
+            printf("s %d %d %d\n", me, bs + e, s->send_phase[e]);
+        for (int e = 0; e < nr; e++)
+            printf("r %d %d %d\n", me, br + e, s->recv_phase[e]);
+        for (int j = 0; s->syncin_off && j < s->syncin_off[P]; j++)
+            printf("i %d %d %d\n", me, j, s->syncin_peer[j]);
+        int nev = sync == AAPC_VSYNC_SENDER ? ns : nr;
+        for (int e = 0; s->fire_off && e < nev; e++)
+            for (int k = s->fire_off[e]; k < s->fire_off[e + 1]; k++)
+                printf("f %d %d\n", be + e, s->fire_peer[k]);
+        for (int e = 0; s->wait_off && e < ns; e++)
+            for (int k = s->wait_off[e]; k < s->wait_off[e + 1]; k++)
+                printf("w %d %d\n", bs + e, s->wait_idx[k]);
+        bs += ns;
+        br += nr;
+        aapc_rows_free(&r);
+    }
+    aapc_job_tree_free(&tree);
+    aapc_job_phases_free(&ph);
+    return 0;
+}
+#endif
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One first-call scheduling: phases, and (sync > 0) the tables the executor runs. */
+static int schedule_once(const aapc_cluster_t *c, const int32_t *rm, int P, int sync)
+{
+    aapc_job_phases_t ph;
+    if (aapc_job_phases(c, rm, P, &ph) != 0)
+        return -1;
+    int rc = 0;
+#ifdef AAPC_WITH_VTABLES
+    if (sync > 0) { /* what one rank (rank 0) builds: the job tree and its rows with syncs */
+        aapc_job_tree_t tree;
+        char err[160];
+        rc = -1;
+        if (aapc_job_tree(c, rm, P, &tree, err, (int)sizeof err) == 0) {
+            aapc_rows_t rows;
+            if (aapc_rows_build(&ph, &tree, sync, 0, "bench", &rows) == 0) {
+                aapc_rows_free(&rows);
+                rc = 0;
+            }
+            aapc_job_tree_free(&tree);
+        }
+    }
+#else
+    (void)sync;
+#endif
+    aapc_job_phases_free(&ph);
+    return rc;
+}
 
 static int read_ints(int32_t *a, int n)
 {
@@ -18,9 +113,17 @@ static int read_ints(int32_t *a, int n)
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    int S, M, L, P;
+    int S, M, L, P, repeat = 0, sync = 0, rows = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--repeat"))
+            repeat = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--sync"))
+            sync = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rows"))
+            rows = atoi(argv[i + 1]);
+    }
     if (scanf("%d %d %d %d", &S, &M, &L, &P) != 4 || S < 1 || M < 1 || L < 0 || P < 0)
         return 2;
     int32_t *msw = calloc((size_t)M, sizeof *msw), *la = calloc((size_t)L + 1, sizeof *la);
@@ -38,6 +141,38 @@ int main(void)
     for (int i = 0; i < L; i++)
         lbw[i] = 12.5e6;
     aapc_cluster_t c = {"driver", M, S, L, NULL, NULL, msw, mbw, NULL, la, lb, lbw};
+#ifdef AAPC_WITH_VTABLES
+    if (rows > 0) {
+        int rc = print_rows(&c, rm, P, rows);
+        free(msw);
+        free(la);
+        free(lb);
+        free(rm);
+        free(mbw);
+        free(lbw);
+        return rc;
+    }
+#else
+    (void)rows;
+#endif
+    if (repeat > 0) {
+        double *sec = malloc((size_t)repeat * sizeof *sec);
+        for (int r = 0; sec != NULL && r < repeat; r++) {
+            double t0 = now();
+            if (schedule_once(&c, rm, P, sync) != 0)
+                return 1;
+            sec[r] = now() - t0;
+        }
+        if (sec == NULL)
+            return 2;
+        qsort(sec, (size_t)repeat, sizeof *sec, cmp_double);
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        printf("seconds_per_call %.6f %.6f\nmaxrss_kib %ld\n", sec[0], sec[repeat / 2],
+               ru.ru_maxrss);
+        free(sec);
+        return 0;
+    }
     aapc_job_phases_t ph;
     int rc = aapc_job_phases(&c, rm, P, &ph);
     if (rc != 0) {

@@ -1,0 +1,332 @@
+/*
+ * aapc_alltoall_rows.c: the executor rows of ONE rank for a phase schedule computed at run time,
+ * with its pair-wise synchronisation (sender-all or receiver-all, seed 002 section 5).
+ *
+ * Algorithm: every message's tree path (up-edges from the source to the lowest common
+ * ancestor, down-edges to the destination) is listed once per directed edge, messages in phase
+ * order (two counting passes over the phase-sorted messages: each edge's list comes out sorted
+ * by phase, one message per phase since the phases are contention-free). A sync joins two
+ * consecutive messages u, v of one edge: it fires when u's send (sender-all) or receive
+ * (receiver-all) completes on its machine, and v's source waits for it before starting v,
+ * unless the two are the same machine (its own program order already orders them). This rank
+ * keeps only its own syncs: the ones it fires (the next message after each of its events, by
+ * binary search in the edge's list) and the ones it waits for (the message before each of its
+ * sends); duplicates are removed. The same syncs as runtime_c/alltoallv/aapc_vtables.c builds for
+ * every rank (tests/test_cluster_c.py compares them), without that file's global sorts.
+ * Cost: O(P^2 d) time for P ranks and tree depth d, 4 P^2 d bytes for the edge lists (the largest
+ * allocation) plus O(P d) for this rank's rows; no communication.
+ */
+#include "aapc_alltoall_rows.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void *take(aapc_rows_t *r, size_t count, size_t size)
+{
+    for (size_t i = 0; i < sizeof r->mem / sizeof r->mem[0]; i++)
+        if (r->mem[i] == NULL)
+            return r->mem[i] = calloc(count ? count : 1, size);
+    return NULL;
+}
+
+void aapc_rows_free(aapc_rows_t *r)
+{
+    for (size_t i = 0; i < sizeof r->mem / sizeof r->mem[0]; i++) {
+        free(r->mem[i]);
+        r->mem[i] = NULL;
+    }
+}
+
+/* Directed edges of s -> d: 2c for the up-edge of node c, 2c + 1 for its down-edge. */
+static int path(const int32_t *parent, const int32_t *depth, int32_t a, int32_t b, int32_t *buf)
+{
+    int n = 0;
+    while (depth[a] > depth[b]) {
+        buf[n++] = 2 * a;
+        a = parent[a];
+    }
+    while (depth[b] > depth[a]) {
+        buf[n++] = 2 * b + 1;
+        b = parent[b];
+    }
+    while (a != b) {
+        buf[n++] = 2 * a;
+        a = parent[a];
+        buf[n++] = 2 * b + 1;
+        b = parent[b];
+    }
+    return n;
+}
+
+/* A sync seen from this rank: (peer machine, trigger phase, target phase). */
+struct ysync {
+    int32_t peer, trigger, target;
+};
+
+static int by_trigger_peer_target(const void *x, const void *y)
+{
+    const struct ysync *a = x, *b = y;
+    if (a->trigger != b->trigger)
+        return (a->trigger > b->trigger) - (a->trigger < b->trigger);
+    if (a->peer != b->peer)
+        return (a->peer > b->peer) - (a->peer < b->peer);
+    return (a->target > b->target) - (a->target < b->target);
+}
+
+static int by_peer_trigger_target(const void *x, const void *y)
+{
+    const struct ysync *a = x, *b = y;
+    if (a->peer != b->peer)
+        return (a->peer > b->peer) - (a->peer < b->peer);
+    if (a->trigger != b->trigger)
+        return (a->trigger > b->trigger) - (a->trigger < b->trigger);
+    return (a->target > b->target) - (a->target < b->target);
+}
+
+static int64_t dedup(struct ysync *y, int64_t n)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (k == 0 || by_peer_trigger_target(&y[k - 1], &y[i]) != 0)
+            y[k++] = y[i];
+    return k;
+}
+
+/* Position of the message of `phase` in an edge's phase-sorted list. */
+static int64_t find(const int32_t *list, int64_t n, const int32_t *phase_of, int32_t phase)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (phase_of[list[mid]] < phase)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The entry of a row (phases strictly increasing) in `phase`. */
+static int32_t entry_of(const int32_t *phases, int32_t n, int32_t phase)
+{
+    int32_t lo = 0, hi = n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (phases[mid] < phase)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, int sync, int me,
+                    const char *name, aapc_rows_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int32_t P = ph->n_ranks, nn = tree->n_nodes;
+    int64_t M = ph->n_messages;
+    const int32_t *parent = tree->parent;
+    aapc_schedule_t *s = &out->sched;
+    int32_t *depth = take(out, (size_t)nn, sizeof *depth);
+    int32_t *buf = take(out, (size_t)2 * (size_t)nn + 2, sizeof *buf);
+    if (!depth || !buf)
+        goto nomem;
+    for (int32_t v = 0; v < nn; v++)
+        depth[v] = -1;
+    for (int32_t v = 0; v < nn; v++) { /* depths: walk up to a known node, then back down */
+        int32_t u = v, d = 0;
+        while (u >= 0 && depth[u] < 0) {
+            u = parent[u];
+            d++;
+        }
+        int32_t base = u < 0 ? -1 : depth[u];
+        for (u = v; u >= 0 && depth[u] < 0; u = parent[u])
+            depth[u] = base + d--;
+    }
+
+    /* this rank's sends and receives, in phase order (the messages are sorted by phase) */
+    int32_t ns = 0, nr = 0;
+    for (int64_t k = 0; k < M; k++) {
+        ns += ph->src[k] == me;
+        nr += ph->dst[k] == me;
+    }
+    int64_t *mine_s = take(out, (size_t)ns, sizeof *mine_s);
+    int64_t *mine_r = take(out, (size_t)nr, sizeof *mine_r);
+    if (!mine_s || !mine_r)
+        goto nomem;
+    ns = nr = 0;
+    for (int64_t k = 0; k < M; k++) {
+        if (ph->src[k] == me)
+            mine_s[ns++] = k;
+        if (ph->dst[k] == me)
+            mine_r[nr++] = k;
+    }
+    s->name = name;
+    s->nmachines = P;
+    s->nphases = ph->n_phases;
+    s->sync_kind = sync == AAPC_VSYNC_SENDER     ? AAPC_SYNC_SENDER
+                   : sync == AAPC_VSYNC_RECEIVER ? AAPC_SYNC_RECEIVER
+                                                 : AAPC_SYNC_NONE;
+    s->barrier_every = sync == AAPC_VSYNC_BARRIER ? 1 : 0;
+    int32_t *send_off = take(out, (size_t)P + 1, sizeof *send_off);
+    int32_t *recv_off = take(out, (size_t)P + 1, sizeof *recv_off);
+    int32_t *send_phase = take(out, (size_t)ns, sizeof *send_phase);
+    int32_t *send_peer = take(out, (size_t)ns, sizeof *send_peer);
+    int32_t *recv_phase = take(out, (size_t)nr, sizeof *recv_phase);
+    int32_t *recv_peer = take(out, (size_t)nr, sizeof *recv_peer);
+    if (!send_off || !recv_off || !send_phase || !send_peer || !recv_phase || !recv_peer)
+        goto nomem;
+    for (int32_t m = me + 1; m <= P; m++) { /* only this rank's rows are non-empty */
+        send_off[m] = ns;
+        recv_off[m] = nr;
+    }
+    for (int32_t e = 0; e < ns; e++) {
+        send_phase[e] = ph->phase[mine_s[e]];
+        send_peer[e] = ph->dst[mine_s[e]];
+    }
+    for (int32_t e = 0; e < nr; e++) {
+        recv_phase[e] = ph->phase[mine_r[e]];
+        recv_peer[e] = ph->src[mine_r[e]];
+    }
+    s->send_off = send_off;
+    s->send_phase = send_phase;
+    s->send_peer = send_peer;
+    s->recv_off = recv_off;
+    s->recv_phase = recv_phase;
+    s->recv_peer = recv_peer;
+    if (s->sync_kind == AAPC_SYNC_NONE)
+        return 0;
+
+    /* every directed edge's messages in phase order */
+    int64_t *eoff = take(out, (size_t)2 * (size_t)nn + 1, sizeof *eoff);
+    if (!eoff)
+        goto nomem;
+    for (int64_t k = 0; k < M; k++) {
+        int len = path(parent, depth, ph->src[k], ph->dst[k], buf);
+        for (int i = 0; i < len; i++)
+            eoff[buf[i] + 1]++;
+    }
+    for (int32_t e = 0; e < 2 * nn; e++)
+        eoff[e + 1] += eoff[e];
+    int32_t *list = malloc((size_t)(eoff[2 * nn] ? eoff[2 * nn] : 1) * sizeof *list);
+    int64_t *fill = calloc((size_t)2 * (size_t)nn, sizeof *fill);
+    if (!list || !fill) {
+        free(list);
+        free(fill);
+        goto nomem;
+    }
+    for (int64_t k = 0; k < M; k++) {
+        int len = path(parent, depth, ph->src[k], ph->dst[k], buf);
+        for (int i = 0; i < len; i++)
+            list[eoff[buf[i]] + fill[buf[i]]++] = (int32_t)k;
+    }
+    free(fill);
+
+    /* syncs this rank fires (after its events) and waits for (before its sends) */
+    int receiver = s->sync_kind == AAPC_SYNC_RECEIVER;
+    const int64_t *events = receiver ? mine_r : mine_s;
+    int32_t nev = receiver ? nr : ns;
+    int64_t cap_out = 0, cap_in = 0;
+    for (int32_t i = 0; i < nev; i++)
+        cap_out += path(parent, depth, ph->src[events[i]], ph->dst[events[i]], buf);
+    for (int32_t i = 0; i < ns; i++)
+        cap_in += path(parent, depth, ph->src[mine_s[i]], ph->dst[mine_s[i]], buf);
+    struct ysync *fo = malloc((size_t)(cap_out + 1) * sizeof *fo);
+    struct ysync *in = malloc((size_t)(cap_in + 1) * sizeof *in);
+    if (!fo || !in) {
+        free(list);
+        free(fo);
+        free(in);
+        goto nomem;
+    }
+    int64_t nfo = 0, nin = 0;
+    for (int32_t i = 0; i < nev; i++) {
+        int64_t u = events[i];
+        int len = path(parent, depth, ph->src[u], ph->dst[u], buf);
+        for (int j = 0; j < len; j++) {
+            const int32_t *l = list + eoff[buf[j]];
+            int64_t n = eoff[buf[j] + 1] - eoff[buf[j]];
+            int64_t pos = find(l, n, ph->phase, ph->phase[u]);
+            if (pos + 1 < n && ph->src[l[pos + 1]] != me)
+                fo[nfo++] = (struct ysync){ph->src[l[pos + 1]], ph->phase[u], ph->phase[l[pos + 1]]};
+        }
+    }
+    for (int32_t i = 0; i < ns; i++) {
+        int64_t v = mine_s[i];
+        int len = path(parent, depth, ph->src[v], ph->dst[v], buf);
+        for (int j = 0; j < len; j++) {
+            const int32_t *l = list + eoff[buf[j]];
+            int64_t n = eoff[buf[j] + 1] - eoff[buf[j]];
+            int64_t pos = find(l, n, ph->phase, ph->phase[v]);
+            if (pos == 0)
+                continue;
+            int64_t u = l[pos - 1];
+            int32_t fires = receiver ? ph->dst[u] : ph->src[u];
+            if (fires != me)
+                in[nin++] = (struct ysync){fires, ph->phase[u], ph->phase[v]};
+        }
+    }
+    free(list);
+    qsort(fo, (size_t)nfo, sizeof *fo, by_trigger_peer_target);
+    int64_t k = 0; /* dedup keeping (trigger, peer, target) order */
+    for (int64_t i = 0; i < nfo; i++)
+        if (k == 0 || by_trigger_peer_target(&fo[k - 1], &fo[i]) != 0)
+            fo[k++] = fo[i];
+    nfo = k;
+    qsort(in, (size_t)nin, sizeof *in, by_peer_trigger_target);
+    nin = dedup(in, nin);
+
+    /* fire lists per event entry; postings in (source, trigger, target) order; waits */
+    int32_t *fire_off = take(out, (size_t)nev + 1, sizeof *fire_off);
+    int32_t *fire_peer = take(out, (size_t)nfo, sizeof *fire_peer);
+    int32_t *syncin_off = take(out, (size_t)P + 1, sizeof *syncin_off);
+    int32_t *syncin_peer = take(out, (size_t)nin, sizeof *syncin_peer);
+    int32_t *wait_off = take(out, (size_t)ns + 1, sizeof *wait_off);
+    int32_t *wait_idx = take(out, (size_t)nin, sizeof *wait_idx);
+    if (!fire_off || !fire_peer || !syncin_off || !syncin_peer || !wait_off || !wait_idx) {
+        free(fo);
+        free(in);
+        goto nomem;
+    }
+    const int32_t *ev_phase = receiver ? recv_phase : send_phase;
+    for (int64_t i = 0; i < nfo; i++) {
+        fire_off[entry_of(ev_phase, nev, fo[i].trigger) + 1]++;
+        fire_peer[i] = fo[i].peer; /* fo is in (trigger, peer, target) order: entry order */
+    }
+    for (int32_t e = 0; e < nev; e++)
+        fire_off[e + 1] += fire_off[e];
+    for (int32_t m = me + 1; m <= P; m++)
+        syncin_off[m] = (int32_t)nin;
+    for (int64_t j = 0; j < nin; j++)
+        syncin_peer[j] = in[j].peer;
+    for (int64_t j = 0; j < nin; j++) /* count waits per send entry (by target phase) */
+        wait_off[entry_of(send_phase, ns, in[j].target) + 1]++;
+    for (int32_t e = 0; e < ns; e++)
+        wait_off[e + 1] += wait_off[e];
+    int32_t *wfill = calloc((size_t)ns + 1, sizeof *wfill);
+    if (!wfill) {
+        free(fo);
+        free(in);
+        goto nomem;
+    }
+    for (int64_t j = 0; j < nin; j++) { /* posting order within each send entry's list */
+        int32_t e = entry_of(send_phase, ns, in[j].target);
+        wait_idx[wait_off[e] + wfill[e]++] = (int32_t)j;
+    }
+    free(wfill);
+    free(fo);
+    free(in);
+    s->fire_off = fire_off;
+    s->fire_peer = fire_peer;
+    s->syncin_off = syncin_off;
+    s->syncin_peer = syncin_peer;
+    s->wait_off = wait_off;
+    s->wait_idx = wait_idx;
+    out->n_syncs_in = nin;
+    out->n_syncs_out = nfo;
+    return 0;
+nomem:
+    aapc_rows_free(out);
+    return -1;
+}

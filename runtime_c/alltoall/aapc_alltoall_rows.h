@@ -1,0 +1,31 @@
+/*
+ * aapc_alltoall_rows.h: one rank's executor rows, with their syncs, for a phase schedule
+ * computed at run time (aapc_alltoall_rows.c).
+ */
+#ifndef AAPC_ALLTOALL_ROWS_H
+#define AAPC_ALLTOALL_ROWS_H
+
+#include "aapc_cluster.h"
+#include "aapc_phased.h"
+#include "aapc_vtables.h" /* AAPC_VSYNC_* */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct aapc_rows {
+    aapc_schedule_t sched; /* rows of rank `me` only; the other ranks' rows are empty */
+    void *mem[24];
+    long long n_syncs_in, n_syncs_out;
+} aapc_rows_t;
+
+/* Rank `me`'s rows of schedule ph on the job tree, with the syncs of `sync` (AAPC_VSYNC_*).
+   Returns 0, or -1 when out of memory (out is then freed). */
+int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, int sync, int me,
+                    const char *name, aapc_rows_t *out);
+void aapc_rows_free(aapc_rows_t *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AAPC_ALLTOALL_ROWS_H */
