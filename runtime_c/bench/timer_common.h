@@ -16,8 +16,8 @@
 
 static inline int selected(const char *only, const char *name)
 {
-    if (only == NULL) {
-        return 1;
+    if (only == NULL) { /* the run-time scheduled routines need a placement: only when named */
+        return strncmp(name, "runtime-", 8) != 0;
     }
     size_t len = strlen(name);
     for (const char *p = only; (p = strstr(p, name)) != NULL; p += len) {
