@@ -171,7 +171,10 @@ def test_mpiexec_command_is_mpmd_one_rank_per_namespace():
     head += ["-genv", "MPIR_CVAR_NOLOCAL", "1", "-genv", "AAPC_QUIET", "1"]
     assert cmd[: len(head)] == head
     parts = " ".join(cmd[len(head) :]).split(" : ")
-    assert parts == [f"-n 1 ip netns exec aapc-m{r} ./prog -x" for r in range(5)]
+    assert parts == [
+        f"-n 1 -env AAPC_MACHINE {topo.machines[r]} ip netns exec aapc-m{r} ./prog -x"
+        for r in range(5)
+    ]
     assert em.machine_ip == ("198.18.0.1", "198.18.0.2", "198.18.0.3", "198.18.0.4", "198.18.0.5")
 
 

@@ -7,8 +7,10 @@ import os
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from aapcgen.alltoall.variants import RUNTIME_PREFIX, RUNTIME_SYNC_C, variant_spec
 from aapcgen.alltoallv.schedule import SCHEDULERS, load_pattern
 from aapcgen.cli.options import command, run_options
 from aapcgen.codegen.generate import parse_block_sizes, stderr_progress, variant_specs
@@ -41,13 +43,25 @@ from aapcgen.measure.vbench import MPICH_VNATIVES, VBenchRequest, run_vbench
 def cmd_bench(a: argparse.Namespace) -> int:
     topo = topology_or_builtin(a.topology)
     specs = []
-    for v in a.variants.split(","):
+    names = [v for v in a.variants.split(",") if v]
+    runtime = tuple(v for v in names if v.startswith(RUNTIME_PREFIX))
+    for v in runtime:
+        variant_spec(v.removeprefix(RUNTIME_PREFIX))  # a known variant ...
+        if v.removeprefix(RUNTIME_PREFIX) not in RUNTIME_SYNC_C:  # ... that runs at run time
+            raise InputError(
+                f"--variants: '{v}' is not a run-time routine (choose from: "
+                f"{', '.join(RUNTIME_PREFIX + s for s in RUNTIME_SYNC_C)})"
+            )
+    for v in (v for v in names if not v.startswith(RUNTIME_PREFIX)):
         specs += variant_specs(
             v, parse_block_sizes(a.block_size) if ("partial" in v or v == "all") else None
         )
     natives = tuple(x for x in a.natives.split(",") if x) if a.natives is not None else None
     out_dir = Path(a.output or f"bench-results/{topo.name}-{a.backend}")
     cfg = BenchConfig.from_args(a, topo, parse_sizes(a.sizes), specs, natives, out_dir)
+    if runtime and not specs:
+        raise InputError("--variants: name a generated variant besides the runtime-* ones")
+    cfg = replace(cfg, runtime=runtime)
     peak = peak_of(topo, cfg.rate)
     stderr_progress(
         f"bench {topo.name} on {a.backend}: {len(specs)} generated variant(s), natives "
@@ -128,7 +142,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--variants",
         default="sender-all,no-sync",
-        help="generated variants, comma-separated, or all",
+        help="generated variants, comma-separated, or all; runtime-receiver-all (and the other "
+        "runtime-* routines) times the routine scheduled at run time too",
     )
     p.add_argument("--block-size", metavar="N[,N...]", help="block sizes for partial variants")
     p.add_argument(

@@ -213,6 +213,7 @@ class BenchConfig:
     timeout: float = 3600.0
     prefix: str = "aapc"  # emulate: name prefix of namespaces and interfaces
     mpicc: str | None = None  # the MPI's compiler wrapper (None: the venv's, then PATH's)
+    runtime: tuple[str, ...] = ()  # run-time scheduled routines to time too (runtime-<sync>)
 
     @classmethod
     def from_args(
@@ -362,6 +363,9 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
         flavour = "simgrid" if cfg.backend == "simulate" else mpi_flavour(mpicc)[0]
         natives = cfg.natives if cfg.natives is not None else DEFAULT_NATIVES.get(flavour, ())
         jobs = plan_jobs(flavour, natives, cfg.sizes, cfg.target_seconds, cfg.max_iters)
+        if cfg.runtime:  # the timer skips runtime-* unless named
+            names = ["native", *(v.label for v in cfg.variants), *cfg.runtime]
+            jobs[0] = replace(jobs[0], args=(*jobs[0].args, "--only", ",".join(names)))
         gen_dir = Path(tmp) / "gen"
         generate(cfg.topology, cfg.variants, gen_dir)
         exe = Path(tmp) / "alltoall_timer"

@@ -329,6 +329,8 @@ def mpiexec_command(
 
     ``MPIR_CVAR_NOLOCAL=1`` stops MPICH from using shared memory between the "local" ranks
     (they are on one host), so all traffic between machines crosses the emulated links.
+    ``AAPC_MACHINE`` tells every rank its machine (the namespaces share one host name), so the
+    run-time scheduled routines place it (docs/generate.md).
     """
     genv = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0", "MPIR_CVAR_NOLOCAL": "1", **(env or {})}
     cmd = [mpiexec]
@@ -337,7 +339,8 @@ def mpiexec_command(
     for r, ns in enumerate(em.machine_ns):
         if r:
             cmd.append(":")
-        cmd += ["-n", str(ranks_per_machine), em.ip, "netns", "exec", ns, *argv]
+        cmd += ["-n", str(ranks_per_machine), "-env", "AAPC_MACHINE", em.machines[r]]
+        cmd += [em.ip, "netns", "exec", ns, *argv]
     return cmd
 
 
