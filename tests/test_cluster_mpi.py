@@ -150,3 +150,32 @@ def test_open_mpi(tmp_path):
     exe = build(tmp_path, mpicc=OMPI / "mpicc")
     proc = run(exe, n(0, 4, 4, 9, 14), "--variant", "runtime-*", "--max-bytes", "1000", ompi=True)
     passed(proc, 4 * 14)
+
+
+def test_default_mpi_alltoall_schedules_jobs_at_run_time(tmp_path):
+    """An unchanged program, intercepted: MPI_Alltoall's default ("auto") schedules a job on a
+    subset at run time when the ranks' machines are known, and runs the whole cluster's
+    precomputed schedule when they are not (one rank per machine, every machine)."""
+    gen = tmp_path / "gen"
+    generate(CHAIN, variant_specs("receiver-all", None), gen)
+    exe = tmp_path / "plain"
+    sources = sorted(str(p) for p in gen.glob("*.c"))
+    cmd = [str(BIN / "mpicc"), *CFLAGS, "-DAAPC_INTERCEPT", f"-I{gen}"]
+    subprocess.run([*cmd, str(ROOT / "tests/c/plain_alltoall.c"), *sources, "-o", str(exe)],
+                   check=True, timeout=300)  # fmt: skip
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    proc = run(exe, n(2, 6, 6, 11), env={"AAPC_DUMP_SCHEDULE": str(dump)})
+    assert proc.returncode == 0 and "plain_alltoall: ok" in proc.stdout, proc.stderr
+    assert "aapcgen:" not in proc.stderr
+    assert len(list(dump.glob("*.json"))) == 1  # scheduled for this job's 4 ranks
+    whole = subprocess.run(
+        [str(BIN / "mpiexec"), "-n", "16", str(exe)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "AAPC_DUMP_SCHEDULE": str(dump)},
+    )
+    assert whole.returncode == 0 and "plain_alltoall: ok" in whole.stdout, whole.stderr
+    assert len(list(dump.glob("*.json"))) == 1  # host names unknown: the precomputed schedule
+    assert "aapcgen:" not in whole.stderr

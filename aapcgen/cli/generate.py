@@ -40,6 +40,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(
         f"wrote {len(gen.files)} files to {out}/ for {topo.name} ({labels}; default {gen.default})"
     )
+    print(
+        "MPI_Alltoall runs it on the whole cluster, and schedules any other communicator at its "
+        "first call when every rank's machine is known (docs/generate.md)"
+    )
     if gen.alltoallv is not None:
         v = gen.alltoallv
         print(

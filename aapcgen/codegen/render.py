@@ -219,6 +219,26 @@ def runtime_variants() -> list[RuntimeVariant]:
     ]
 
 
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class AutoVariant:
+    """The default MPI_Alltoall: scheduled at run time when every rank's machine is known, else
+    the precomputed ``precomputed_ident`` routine of the whole cluster."""
+
+    sync_c: str
+    precomputed_ident: str
+    precomputed_label: str
+
+
+def auto_variant(default: str, variants: list[VariantCode]) -> AutoVariant | None:
+    """``auto`` when the default is a precomputed variant the run-time routine can run."""
+    if default not in RUNTIME_SYNC_C or not any(v.label == default for v in variants):
+        return None
+    return AutoVariant(RUNTIME_SYNC_C[default], c_identifier(default), default)
+
+
 def runtime_sources() -> list[Path]:
     """The runtime files a generated directory needs, by name (their names are unique)."""
     runtime = resource_dir("runtime_c")
@@ -320,6 +340,11 @@ def render(
         "vlevel": vlevel or vlevel_code(topo, "greedy", 0, None),
         "vpattern": alltoallv.pattern.ravel() if alltoallv else np.zeros(0),
         "runtime_variants": runtime_variants(),
+        "auto": auto_variant(default, variants),
+        "intercept_default": AUTO if auto_variant(default, variants) else default,
+        "n_variants": len(variants)
+        + len(runtime_variants())
+        + (1 if auto_variant(default, variants) else 0),
         "cluster_c": render_cluster_c(cluster_tables(topo), f"aapc_{topo_id}_cluster"),
     }
     outputs = [

@@ -36,6 +36,9 @@ int aapc_alltoall_chain_4x4_runtime_receiver_all(const void *sendbuf, int sendco
 /* runtime-barrier-all: scheduled at the first call on each communicator, any job on these machines */
 int aapc_alltoall_chain_4x4_runtime_barrier_all(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* auto: the default of MPI_Alltoall (run time when the ranks' machines are known) */
+int aapc_alltoall_chain_4x4_auto(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
 /* no-sync: MPI_Alltoall's signature and semantics */
 int aapc_alltoall_chain_4x4_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,

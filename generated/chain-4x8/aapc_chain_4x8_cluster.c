@@ -68,3 +68,13 @@ int aapc_alltoall_chain_4x8_runtime_barrier_all(const void *sendbuf, int sendcou
     return aapc_alltoall_cluster(&aapc_chain_4x8_cluster, AAPC_VSYNC_BARRIER, "chain-4x8 runtime-barrier-all",
                                  sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+
+/* auto (the default): the run-time routine when every rank's machine is known, else the
+   precomputed receiver-all of the whole cluster */
+int aapc_alltoall_chain_4x8_auto(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return aapc_alltoall_cluster_auto(&aapc_chain_4x8_cluster, AAPC_VSYNC_RECEIVER, "chain-4x8 auto",
+                                      aapc_alltoall_chain_4x8_receiver_all, sendbuf, sendcount,
+                                      sendtype, recvbuf, recvcount, recvtype, comm);
+}

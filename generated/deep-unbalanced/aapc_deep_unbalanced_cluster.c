@@ -66,3 +66,13 @@ int aapc_alltoall_deep_unbalanced_runtime_barrier_all(const void *sendbuf, int s
     return aapc_alltoall_cluster(&aapc_deep_unbalanced_cluster, AAPC_VSYNC_BARRIER, "deep-unbalanced runtime-barrier-all",
                                  sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+
+/* auto (the default): the run-time routine when every rank's machine is known, else the
+   precomputed receiver-all of the whole cluster */
+int aapc_alltoall_deep_unbalanced_auto(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return aapc_alltoall_cluster_auto(&aapc_deep_unbalanced_cluster, AAPC_VSYNC_RECEIVER, "deep-unbalanced auto",
+                                      aapc_alltoall_deep_unbalanced_receiver_all, sendbuf, sendcount,
+                                      sendtype, recvbuf, recvcount, recvtype, comm);
+}

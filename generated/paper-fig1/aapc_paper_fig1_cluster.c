@@ -56,3 +56,13 @@ int aapc_alltoall_paper_fig1_runtime_barrier_all(const void *sendbuf, int sendco
     return aapc_alltoall_cluster(&aapc_paper_fig1_cluster, AAPC_VSYNC_BARRIER, "paper-fig1 runtime-barrier-all",
                                  sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+
+/* auto (the default): the run-time routine when every rank's machine is known, else the
+   precomputed receiver-all of the whole cluster */
+int aapc_alltoall_paper_fig1_auto(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return aapc_alltoall_cluster_auto(&aapc_paper_fig1_cluster, AAPC_VSYNC_RECEIVER, "paper-fig1 auto",
+                                      aapc_alltoall_paper_fig1_receiver_all, sendbuf, sendcount,
+                                      sendtype, recvbuf, recvcount, recvtype, comm);
+}

@@ -55,3 +55,13 @@ int aapc_alltoall_two_switch_4_4_runtime_barrier_all(const void *sendbuf, int se
     return aapc_alltoall_cluster(&aapc_two_switch_4_4_cluster, AAPC_VSYNC_BARRIER, "two-switch-4-4 runtime-barrier-all",
                                  sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+
+/* auto (the default): the run-time routine when every rank's machine is known, else the
+   precomputed receiver-all of the whole cluster */
+int aapc_alltoall_two_switch_4_4_auto(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return aapc_alltoall_cluster_auto(&aapc_two_switch_4_4_cluster, AAPC_VSYNC_RECEIVER, "two-switch-4-4 auto",
+                                      aapc_alltoall_two_switch_4_4_receiver_all, sendbuf, sendcount,
+                                      sendtype, recvbuf, recvcount, recvtype, comm);
+}

@@ -219,7 +219,7 @@ static int build_entry(struct cluster_entry *e, const int *rm, int P, int me, co
 }
 
 static int lookup(const aapc_cluster_t *cl, int sync, const char *name, MPI_Comm comm,
-                  struct cluster_cache **cache, struct cluster_entry **out)
+                  int warn_unknown, struct cluster_cache **cache, struct cluster_entry **out)
 {
     int rc, inter = 0, P = 0, me = 0;
     *out = NULL;
@@ -262,7 +262,7 @@ static int lookup(const aapc_cluster_t *cl, int sync, const char *name, MPI_Comm
         free(c->rank_machine);
         c->rank_machine = rm;
         c->gathered_for = cl;
-        if (known < 0) {
+        if (known < 0 && warn_unknown) {
             char why[MPI_MAX_PROCESSOR_NAME + 160];
             snprintf(why, sizeof why, "%s is not a machine of cluster %s", host, cl->name);
             aapc_warn_once(name, why, "MPI_Alltoall");
@@ -288,9 +288,9 @@ static int lookup(const aapc_cluster_t *cl, int sync, const char *name, MPI_Comm
     return MPI_SUCCESS;
 }
 
-int aapc_alltoall_cluster(const aapc_cluster_t *cl, int sync, const char *name,
-                          const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                          void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluster_fallback_fn otherwise,
+               const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     int rc, rsize = 0, ssize = 0;
     if (cl == NULL || recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))
@@ -305,9 +305,11 @@ int aapc_alltoall_cluster(const aapc_cluster_t *cl, int sync, const char *name,
         return rc;
     struct cluster_cache *cache = NULL;
     struct cluster_entry *e = NULL;
-    if ((rc = lookup(cl, sync, name, comm, &cache, &e)) != MPI_SUCCESS)
+    if ((rc = lookup(cl, sync, name, comm, otherwise == NULL, &cache, &e)) != MPI_SUCCESS)
         return rc;
     MPI_Aint bytes = (MPI_Aint)(sendbuf == MPI_IN_PLACE ? recvcount : sendcount) * ssize;
+    if ((e == NULL || !e->usable) && otherwise != NULL)
+        return otherwise(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e == NULL || !e->usable || bytes == 0)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     int me = 0;
@@ -316,4 +318,21 @@ int aapc_alltoall_cluster(const aapc_cluster_t *cl, int sync, const char *name,
     aapc_comm_info_t info = {1, cache->dup, me, NULL, NULL};
     return aapc_alltoall_exec(&e->rows.sched, &info, sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype);
+}
+
+int aapc_alltoall_cluster(const aapc_cluster_t *cl, int sync, const char *name,
+                          const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return run(cl, sync, name, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+               comm);
+}
+
+int aapc_alltoall_cluster_auto(const aapc_cluster_t *cl, int sync, const char *name,
+                               aapc_cluster_fallback_fn precomputed, const void *sendbuf, int sendcount,
+                               MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                               MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return run(cl, sync, name, precomputed, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+               recvtype, comm);
 }

@@ -23,6 +23,17 @@ int aapc_alltoall_cluster(const aapc_cluster_t *cluster, int sync, const char *n
                           const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                           void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
+/* The default MPI_Alltoall of a generated library ("auto"): the run-time routine when every
+   rank of the communicator is on a known machine, else `precomputed` (the whole cluster's
+   precomputed schedule, which itself uses the library's routine when the communicator does not
+   match it), without a warning of its own. */
+typedef int (*aapc_cluster_fallback_fn)(const void *, int, MPI_Datatype, void *, int,
+                                         MPI_Datatype, MPI_Comm);
+int aapc_alltoall_cluster_auto(const aapc_cluster_t *cluster, int sync, const char *name,
+                               aapc_cluster_fallback_fn precomputed, const void *sendbuf,
+                               int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                               int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
 #ifdef __cplusplus
 }
 #endif
