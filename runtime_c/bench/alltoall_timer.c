@@ -3,8 +3,8 @@
  *
  * Candidates: "native" (PMPI_Alltoall, whatever algorithm the MPI library's environment selects)
  * and every variant in aapc_variants[] of the generated directory it is compiled with (the
- * run-time scheduled runtime-* routines only when --only names them: they need each rank's
- * machine, AAPC_MACHINE or a matching host name). For each
+ * run-time scheduled runtime-* routines and "auto" only when --only names them: they need each
+ * rank's machine, AAPC_MACHINE or a matching host name). For each
  * repeat, the candidates run in turn (interleaved, so they see the same machine state), in a
  * strided order chosen by --seed K plus the repeat number (timer_common.h: every candidate's
  * successor changes from one repeat to the next, since on TCP a call inherits the connection

@@ -16,8 +16,9 @@
 
 static inline int selected(const char *only, const char *name)
 {
-    if (only == NULL) { /* the run-time scheduled routines need a placement: only when named */
-        return strncmp(name, "runtime-", 8) != 0;
+    if (only == NULL) { /* the run-time scheduled routines need a placement, and "auto" is
+                           one of them or a precomputed variant: only when named */
+        return strncmp(name, "runtime-", 8) != 0 && strcmp(name, "auto") != 0;
     }
     size_t len = strlen(name);
     for (const char *p = only; (p = strstr(p, name)) != NULL; p += len) {

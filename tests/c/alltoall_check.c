@@ -254,6 +254,14 @@ static void case_thirds(const struct ctx *c, aapc_alltoall_fn fn, long n, char *
     split_and_call(fn, n, 0, 3, 0, 60, desc);
 }
 
+/* Without --variant: every precomputed variant. The run-time routines (runtime-*, and auto,
+   which is one of them or the default precomputed variant) need each rank's machine
+   (AAPC_MACHINE): tests/test_cluster_mpi.py selects them by name. */
+static int by_default(const char *name)
+{
+    return strncmp(name, "runtime-", 8) != 0 && strcmp(name, "auto") != 0;
+}
+
 /* --variant NAME, or NAME* for every variant starting with NAME (e.g. runtime-*). */
 static int variant_selected(const char *name)
 {
@@ -359,7 +367,8 @@ int main(int argc, char **argv)
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
 
     for (int v = 0; v < aapc_nvariants; v++) {
-        if (only_variant && !variant_selected(aapc_variants[v].variant))
+        if (only_variant ? !variant_selected(aapc_variants[v].variant)
+                         : !by_default(aapc_variants[v].variant))
             continue;
         nrun++;
         for (int k = 0; k < ncases; k++) {
