@@ -164,3 +164,15 @@ def test_generate_warns_when_the_phases_cannot_reach_the_bound(capsys, tmp_path)
         str(tmp_path / "h"),
     )
     assert code == 0 and "warning" not in err
+
+
+def test_job_views_and_their_bad_input(capsys, tmp_path):
+    chain = str(ROOT / "topologies/chain-4x4.yaml")
+    code, out, _ = run(capsys, "info", chain, "--hosts", "n[0-1],n5,n9,n13")
+    assert code == 0 and "5 machines" in out and "load        6 phases" in out
+    code, _, err = run(capsys, "schedule", chain, "--hosts", "n0,zz")
+    assert code == 2 and err.strip() == "aapcgen: --hosts: host 'zz' is not a machine of chain-4x4"
+    sched = tmp_path / "s.json"
+    code, _, _ = run(capsys, "schedule", chain, "--format", "json", "-o", str(sched))
+    code, _, err = run(capsys, "verify", chain, "--schedule", str(sched), "--hosts", "n0,n1")
+    assert code == 2 and "drop --hosts/--hostfile" in err and len(err.splitlines()) == 1

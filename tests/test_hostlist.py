@@ -66,3 +66,15 @@ def test_matching_full_and_short_names():
         job_machines(TOPO, ["n0", "zz"])
     with pytest.raises(InputError, match="needs 2"):
         job_machines(TOPO, ["n0", "n0"])
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["n0", "n3", "n3.other.domain", "node7", "node7.cluster.org", "node8.cluster", "zz", "node"],
+)
+def test_the_runtime_matches_host_names_as_python_does(host):
+    """One fact, two implementations (the runtime in C, --hosts in Python): the same answers."""
+    from aapcgen.alltoall.cjob import machine_of_host as c_machine_of_host
+
+    expected = machine_of_host(TOPO).get(host, machine_of_host(TOPO).get(host.split(".")[0], -1))
+    assert c_machine_of_host(TOPO, host) == expected

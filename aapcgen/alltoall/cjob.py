@@ -99,6 +99,8 @@ def library() -> ctypes.CDLL:
     ]
     lib.aapc_job_phases.restype = ctypes.c_int
     lib.aapc_job_phases_free.argtypes = [ctypes.POINTER(_Phases)]
+    lib.aapc_cluster_machine_of_host.argtypes = [ctypes.POINTER(_Cluster), ctypes.c_char_p]
+    lib.aapc_cluster_machine_of_host.restype = ctypes.c_int32
     return lib
 
 
@@ -106,10 +108,9 @@ def _strings(items: Sequence[str | None]) -> ctypes.Array:
     return (ctypes.c_char_p * len(items))(*[None if x is None else x.encode() for x in items])
 
 
-def job_phases(cluster: Topology, rank_machine: Sequence[int]) -> Schedule:
-    """The phases the generated library computes for ranks on ``rank_machine`` (C)."""
+def _c_cluster(cluster: Topology, keep: list) -> _Cluster:
+    """The aapc_cluster_t of ``cluster``; ``keep`` holds the arrays it points into."""
     t = cluster_tables(cluster)
-    keep = []  # the arrays must outlive the call
 
     def arr(a: np.ndarray, kind: type) -> ctypes._Pointer:
         a = np.ascontiguousarray(a)
@@ -119,16 +120,24 @@ def job_phases(cluster: Topology, rank_machine: Sequence[int]) -> Schedule:
     names, hosts, switches = (
         _strings(t.machine_name), _strings(t.machine_host), _strings(t.switch_name)
     )  # fmt: skip
-    c = _Cluster(
+    keep += [names, hosts, switches]
+    return _Cluster(
         t.name.encode(), len(t.machine_name), len(t.switch_name), len(t.link_a),
         names, hosts, arr(t.machine_switch, ctypes.c_int32), arr(t.machine_bw, ctypes.c_double),
         switches, arr(t.link_a, ctypes.c_int32), arr(t.link_b, ctypes.c_int32),
         arr(t.link_bw, ctypes.c_double),
     )  # fmt: skip
-    rm = np.asarray(rank_machine, dtype=np.int32)
+
+
+def job_phases(cluster: Topology, rank_machine: Sequence[int]) -> Schedule:
+    """The phases the generated library computes for ranks on ``rank_machine`` (C)."""
+    keep: list = []  # the arrays must outlive the call
+    c = _c_cluster(cluster, keep)
+    rm = np.ascontiguousarray(rank_machine, dtype=np.int32)
     out = _Phases()
     lib = library()
-    rc = lib.aapc_job_phases(ctypes.byref(c), arr(rm, ctypes.c_int32), len(rm), ctypes.byref(out))
+    rm_ptr = rm.ctypes.data_as(_I32)
+    rc = lib.aapc_job_phases(ctypes.byref(c), rm_ptr, len(rm), ctypes.byref(out))
     if rc != 0:
         raise InputError(f"run-time scheduler: {out.error.decode(errors='replace')}")
     try:
@@ -139,3 +148,10 @@ def job_phases(cluster: Topology, rank_machine: Sequence[int]) -> Schedule:
         )
     finally:
         lib.aapc_job_phases_free(ctypes.byref(out))
+
+
+def machine_of_host(cluster: Topology, host: str) -> int:
+    """The machine the runtime takes a rank on ``host`` to be on (C), or -1."""
+    keep: list = []
+    c = _c_cluster(cluster, keep)
+    return int(library().aapc_cluster_machine_of_host(ctypes.byref(c), host.encode()))

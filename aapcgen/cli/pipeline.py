@@ -116,6 +116,10 @@ def _load_schedule_json(
 def cmd_verify(args: argparse.Namespace) -> int:
     topo = topology_or_builtin(args.topology)
     if args.schedule:
+        if args.hosts is not None or args.hostfile:
+            raise InputError(
+                "--schedule: the file names its own job (rank_machines); drop --hosts/--hostfile"
+            )
         topo, phase, src, dst = _load_schedule_json(args.schedule, topo)
         what = f"{args.schedule} for {topo.name}"
     else:

@@ -326,6 +326,7 @@ def render(
     topo_id = c_identifier(topo.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
+    runtime, auto = runtime_variants(), auto_variant(default, variants)
     common = {
         "topology": topo,
         "topo_id": topo_id,
@@ -339,12 +340,10 @@ def render(
         "vdefault": f"level3-{alltoallv.default}" if alltoallv else f"level1-{DEFAULT_VARIANT}",
         "vlevel": vlevel or vlevel_code(topo, "greedy", 0, None),
         "vpattern": alltoallv.pattern.ravel() if alltoallv else np.zeros(0),
-        "runtime_variants": runtime_variants(),
-        "auto": auto_variant(default, variants),
-        "intercept_default": AUTO if auto_variant(default, variants) else default,
-        "n_variants": len(variants)
-        + len(runtime_variants())
-        + (1 if auto_variant(default, variants) else 0),
+        "runtime_variants": runtime,
+        "auto": auto,
+        "intercept_default": AUTO if auto else default,
+        "n_variants": len(variants) + len(runtime) + (1 if auto else 0),
         "cluster_c": render_cluster_c(cluster_tables(topo), f"aapc_{topo_id}_cluster"),
     }
     outputs = [

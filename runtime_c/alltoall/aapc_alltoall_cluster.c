@@ -32,6 +32,7 @@
 
 #include "aapc_alltoall_rows.h"
 #include "aapc_comm.h"
+#include "aapc_exec.h" /* aapc_alltoall_block */
 
 /* One variant's schedule on one communicator. */
 struct cluster_entry {
@@ -292,22 +293,19 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
                const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rc, rsize = 0, ssize = 0;
-    if (cl == NULL || recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))
-        return recvcount < 0 || sendcount < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG;
+    int rc, ssize = 0;
+    MPI_Aint bytes = 0;
+    if ((rc = aapc_alltoall_block(sendbuf, sendcount, sendtype, recvcount, recvtype, &bytes,
+                                  &ssize)) != MPI_SUCCESS)
+        return rc;
+    if (cl == NULL)
+        return MPI_ERR_ARG;
     if (comm == MPI_COMM_NULL)
         return MPI_ERR_COMM;
-    if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
-        return rc;
-    if (sendbuf == MPI_IN_PLACE)
-        ssize = rsize;
-    else if ((rc = PMPI_Type_size(sendtype, &ssize)) != MPI_SUCCESS)
-        return rc;
     struct cluster_cache *cache = NULL;
     struct cluster_entry *e = NULL;
     if ((rc = lookup(cl, sync, name, comm, otherwise == NULL, &cache, &e)) != MPI_SUCCESS)
         return rc;
-    MPI_Aint bytes = (MPI_Aint)(sendbuf == MPI_IN_PLACE ? recvcount : sendcount) * ssize;
     if ((e == NULL || !e->usable) && otherwise != NULL)
         return otherwise(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e == NULL || !e->usable || bytes == 0)

@@ -18,17 +18,14 @@ int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcou
                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rc, rsize = 0, ssize = 0;
+    int rc, ssize = 0;
+    MPI_Aint bytes = 0;
 
-    if (s == NULL || recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))
-        return recvcount < 0 || sendcount < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG;
-    if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+    if ((rc = aapc_alltoall_block(sendbuf, sendcount, sendtype, recvcount, recvtype, &bytes,
+                                  &ssize)) != MPI_SUCCESS)
         return rc;
-    if (sendbuf == MPI_IN_PLACE)
-        ssize = rsize;
-    else if ((rc = PMPI_Type_size(sendtype, &ssize)) != MPI_SUCCESS)
-        return rc;
-    MPI_Aint bytes = (MPI_Aint)(sendbuf == MPI_IN_PLACE ? recvcount : sendcount) * ssize;
+    if (s == NULL)
+        return MPI_ERR_ARG;
     if (bytes == 0)
         return MPI_SUCCESS;
 
@@ -46,21 +43,16 @@ int aapc_alltoall_exec(const aapc_schedule_t *s, const struct aapc_comm_info *in
                        int recvcount, MPI_Datatype recvtype)
 {
     struct aapc_run st;
-    int rc, rsize = 0, ssize = 0, myrank = 0, size = 0;
-    MPI_Aint lb, sext, rext;
+    int rc, ssize = 0, myrank = 0, size = 0;
+    MPI_Aint lb, sext, rext, bytes = 0;
     char *tmp = NULL;
 
     memset(&st, 0, sizeof st);
-    if (s == NULL || info == NULL || !info->usable || recvcount < 0 ||
-        (sendbuf != MPI_IN_PLACE && sendcount < 0))
+    if (s == NULL || info == NULL || !info->usable)
         return MPI_ERR_ARG;
-    if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+    if ((rc = aapc_alltoall_block(sendbuf, sendcount, sendtype, recvcount, recvtype, &bytes,
+                                  &ssize)) != MPI_SUCCESS)
         return rc;
-    if (sendbuf == MPI_IN_PLACE)
-        ssize = rsize;
-    else if ((rc = PMPI_Type_size(sendtype, &ssize)) != MPI_SUCCESS)
-        return rc;
-    MPI_Aint bytes = (MPI_Aint)(sendbuf == MPI_IN_PLACE ? recvcount : sendcount) * ssize;
     if (bytes == 0)
         return MPI_SUCCESS;
     st.s = s;

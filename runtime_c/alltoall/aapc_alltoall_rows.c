@@ -83,11 +83,13 @@ static int by_peer_trigger_target(const void *x, const void *y)
     return (a->target > b->target) - (a->target < b->target);
 }
 
-static int64_t dedup(struct ysync *y, int64_t n)
+/* Sort by `cmp` and drop duplicates; returns the new count. */
+static int64_t sort_unique(struct ysync *y, int64_t n, int (*cmp)(const void *, const void *))
 {
+    qsort(y, (size_t)n, sizeof *y, cmp);
     int64_t k = 0;
     for (int64_t i = 0; i < n; i++)
-        if (k == 0 || by_peer_trigger_target(&y[k - 1], &y[i]) != 0)
+        if (k == 0 || cmp(&y[k - 1], &y[i]) != 0)
             y[k++] = y[i];
     return k;
 }
@@ -132,6 +134,7 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
     int32_t *buf = take(out, (size_t)2 * (size_t)nn + 2, sizeof *buf);
     if (!depth || !buf)
         goto nomem;
+    int32_t max_depth = 0;
     for (int32_t v = 0; v < nn; v++)
         depth[v] = -1;
     for (int32_t v = 0; v < nn; v++) { /* depths: walk up to a known node, then back down */
@@ -143,6 +146,7 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
         int32_t base = u < 0 ? -1 : depth[u];
         for (u = v; u >= 0 && depth[u] < 0; u = parent[u])
             depth[u] = base + d--;
+        max_depth = depth[v] > max_depth ? depth[v] : max_depth;
     }
 
     /* this rank's sends and receives, in phase order (the messages are sorted by phase) */
@@ -227,13 +231,9 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
     int receiver = s->sync_kind == AAPC_SYNC_RECEIVER;
     const int64_t *events = receiver ? mine_r : mine_s;
     int32_t nev = receiver ? nr : ns;
-    int64_t cap_out = 0, cap_in = 0;
-    for (int32_t i = 0; i < nev; i++)
-        cap_out += path(parent, depth, ph->src[events[i]], ph->dst[events[i]], buf);
-    for (int32_t i = 0; i < ns; i++)
-        cap_in += path(parent, depth, ph->src[mine_s[i]], ph->dst[mine_s[i]], buf);
-    struct ysync *fo = malloc((size_t)(cap_out + 1) * sizeof *fo);
-    struct ysync *in = malloc((size_t)(cap_in + 1) * sizeof *in);
+    size_t per_message = 2 * (size_t)max_depth; /* at most one sync per edge of a path */
+    struct ysync *fo = malloc(((size_t)nev * per_message + 1) * sizeof *fo);
+    struct ysync *in = malloc(((size_t)ns * per_message + 1) * sizeof *in);
     if (!fo || !in) {
         free(list);
         free(fo);
@@ -268,14 +268,8 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
         }
     }
     free(list);
-    qsort(fo, (size_t)nfo, sizeof *fo, by_trigger_peer_target);
-    int64_t k = 0; /* dedup keeping (trigger, peer, target) order */
-    for (int64_t i = 0; i < nfo; i++)
-        if (k == 0 || by_trigger_peer_target(&fo[k - 1], &fo[i]) != 0)
-            fo[k++] = fo[i];
-    nfo = k;
-    qsort(in, (size_t)nin, sizeof *in, by_peer_trigger_target);
-    nin = dedup(in, nin);
+    nfo = sort_unique(fo, nfo, by_trigger_peer_target); /* the firing order */
+    nin = sort_unique(in, nin, by_peer_trigger_target); /* the posting order */
 
     /* fire lists per event entry; postings in (source, trigger, target) order; waits */
     int32_t *fire_off = take(out, (size_t)nev + 1, sizeof *fire_off);

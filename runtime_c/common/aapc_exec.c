@@ -382,6 +382,22 @@ static int aapc_copy_own(struct aapc_run *st, int me)
 }
 
 /* Run machine m's rows; buffers and counts already resolved in *st. */
+int aapc_alltoall_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
+                        MPI_Datatype recvtype, MPI_Aint *bytes, int *ssize)
+{
+    int rc, rsize = 0;
+    if (recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))
+        return MPI_ERR_COUNT;
+    if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+        return rc;
+    if (sendbuf == MPI_IN_PLACE)
+        *ssize = rsize;
+    else if ((rc = PMPI_Type_size(sendtype, ssize)) != MPI_SUCCESS)
+        return rc;
+    *bytes = (MPI_Aint)(sendbuf == MPI_IN_PLACE ? recvcount : sendcount) * *ssize;
+    return MPI_SUCCESS;
+}
+
 int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize)
 {
     const aapc_schedule_t *s = st->s;

@@ -55,6 +55,10 @@ int aapc_peer_ok(const aapc_schedule_t *s, int32_t peer);
 int aapc_rank(const struct aapc_run *st, int32_t peer);
 /* Whether a datatype is plain bytes: no gaps, no offset. */
 int aapc_dense(MPI_Datatype t);
+/* MPI_Alltoall's counts: MPI_ERR_COUNT for a negative count, else the bytes of one block
+   (*bytes) and the size of one send element (*ssize; the receive type's under MPI_IN_PLACE). */
+int aapc_alltoall_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
+                        MPI_Datatype recvtype, MPI_Aint *bytes, int *ssize);
 /* Run machine st->m's rows; buffers, counts and the communicator already resolved in *st.
    bytes: the block size in bytes (MPI_Alltoall) or 0 (Alltoallv, per-rank counts). */
 int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize);

@@ -105,6 +105,53 @@ static int schedule_once(const aapc_cluster_t *c, const int32_t *rm, int P, int 
     return rc;
 }
 
+/* --repeat R: time R first-call schedulings; their minimum and median, and the peak RSS. */
+static int bench(const aapc_cluster_t *c, const int32_t *rm, int P, int repeat, int sync)
+{
+    double *sec = malloc((size_t)repeat * sizeof *sec);
+    if (sec == NULL)
+        return 2;
+    for (int r = 0; r < repeat; r++) {
+        double t0 = now();
+        if (schedule_once(c, rm, P, sync) != 0) {
+            free(sec);
+            return 1;
+        }
+        sec[r] = now() - t0;
+    }
+    qsort(sec, (size_t)repeat, sizeof *sec, cmp_double);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("seconds_per_call %.6f %.6f\nmaxrss_kib %ld\n", sec[0], sec[repeat / 2], ru.ru_maxrss);
+    free(sec);
+    return 0;
+}
+
+/* The default: the phases, one "phase src dst" line per message, or "error CODE MSG". */
+static int print_phases(const aapc_cluster_t *c, const int32_t *rm, int P)
+{
+    aapc_job_phases_t ph;
+    int rc = aapc_job_phases(c, rm, P, &ph);
+    if (rc != 0) {
+        printf("error %d %s\n", rc, ph.error);
+        return 0;
+    }
+    printf("phases %d %lld\n", (int)ph.n_phases, (long long)ph.n_messages);
+    for (long long e = 0; e < ph.n_messages; e++)
+        printf("%d %d %d\n", (int)ph.phase[e], (int)ph.src[e], (int)ph.dst[e]);
+    aapc_job_phases_free(&ph);
+    return 0;
+}
+
+#ifndef AAPC_WITH_VTABLES
+static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync)
+{
+    (void)c, (void)rm, (void)P, (void)sync;
+    fprintf(stderr, "cluster_driver: --rows needs a build with -DAAPC_WITH_VTABLES\n");
+    return 2;
+}
+#endif
+
 static int read_ints(int32_t *a, int n)
 {
     for (int i = 0; i < n; i++)
@@ -141,53 +188,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < L; i++)
         lbw[i] = 12.5e6;
     aapc_cluster_t c = {"driver", M, S, L, NULL, NULL, msw, mbw, NULL, la, lb, lbw};
-#ifdef AAPC_WITH_VTABLES
-    if (rows > 0) {
-        int rc = print_rows(&c, rm, P, rows);
-        free(msw);
-        free(la);
-        free(lb);
-        free(rm);
-        free(mbw);
-        free(lbw);
-        return rc;
-    }
-#else
-    (void)rows;
-#endif
-    if (repeat > 0) {
-        double *sec = malloc((size_t)repeat * sizeof *sec);
-        for (int r = 0; sec != NULL && r < repeat; r++) {
-            double t0 = now();
-            if (schedule_once(&c, rm, P, sync) != 0)
-                return 1;
-            sec[r] = now() - t0;
-        }
-        if (sec == NULL)
-            return 2;
-        qsort(sec, (size_t)repeat, sizeof *sec, cmp_double);
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        printf("seconds_per_call %.6f %.6f\nmaxrss_kib %ld\n", sec[0], sec[repeat / 2],
-               ru.ru_maxrss);
-        free(sec);
-        return 0;
-    }
-    aapc_job_phases_t ph;
-    int rc = aapc_job_phases(&c, rm, P, &ph);
-    if (rc != 0) {
-        printf("error %d %s\n", rc, ph.error);
-    } else {
-        printf("phases %d %lld\n", (int)ph.n_phases, (long long)ph.n_messages);
-        for (long long e = 0; e < ph.n_messages; e++)
-            printf("%d %d %d\n", (int)ph.phase[e], (int)ph.src[e], (int)ph.dst[e]);
-        aapc_job_phases_free(&ph);
-    }
+    int rc = rows > 0 ? print_rows(&c, rm, P, rows)
+             : repeat > 0 ? bench(&c, rm, P, repeat, sync)
+                          : print_phases(&c, rm, P);
     free(msw);
     free(la);
     free(lb);
     free(rm);
     free(mbw);
     free(lbw);
-    return 0;
+    return rc;
 }
