@@ -123,9 +123,10 @@ def test_unchanged_program_is_intercepted(tmp_path):
     assert "plain_alltoall: ok" in proc.stdout
 
 
-def test_one_warning_per_process_whatever_the_cause(tmp_path):
-    """A communicator mismatch (MPI_Alltoall) and a count mismatch (MPI_Alltoallv level 3) in
-    one process print one warning line, not one per cause; both calls still give the
+def test_one_warning_per_communicator_and_cause(tmp_path):
+    """A communicator mismatch (MPI_Alltoall on the two halves of WORLD) and a count mismatch
+    (MPI_Alltoallv level 3 on WORLD, called twice) print one line per communicator, from its
+    rank 0, naming the cause; a repeated cause is not repeated; every call still gives the
     library's results."""
     topo = load_topology(ROOT / "topologies" / "paper-fig1.yaml")
     request = AlltoallvRequest(np.full((5, 5), 8, dtype=np.int64), "8 bytes each", "balanced")
@@ -137,8 +138,38 @@ def test_one_warning_per_process_whatever_the_cause(tmp_path):
     proc = run(exe, 5)
     assert proc.returncode == 0 and "warn_once: ok" in proc.stdout, proc.stderr[-2000:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
-    assert len(lines) == 5, proc.stderr  # one per process (5 ranks), from the first cause
-    assert all("using the MPI library's MPI_Alltoall " in ln for ln in lines), lines
+    assert len(lines) == 3, proc.stderr
+    for why in (
+        "communicator has 2 ranks, the topology 5 machines; using the MPI library's MPI_Alltoall",
+        "communicator has 3 ranks, the topology 5 machines; using the MPI library's MPI_Alltoall",
+        "counts differ from the compiled pattern; using the MPI library's MPI_Alltoallv",
+    ):
+        assert sum(why in ln for ln in lines) == 1, (why, lines)
+    quiet = run(exe, 5, env={"AAPC_QUIET": "1"})
+    assert quiet.returncode == 0 and "aapcgen:" not in quiet.stderr, quiet.stderr
+
+
+COMM_MAP = ROOT / "tests" / "c" / "comm_map_check.c"
+
+
+@pytest.mark.parametrize("mpi", ["mpich", pytest.param("openmpi", marks=pytest.mark.openmpi)])
+def test_precomputed_schedule_maps_reordered_and_rejects_same_size_subsets(tmp_path, mpi):
+    """Without a host table world rank m runs machine m: a reversed or rotated split of
+    MPI_COMM_WORLD runs the schedule with that mapping (not by identity, which fits no link),
+    and a half of a job given a half-size schedule falls back (it is not the schedule's job)."""
+    mpicc, mpiexec = (
+        (MPICC, MPIEXEC) if mpi == "mpich" else (OPENMPI / "mpicc", OPENMPI / "mpiexec")
+    )
+    exe = tmp_path / "comm_map"
+    common = ROOT / "runtime_c" / "common"
+    cmd = [str(mpicc), *CFLAGS, *(SANITIZE if mpi == "mpich" else []), f"-I{common}"]
+    sources = [str(COMM_MAP), str(common / "aapc_comm.c")]
+    subprocess.run([*cmd, *sources, "-o", str(exe)], check=True, timeout=300)
+    env = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1"}
+    proc = run(exe, 6, mpiexec=mpiexec, env=env)
+    assert proc.returncode == 0 and "comm_map: ok" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    warned = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen: comm_map_half")]
+    assert warned and "3 of MPI_COMM_WORLD's 6 ranks" in warned[0], proc.stderr
 
 
 def test_sanitizers_clean(tmp_path):

@@ -188,7 +188,8 @@ static void dump_schedule(const aapc_cluster_t *cl, const int *rm, int P,
 }
 
 /* Steps 3-5 for a communicator whose ranks are all on known machines. */
-static int build_entry(struct cluster_entry *e, const int *rm, int P, int me, const char *name)
+static int build_entry(struct cluster_entry *e, const int *rm, int P, int me, const char *name,
+                       MPI_Comm comm)
 {
     int32_t *rm32 = malloc((size_t)P * sizeof *rm32);
     if (rm32 == NULL)
@@ -204,7 +205,7 @@ static int build_entry(struct cluster_entry *e, const int *rm, int P, int me, co
         snprintf(err, sizeof err, "%s", ph.error);
     free(rm32);
     if (rc == AAPC_JOB_ERANGE || rc == AAPC_JOB_EINVAL) {
-        aapc_warn_once(name, err, "MPI_Alltoall");
+        aapc_warn_fallback(comm, name, err, "MPI_Alltoall");
         return MPI_SUCCESS; /* usable stays 0: the library's routine runs */
     }
     if (rc != AAPC_JOB_OK)
@@ -266,7 +267,7 @@ static int lookup(const aapc_cluster_t *cl, int sync, const char *name, MPI_Comm
         if (known < 0 && warn_unknown) {
             char why[MPI_MAX_PROCESSOR_NAME + 160];
             snprintf(why, sizeof why, "%s is not a machine of cluster %s", host, cl->name);
-            aapc_warn_once(name, why, "MPI_Alltoall");
+            aapc_warn_fallback(MPI_COMM_NULL, name, why, "MPI_Alltoall");
         }
     }
     struct cluster_entry *e = calloc(1, sizeof *e);
@@ -277,7 +278,7 @@ static int lookup(const aapc_cluster_t *cl, int sync, const char *name, MPI_Comm
     int all_known = 1;
     for (int r = 0; r < P; r++)
         all_known &= c->rank_machine[r] >= 0;
-    if (all_known && P >= 2 && (rc = build_entry(e, c->rank_machine, P, me, name)) != MPI_SUCCESS) {
+    if (all_known && P >= 2 && (rc = build_entry(e, c->rank_machine, P, me, name, comm)) != MPI_SUCCESS) {
         aapc_rows_free(&e->rows);
         aapc_job_tree_free(&e->tree);
         free(e);

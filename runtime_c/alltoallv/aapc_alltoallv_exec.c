@@ -218,7 +218,7 @@ int aapc_alltoallv_run(const aapc_schedule_t *s, const void *sendbuf, const int 
                                    recvcounts, recvtype, &ok)) != MPI_SUCCESS)
         return rc;
     if (!ok)
-        aapc_warn_once(s->name, "this call's counts differ from the compiled pattern",
+        aapc_warn_fallback(comm, s->name, "this call's counts differ from the compiled pattern",
                        "MPI_Alltoallv");
     if (!info.usable || !ok)
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,

@@ -21,6 +21,7 @@
  */
 #include "aapc_comm.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,6 @@ struct aapc_comm_cache {
 };
 
 static int aapc_keyval = MPI_KEYVAL_INVALID;
-static int aapc_warned = 0; /* the one flag behind every fallback warning of the process */
 
 static int aapc_quiet(void)
 {
@@ -50,11 +50,41 @@ static int aapc_quiet(void)
     return q != NULL && q[0] != '\0' && strcmp(q, "0") != 0;
 }
 
-void aapc_warn_once(const char *name, const char *why, const char *routine)
+/* FNV-1a of the warning's text: a process prints each distinct warning once. */
+static uint64_t aapc_text_hash(const char *a, const char *b, const char *c)
 {
-    if (aapc_warned || aapc_quiet())
+    uint64_t h = 1469598103934665603ull;
+    const char *parts[3] = {a, b, c};
+    for (int i = 0; i < 3; i++) {
+        for (const char *p = parts[i] ? parts[i] : ""; *p; p++)
+            h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        h = (h ^ 0xff) * 1099511628211ull;
+    }
+    return h;
+}
+
+void aapc_warn_fallback(MPI_Comm comm, const char *name, const char *why, const char *routine)
+{
+    enum { KEEP = 64 };
+    static uint64_t printed[KEEP];
+    static int n_printed = 0;
+    int rank = 0;
+    if (comm != MPI_COMM_NULL && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank != 0)
         return;
-    aapc_warned = 1;
+    if (aapc_quiet())
+        return;
+    uint64_t h = aapc_text_hash(name, why, routine);
+    for (int i = 0; i < n_printed && i < KEEP; i++)
+        if (printed[i] == h)
+            return;
+    if (n_printed == KEEP) { /* a process that keeps meeting new reasons: say so, once */
+        fprintf(stderr, "aapcgen: %s: more fallbacks to the MPI library's routines; not "
+                        "listing them\n", name ? name : "?");
+        n_printed++;
+    }
+    if (n_printed > KEEP)
+        return;
+    printed[n_printed++] = h;
     fprintf(stderr,
             "aapcgen: %s: %s; using the MPI library's %s "
             "(set AAPC_QUIET=1 to silence)\n",
@@ -63,9 +93,9 @@ void aapc_warn_once(const char *name, const char *why, const char *routine)
 }
 
 /* The routine a schedule stands for: piece tables make it an MPI_Alltoallv schedule. */
-static void aapc_warn(const aapc_schedule_t *s, const char *why)
+static void aapc_warn(const aapc_schedule_t *s, MPI_Comm comm, const char *why)
 {
-    aapc_warn_once(s->name, why, s->send_pos != NULL ? "MPI_Alltoallv" : "MPI_Alltoall");
+    aapc_warn_fallback(comm, s->name, why, s->send_pos != NULL ? "MPI_Alltoallv" : "MPI_Alltoall");
 }
 
 static int aapc_cache_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
@@ -193,6 +223,59 @@ static int aapc_get_cache(MPI_Comm comm, struct aapc_comm_cache **out)
     return MPI_SUCCESS;
 }
 
+/* A schedule without a host table places MPI_COMM_WORLD rank m on machine m. A communicator
+   of the same size runs it when it holds exactly MPI_COMM_WORLD's ranks, in any order (a dup, a
+   split with reversed keys): machine m is the rank of world rank m there. Local: the group
+   translation needs no communication and gives the same answer on every rank. */
+static int aapc_map_world(const aapc_schedule_t *s, MPI_Comm comm, int rank,
+                          struct aapc_comm_map *map)
+{
+    int rc, wsize = 0, n = s->nmachines;
+    char why[160];
+    if ((rc = PMPI_Comm_size(MPI_COMM_WORLD, &wsize)) != MPI_SUCCESS)
+        return rc;
+    if (wsize != n) {
+        snprintf(why, sizeof why,
+                 "the communicator is %d of MPI_COMM_WORLD's %d ranks and the schedule has no "
+                 "host table to place them",
+                 n, wsize);
+        aapc_warn(s, comm, why);
+        return MPI_SUCCESS;
+    }
+    MPI_Group g = MPI_GROUP_NULL, wg = MPI_GROUP_NULL;
+    int *ranks = malloc(sizeof *ranks * (size_t)n), *world = malloc(sizeof *world * (size_t)n);
+    int *machine_rank = malloc(sizeof *machine_rank * (size_t)n);
+    if (ranks == NULL || world == NULL || machine_rank == NULL) {
+        free(ranks);
+        free(world);
+        free(machine_rank);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int i = 0; i < n; i++)
+        ranks[i] = i;
+    if ((rc = PMPI_Comm_group(comm, &g)) == MPI_SUCCESS &&
+        (rc = PMPI_Comm_group(MPI_COMM_WORLD, &wg)) == MPI_SUCCESS)
+        rc = PMPI_Group_translate_ranks(g, n, ranks, wg, world);
+    if (g != MPI_GROUP_NULL)
+        PMPI_Group_free(&g);
+    if (wg != MPI_GROUP_NULL)
+        PMPI_Group_free(&wg);
+    int identity = 1;
+    for (int i = 0; rc == MPI_SUCCESS && i < n; i++) {
+        machine_rank[world[i]] = i; /* same size: every world rank appears once */
+        identity &= world[i] == i;
+    }
+    map->usable = rc == MPI_SUCCESS;
+    map->my_machine = rc == MPI_SUCCESS ? world[rank] : -1;
+    if (rc == MPI_SUCCESS && !identity)
+        map->machine_rank = machine_rank;
+    else
+        free(machine_rank);
+    free(ranks);
+    free(world);
+    return rc;
+}
+
 /* Collective over comm: decide whether (and how) s runs on comm. */
 static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_comm_cache *c,
                           struct aapc_comm_map *map)
@@ -206,7 +289,7 @@ static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_c
     if ((rc = PMPI_Comm_test_inter(comm, &inter)) != MPI_SUCCESS)
         return rc;
     if (inter) {
-        aapc_warn(s, "the communicator is an inter-communicator");
+        aapc_warn(s, comm, "the communicator is an inter-communicator");
         return MPI_SUCCESS;
     }
     if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
@@ -215,18 +298,15 @@ static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_c
     if (size != s->nmachines) {
         snprintf(why, sizeof why, "communicator has %d ranks, the topology %d machines", size,
                  (int)s->nmachines);
-        aapc_warn(s, why);
+        aapc_warn(s, comm, why);
         return MPI_SUCCESS;
     }
     if (c->dup == MPI_COMM_NULL && (rc = PMPI_Comm_dup(comm, &c->dup)) != MPI_SUCCESS) {
         c->dup = MPI_COMM_NULL;
         return rc;
     }
-    if (s->hosts == NULL) {
-        map->usable = 1;
-        map->my_machine = rank;
-        return MPI_SUCCESS;
-    }
+    if (s->hosts == NULL)
+        return aapc_map_world(s, comm, rank, map);
 
     /* Host table: everybody gathers every name, so everybody computes the same mapping. */
     const int stride = MPI_MAX_PROCESSOR_NAME + 1;
@@ -247,7 +327,7 @@ static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_c
     for (int i = 0; i < s->nmachines; i++) {
         if (s->hosts[i] == NULL) { /* malformed table: treat as no match */
             snprintf(why, sizeof why, "machine %d has no host name in the table", i);
-            aapc_warn(s, why);
+            aapc_warn(s, comm, why);
             free(names);
             return MPI_SUCCESS;
         }
@@ -260,7 +340,7 @@ static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_c
         snprintf(why, sizeof why,
                  "rank %d runs on host '%s', which has no unused machine in the topology",
                  bad_rank, names + (size_t)bad_rank * (size_t)stride);
-        aapc_warn(s, why);
+        aapc_warn(s, comm, why);
     }
     if (!map->usable) {
         free(map->machine_rank);

@@ -30,8 +30,8 @@ typedef struct aapc_comm_info {
 } aapc_comm_info_t;
 
 /* Look up (collectively on first use of s on comm: dup, allgather of host names) how this
-   communicator runs schedule s. On a mismatch, info->usable = 0 and at most one warning per
-   process is printed (unless AAPC_QUIET is set). Returns an MPI error code. */
+   communicator runs schedule s. On a mismatch, info->usable = 0 and its rank 0 warns
+   (aapc_warn_fallback). Returns an MPI error code. */
 int aapc_comm_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info);
 
 /* The communicator rank that runs machine m. */
@@ -40,10 +40,13 @@ static inline int aapc_comm_rank_of(const aapc_comm_info_t *info, int m)
     return info->machine_rank ? info->machine_rank[m] : m;
 }
 
-/* The fallback warning: at most one per process, whatever the communicator, routine or
-   cause, and none under AAPC_QUIET (set and not "0"). Prints
-   "aapcgen: NAME: WHY; using the MPI library's ROUTINE (set AAPC_QUIET=1 to silence)". */
-void aapc_warn_once(const char *name, const char *why, const char *routine);
+/* The fallback warning of a communicator whose ranks all decided to use the library's routine:
+   printed by rank 0 of `comm` (MPI_COMM_NULL: by the calling rank, for a reason only it knows,
+   such as its unknown host), so one line per communicator; a process prints each distinct
+   line once (an FFT's thousand row communicators falling back for the same reason print it
+   once per process), at most 64 different ones, and none under AAPC_QUIET (set and not "0").
+   Prints "aapcgen: NAME: WHY; using the MPI library's ROUTINE (set AAPC_QUIET=1 to silence)". */
+void aapc_warn_fallback(MPI_Comm comm, const char *name, const char *why, const char *routine);
 
 /* Scratch memory of at least `bytes` bytes for dummy messages, zero-filled when allocated and
    owned by the communicator's cache (two calls on one communicator never overlap). NULL when

@@ -1,8 +1,9 @@
 /*
- * warn_once.c: two different causes of a fallback in one process print one warning, not two.
+ * warn_once.c: the fallback warnings: one per communicator (from its rank 0) and cause.
  * Compiled with a directory generated with --alltoallv PATTERN under -DAAPC_INTERCEPT:
  *   1. MPI_Alltoall on a half of MPI_COMM_WORLD: the communicator does not match the schedule;
- *   2. MPI_Alltoallv (level 3) on MPI_COMM_WORLD with counts that differ from the pattern.
+ *   2. MPI_Alltoallv (level 3) on MPI_COMM_WORLD with counts that differ from the pattern,
+ *      twice (the second call warns no more).
  * Both calls must still give the library's results. Prints "warn_once: ok" or "warn_once: WRONG".
  */
 #include <mpi.h>
@@ -32,6 +33,7 @@ int main(int argc, char **argv)
         counts[i] = 3;
         displs[i] = 3 * i;
     }
+    MPI_Alltoallv(s, counts, displs, MPI_INT, r, counts, displs, MPI_INT, MPI_COMM_WORLD);
     MPI_Alltoallv(s, counts, displs, MPI_INT, r, counts, displs, MPI_INT, MPI_COMM_WORLD);
     for (int i = 0; i < size; i++)
         for (int k = 0; k < 3; k++)
