@@ -1,0 +1,181 @@
+/*
+ * aapc_cluster_comm.c: the machine of every rank of a communicator, and its job tree, cached on
+ * the communicator for the routines scheduled at run time.
+ *
+ * Algorithm, first use on a communicator (collective, the same on every rank):
+ *   1. this process's machine: AAPC_MACHINE, else MPI_Get_processor_name matched against the
+ *      cluster's hosts (cluster/aapc_cluster_machine.c), looked up once per process;
+ *   2. one MPI_Comm_dup (the routines' private traffic) and one MPI_Allgather of an int: the
+ *      machine of every rank. A rank on an unknown host warns, naming its host; every rank sees
+ *      the same gathered table, so every rank reaches the same decision;
+ *   3. on demand, the job tree of those ranks;
+ *   4. the state is an attribute of the user's communicator (MPI_COMM_NULL_COPY_FN: a user's dup
+ *      gathers again; a delete callback frees the dup, the tree and every routine's slot).
+ * Cost: first use lg P alpha + 4 P beta (the Allgather) plus the dup, and O(P + S + M) for the
+ * tree (cluster/aapc_cluster_tree.c); later uses one attribute lookup.
+ * Not thread-safe on first use (MPI forbids concurrent collectives on one communicator).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "aapc_cluster_comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aapc_comm.h" /* aapc_warn_fallback */
+
+static int keyval = MPI_KEYVAL_INVALID;
+
+static int comm_delete(MPI_Comm comm, int kv, void *attr, void *extra)
+{
+    aapc_cluster_comm_t *cc = attr;
+    int rc = MPI_SUCCESS;
+    (void)comm;
+    (void)kv;
+    (void)extra;
+    if (cc == NULL)
+        return MPI_SUCCESS;
+    if (cc->dup != MPI_COMM_NULL)
+        rc = PMPI_Comm_free(&cc->dup);
+    while (cc->slots != NULL) {
+        aapc_cluster_slot_t *next = cc->slots->next;
+        if (cc->slots->data != NULL && cc->slots->free_fn != NULL)
+            cc->slots->free_fn(cc->slots->data);
+        free(cc->slots);
+        cc->slots = next;
+    }
+    aapc_job_tree_free(&cc->tree);
+    free(cc->rank_machine);
+    free(cc);
+    return rc;
+}
+
+static int state_of(MPI_Comm comm, aapc_cluster_comm_t **out)
+{
+    int rc, flag = 0;
+    void *attr = NULL;
+    if (keyval == MPI_KEYVAL_INVALID &&
+        (rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &keyval, NULL)) !=
+            MPI_SUCCESS)
+        return rc;
+    if ((rc = PMPI_Comm_get_attr(comm, keyval, &attr, &flag)) != MPI_SUCCESS)
+        return rc;
+    if (flag) {
+        *out = attr;
+        return MPI_SUCCESS;
+    }
+    aapc_cluster_comm_t *cc = calloc(1, sizeof *cc);
+    if (cc == NULL)
+        return MPI_ERR_NO_MEM;
+    cc->dup = MPI_COMM_NULL;
+    if ((rc = PMPI_Comm_set_attr(comm, keyval, cc)) != MPI_SUCCESS) {
+        free(cc);
+        return rc;
+    }
+    *out = cc;
+    return MPI_SUCCESS;
+}
+
+/* This process's machine (-1: unknown) and the name it was looked up by. */
+static int32_t my_machine(const aapc_cluster_t *cl, char *host, int hostlen)
+{
+    const char *env = getenv("AAPC_MACHINE");
+    if (env != NULL && env[0] != '\0') {
+        snprintf(host, (size_t)hostlen, "AAPC_MACHINE=%s", env);
+        return aapc_cluster_machine_named(cl, env);
+    }
+    int len = 0;
+    char name[MPI_MAX_PROCESSOR_NAME + 1] = {0};
+    if (PMPI_Get_processor_name(name, &len) != MPI_SUCCESS)
+        name[0] = '\0';
+    snprintf(host, (size_t)hostlen, "host '%s'", name);
+    return aapc_cluster_machine_of_host(cl, name);
+}
+
+int aapc_cluster_comm(const aapc_cluster_t *cl, MPI_Comm comm, const char *name,
+                      const char *routine, int warn_unknown, aapc_cluster_comm_t **out)
+{
+    int rc, inter = 0;
+    *out = NULL;
+    if (cl == NULL)
+        return MPI_ERR_ARG;
+    if (comm == MPI_COMM_NULL)
+        return MPI_ERR_COMM;
+    if ((rc = PMPI_Comm_test_inter(comm, &inter)) != MPI_SUCCESS)
+        return rc;
+    if (inter)
+        return MPI_SUCCESS; /* the library's routine, untouched */
+    aapc_cluster_comm_t *cc;
+    if ((rc = state_of(comm, &cc)) != MPI_SUCCESS)
+        return rc;
+    if (cc->rank_machine != NULL && cc->cluster == cl) {
+        *out = cc;
+        return MPI_SUCCESS;
+    }
+    if ((rc = PMPI_Comm_size(comm, &cc->size)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(comm, &cc->rank)) != MPI_SUCCESS)
+        return rc;
+    if (cc->dup == MPI_COMM_NULL && (rc = PMPI_Comm_dup(comm, &cc->dup)) != MPI_SUCCESS) {
+        cc->dup = MPI_COMM_NULL;
+        return rc;
+    }
+    static const aapc_cluster_t *known_for = NULL;
+    static int32_t known = -2;
+    static char host[MPI_MAX_PROCESSOR_NAME + 32];
+    if (known_for != cl) {
+        known = my_machine(cl, host, (int)sizeof host);
+        known_for = cl;
+    }
+    int32_t *rm = malloc((size_t)cc->size * sizeof *rm), mine = known;
+    if (rm == NULL)
+        return MPI_ERR_NO_MEM;
+    if ((rc = PMPI_Allgather(&mine, 1, MPI_INT32_T, rm, 1, MPI_INT32_T, cc->dup)) != MPI_SUCCESS) {
+        free(rm);
+        return rc;
+    }
+    free(cc->rank_machine);
+    aapc_job_tree_free(&cc->tree);
+    cc->tree_state = 0;
+    cc->rank_machine = rm;
+    cc->cluster = cl;
+    cc->all_known = cc->size >= 2;
+    for (int r = 0; r < cc->size; r++)
+        cc->all_known &= rm[r] >= 0;
+    if (known < 0 && warn_unknown) {
+        char why[MPI_MAX_PROCESSOR_NAME + 160];
+        snprintf(why, sizeof why, "%s is not a machine of cluster %s", host, cl->name);
+        aapc_warn_fallback(MPI_COMM_NULL, name, why, routine);
+    }
+    *out = cc;
+    return MPI_SUCCESS;
+}
+
+const aapc_job_tree_t *aapc_cluster_comm_tree(aapc_cluster_comm_t *cc, int *nomem)
+{
+    *nomem = 0;
+    if (cc->tree_state == 0 && cc->all_known) {
+        int rc = aapc_job_tree(cc->cluster, cc->rank_machine, cc->size, &cc->tree,
+                               cc->tree_error, (int)sizeof cc->tree_error);
+        if (rc == AAPC_JOB_ENOMEM) {
+            *nomem = 1;
+            return NULL; /* not remembered: a later call tries again */
+        }
+        cc->tree_state = rc == AAPC_JOB_OK ? 1 : -1;
+    }
+    return cc->tree_state == 1 ? &cc->tree : NULL;
+}
+
+aapc_cluster_slot_t *aapc_cluster_comm_slot(aapc_cluster_comm_t *cc, const void *key,
+                                            void (*free_fn)(void *))
+{
+    aapc_cluster_slot_t *s = cc->slots;
+    while (s != NULL && s->key != key)
+        s = s->next;
+    if (s == NULL && (s = calloc(1, sizeof *s)) != NULL) {
+        s->key = key;
+        s->free_fn = free_fn;
+        s->next = cc->slots;
+        cc->slots = s;
+    }
+    return s;
+}

@@ -1,0 +1,58 @@
+/*
+ * aapc_cluster_comm.h: which cluster machine each rank of a communicator runs on, and the job
+ * tree of that communicator, cached on it (aapc_cluster_comm.c).
+ *
+ * Shared by the run-time MPI_Alltoall (alltoall/aapc_alltoall_cluster.c) and MPI_Alltoallv
+ * (alltoallv/aapc_alltoallv_cluster.c): one gather per communicator whatever the routines used
+ * on it, and per-routine slots freed with the communicator.
+ */
+#ifndef AAPC_CLUSTER_COMM_H
+#define AAPC_CLUSTER_COMM_H
+
+#include <mpi.h>
+
+#include "aapc_cluster.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct aapc_cluster_slot {
+    const void *key;          /* what owns it: a routine's static data */
+    void *data;
+    void (*free_fn)(void *);  /* frees data with the communicator */
+    struct aapc_cluster_slot *next;
+} aapc_cluster_slot_t;
+
+typedef struct aapc_cluster_comm {
+    MPI_Comm dup;                  /* private duplicate: all traffic of the routines */
+    int size, rank;
+    const aapc_cluster_t *cluster; /* what rank_machine was gathered for */
+    int32_t *rank_machine;         /* machine of every rank; -1: a rank on an unknown host */
+    int all_known;                 /* every rank is on a known machine (and size >= 2) */
+    int tree_state;                /* 0: not built, 1: built, -1: the scheduler refused */
+    aapc_job_tree_t tree;
+    char tree_error[160];
+    aapc_cluster_slot_t *slots;
+} aapc_cluster_comm_t;
+
+/* The communicator's state for `cluster`, collective on its first use (one MPI_Comm_dup, one
+   MPI_Allgather of an int). *out is NULL for an inter-communicator. A rank on an unknown host
+   prints one warning naming its host for `routine` (unless AAPC_QUIET). Returns an MPI error
+   code. */
+int aapc_cluster_comm(const aapc_cluster_t *cluster, MPI_Comm comm, const char *name,
+                      const char *routine, int warn_unknown, aapc_cluster_comm_t **out);
+
+/* The job tree of the communicator (built once): NULL when the scheduler refuses it (the
+   reason is in cc->tree_error) or when out of memory (*nomem set). */
+const aapc_job_tree_t *aapc_cluster_comm_tree(aapc_cluster_comm_t *cc, int *nomem);
+
+/* The slot of `key` on this communicator, created empty (data NULL) on first use; NULL when
+   out of memory. */
+aapc_cluster_slot_t *aapc_cluster_comm_slot(aapc_cluster_comm_t *cc, const void *key,
+                                            void (*free_fn)(void *));
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AAPC_CLUSTER_COMM_H */
