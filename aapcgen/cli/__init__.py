@@ -8,7 +8,8 @@ by the library packages (alltoall, alltoallv, verify, codegen, measure, tune, pl
 * alltoallv.py: vschedule;
 * measure.py: bench, bench-alltoallv, bench-mcast;
 * tune.py: tune;
-* platforms.py: emulate, export.
+* platforms.py: emulate, export;
+* importers.py: import slurm|lldp, export slurm.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import argparse
 import sys
 
 from aapcgen import __version__
-from aapcgen.cli import alltoallv, generate, measure, pipeline, platforms, tune
+from aapcgen.cli import alltoallv, generate, importers, measure, pipeline, platforms, tune
 from aapcgen.core.errors import AapcError, VerificationError
 
 
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     platforms.register_export(sub)
     alltoallv.register(sub)
     tune.register(sub)
+    importers.register_import(sub)
     return parser
 
 

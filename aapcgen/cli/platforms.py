@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from aapcgen.cli.importers import register_export_slurm
 from aapcgen.codegen.generate import stderr_progress
 from aapcgen.core.topology import load_topology, topology_or_builtin
 from aapcgen.core.units import format_bandwidth, parse_rate_option
@@ -142,3 +143,4 @@ def register_export(sub: argparse._SubParsersAction) -> None:
         "--rate", metavar="R", help="bandwidth of every link instead of the topology's (e.g. 1Gbit)"
     )
     p.set_defaults(func=cmd_export_simgrid)
+    register_export_slurm(kinds)

@@ -1,0 +1,445 @@
+"""aapcgen import slurm|lldp and export slurm: topology files from what a cluster already has."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aapcgen.cli import main
+from aapcgen.core.errors import InputError
+from aapcgen.core.model import Link, Topology
+from aapcgen.core.topology import expand_ranges, load_topology
+from aapcgen.importers import slurm
+from aapcgen.importers.tree import compress_names, render_yaml, to_data, to_topology
+
+DATA = Path(__file__).parent / "data"
+SLURM = DATA / "slurm"
+ROOT = Path(__file__).resolve().parent.parent
+MBIT = 125_000.0
+GBIT = 125e6
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(exit_info.value.code or 0), out, err
+
+
+def import_text(text: str, source: str = "topology.conf", **kwargs: object) -> Topology:
+    lines = slurm.parse_slurm(text, source)
+    scontrol = slurm.detect_format(text, source) == "scontrol"
+    return to_topology(slurm.build_tree(lines, "t", scontrol=scontrol, **kwargs), source)
+
+
+def import_error(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """The one-line message of importing ``text`` as topology.conf through the CLI."""
+    path = tmp_path / "topology.conf"
+    path.write_text(text)
+    code, out, err = run(["import", "slurm", str(path)], capsys)
+    assert code == 2, out
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith(f"aapcgen: {path}:"), err
+    return err.strip().replace(f"{path}", "topology.conf")
+
+
+def links_of(topo: Topology) -> dict[frozenset[str], float]:
+    return {frozenset((ln.a, ln.b)): ln.bandwidth for ln in topo.links}
+
+
+# --------------------------------------------------------------------------- Slurm's syntax
+
+
+def test_logical_lines_follow_slurm_parse_config():
+    text = (
+        "a=1 # comment\n"
+        "\n"
+        "# whole-line comment\n"
+        "b=2 \\\n"
+        "  c=3\\\\\n"  # an even number of backslashes: no continuation, one escaped backslash
+        "d=4 \\# not a comment\n"
+        "e=5 \\   \n"  # blanks after the continuation backslash
+        "f=6\n"
+    )
+    assert slurm.logical_lines(text) == [
+        (1, "a=1 "),
+        (4, "b=2   c=3\\"),
+        (6, "d=4 # not a comment"),
+        (7, "e=5 f=6"),
+    ]
+
+
+def test_key_values_quotes_and_errors():
+    assert slurm.key_values('SwitchName=s0 Nodes = "a,b"  LinkSpeed=5', "f:1") == [
+        ("SwitchName", "s0"),
+        ("Nodes", "a,b"),
+        ("LinkSpeed", "5"),
+    ]
+    with pytest.raises(InputError, match=r"^f:3: expected Key=Value, got 'dev\[15-17\]'$"):
+        slurm.key_values("SwitchName=s2 Nodes=dev[12-14], dev[15-17]", "f:3")
+    with pytest.raises(InputError, match=r"f:1: 'Nodes\+=' is not allowed"):
+        slurm.key_values("SwitchName=s2 Nodes+=a", "f:1")
+
+
+def test_topology_conf_fixture_exactly():
+    source = str(SLURM / "topology.conf")
+    tree = slurm.build_tree(slurm.parse_slurm(slurm.read_text(source), source), "rivers")
+    topo = to_topology(tree, source)
+    rivers = [f"river{i:03d}" for i in range(1, 33)]
+    assert topo.machines == (*rivers, "login1", "login2", "dtn1")
+    assert topo.machine_switch == ("leaf01",) * 16 + ("leaf02",) * 16 + ("leaf03",) * 3
+    assert topo.machine_bandwidth == (GBIT,) * 32 + (10 * GBIT,) * 3
+    assert topo.switches == ("leaf01", "leaf02", "leaf03", "spare01", "spine")
+    assert links_of(topo) == {
+        frozenset(("spine", s)): 40 * GBIT for s in ("leaf01", "leaf02", "leaf03", "spare01")
+    }
+
+
+def test_scontrol_and_topology_yaml_give_the_same_tree():
+    def load(name: str) -> Topology:
+        path = str(SLURM / name)
+        text = slurm.read_text(path)
+        fmt = slurm.detect_format(text, path)
+        lines = slurm.parse_slurm(text, path, fmt)
+        return to_topology(slurm.build_tree(lines, "t", scontrol=fmt == "scontrol"), path)
+
+    conf, scontrol, yml = load("topology.conf"), load("scontrol.txt"), load("topology.yaml")
+    placement = dict(zip(conf.machines, conf.machine_switch))
+    for other in (scontrol, yml):
+        assert dict(zip(other.machines, other.machine_switch)) == placement
+        assert set(links_of(other)) == set(links_of(conf))
+    # scontrol prints LinkSpeed: the same speeds; topology.yaml has none: the defaults
+    assert dict(zip(scontrol.machines, scontrol.machine_bandwidth)) == dict(
+        zip(conf.machines, conf.machine_bandwidth)
+    )
+    assert links_of(scontrol) == links_of(conf)
+    assert set(yml.machine_bandwidth) == {GBIT} and set(links_of(yml).values()) == {GBIT}
+
+
+def test_format_detection():
+    assert slurm.detect_format("SwitchName=s0 Nodes=a", "x") == "conf"
+    assert slurm.detect_format("SwitchName=s0 Level=0 LinkSpeed=1 Nodes=a", "-") == "scontrol"
+    assert slurm.detect_format("# c\n- topology: t\n  flat: true\n", "x") == "yaml"
+    assert slurm.detect_format("SwitchName=s0", "topo.yml") == "yaml"
+
+
+def test_cli_import_slurm_writes_a_loadable_file(tmp_path, capsys):
+    out = tmp_path / "rivers.yaml"
+    code, stdout, err = run(
+        ["import", "slurm", str(SLURM / "topology.conf"), "-o", str(out)], capsys
+    )
+    assert code == 0, err
+    assert stdout == f"wrote {out}: 35 machines, 5 switches, 4 switch links\n"
+    text = out.read_text()
+    assert '- {name: "river[001-032]", switch: "leaf[01-02]"}' in text  # ranges
+    assert "LinkSpeed read in units of 1 Mbit/s" in text
+    topo = load_topology(out)
+    assert topo.name == "rivers" and topo.n_machines == 35
+
+
+def test_cli_import_from_stdin_and_options(capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO((SLURM / "scontrol.txt").read_text()))
+    code, stdout, err = run(
+        ["import", "slurm", "-", "--link-speed-unit", "1Gbit", "--machine-bandwidth", "100Mbit"],
+        capsys,
+    )
+    assert code == 0, err
+    topo = to_topology_of_text(stdout)
+    assert topo.name == "slurm"
+    speeds = dict(zip(topo.machines, topo.machine_bandwidth))
+    assert speeds["river001"] == 1000 * GBIT and speeds["dtn1"] == 10000 * GBIT
+    assert links_of(topo)[frozenset(("spine", "spare01"))] == 40000 * GBIT
+
+
+def to_topology_of_text(text: str) -> Topology:
+    from aapcgen.core.topology import parse_topology
+
+    return parse_topology(yaml.safe_load(text), "<out>")
+
+
+def test_defaults_apply_where_no_link_speed():
+    topo = import_text(
+        "SwitchName=a Nodes=n[0-1]\nSwitchName=b Nodes=n[2-3] LinkSpeed=100\n"
+        "SwitchName=top Switches=a,b\n",
+        defaults=slurm.Defaults(machine_bandwidth=10 * MBIT, link_bandwidth=1000 * MBIT),
+    )
+    assert topo.machine_bandwidth == (10 * MBIT, 10 * MBIT, 100 * MBIT, 100 * MBIT)
+    assert set(links_of(topo).values()) == {1000 * MBIT}
+
+
+def test_include_reads_a_file_beside(tmp_path):
+    (tmp_path / "leaves.conf").write_text("SwitchName=a Nodes=n[0-1]\nSwitchName=b Nodes=n[2-3]\n")
+    main_file = tmp_path / "topology.conf"
+    main_file.write_text("include leaves.conf\nSwitchName=top Switches=a,b\n")
+    topo = to_topology(
+        slurm.build_tree(slurm.parse_conf(main_file.read_text(), str(main_file)), "t"), "x"
+    )
+    assert topo.machine_switch == ("a", "a", "b", "b")
+    (tmp_path / "leaves.conf").write_text("SwitchName=a Nodes=n[0-1] Bogus=1\n")
+    with pytest.raises(InputError, match=r"leaves.conf:1: unknown key 'Bogus'"):
+        slurm.parse_conf(main_file.read_text(), str(main_file))
+
+
+def test_add_root_joins_separate_trees(tmp_path, capsys):
+    text = "SwitchName=a Nodes=n[0-1]\nSwitchName=b Nodes=n[2-3]\nSwitchName=unused\n"
+    topo = import_text(text, add_root="core")
+    assert topo.switches[0] == "core"
+    assert set(links_of(topo)) == {frozenset(("core", "a")), frozenset(("core", "b"))}
+    assert "unused" not in topo.switches  # a switch tree without nodes is left out
+    message = import_error(tmp_path, text, capsys)
+    assert message == (
+        "aapcgen: topology.conf:2: switch b has no parent, nor has a (topology.conf:1): 2 "
+        "separate trees; add 'SwitchName=top Switches=a,b' or pass --add-root top"
+    )
+
+
+def test_nodes_option_nodes_with_no_switch(tmp_path, capsys):
+    path = tmp_path / "topology.conf"
+    path.write_text("SwitchName=a Nodes=n[0-3]\n")
+    code, _, err = run(["import", "slurm", str(path), "--nodes", "n[0-5]"], capsys)
+    assert code == 2
+    assert err == (
+        "aapcgen: --nodes: 2 node(s) on no switch of the topology: n[4-5] "
+        "(aapcgen needs every machine in the tree)\n"
+    )
+    code, out, err = run(["import", "slurm", str(path), "--nodes", "n[1-2]"], capsys)
+    assert code == 0
+    assert "left out 2 node(s) not in --nodes: n[0,3]" in err
+    assert to_topology_of_text(out).machines == ("n1", "n2")
+
+
+ERRORS = [
+    (  # a node under two switches
+        "SwitchName=a Nodes=n[0-3]\nSwitchName=b Nodes=n[3-5]\nSwitchName=c Switches=a,b\n",
+        "topology.conf:2: node n3 is under b and also under a (topology.conf:1); in a tree "
+        "each node has one switch",
+    ),
+    (
+        "SwitchName=a Nodes=n[0-3],n2\n",
+        "topology.conf:1: node n2 is under a and twice on this line; in a tree each node has "
+        "one switch",
+    ),
+    (  # unknown child switch
+        "# spine\n\nSwitchName=a Nodes=n[0-3]\nSwitchName=top Switches=a,b\n",
+        "topology.conf:4: switch top: unknown child switch 'b' (no SwitchName=b line)",
+    ),
+    (  # a cycle (Slurm: "Switch configuration is not a tree" after 20 rounds)
+        "SwitchName=a Switches=b\nSwitchName=b Switches=c\nSwitchName=c Switches=a\n"
+        "SwitchName=d Nodes=n[0-1]\n",
+        "topology.conf:3: switches form a cycle: a - b - c - a",
+    ),
+    (
+        "SwitchName=a Nodes=n[0-1]\nSwitchName=a Nodes=n[2-3]\n",
+        "topology.conf:2: switch a is defined twice (also topology.conf:1)",
+    ),
+    (
+        "SwitchName=a Nodes=n0 Switches=b\nSwitchName=b Nodes=n1\n",
+        "topology.conf:1: switch a has both Nodes= and Switches= (Slurm rejects this: nodes "
+        "belong on leaf switches)",
+    ),
+    (
+        "BlockName=b1 Nodes=n[1-4]\n",
+        "topology.conf:1: BlockName= belongs to the topology/block plugin; aapcgen imports "
+        "switch trees (topology/tree: SwitchName= lines)",
+    ),
+    (
+        "SwitchName=a Nodes=n[0-1] Speed=5\n",
+        "topology.conf:1: unknown key 'Speed' (a SwitchName line takes Nodes, Switches, LinkSpeed)",
+    ),
+    (
+        "SwitchName=a Nodes=n[0-1] LinkSpeed=10G\n",
+        "topology.conf:1: LinkSpeed=10G: must be a whole number 0..4294967295",
+    ),
+    (
+        "SwitchName=a Nodes=n[3-1]\n",
+        "topology.conf:1: Nodes=n[3-1]: bad host list item 'n[3-1]': range '3-1' goes backwards",
+    ),
+    ("SwitchName=a Switches=a\n", "topology.conf:1: switch a lists itself in Switches="),
+    ("SwitchName=a Nodes=n0\n", "topology.conf:1: the tree has 1 node(s); aapcgen needs 2"),
+    ("Nodes=n0 SwitchName=a\n", "topology.conf:1: a line must start with SwitchName=, got Nodes="),
+    (
+        "SwitchName=a Level=0 LinkSpeed=1 Nodes=n[0-1]\nSwitchName=b Level=0 LinkSpeed=1 Nodes=n[2-3]\n"
+        "SwitchName=t Level=1 LinkSpeed=1 Nodes=n[0-2] Switches=a,b\n",
+        "topology.conf:3: switch t: Nodes= does not match the nodes of its child switches "
+        "(differ: n3)",
+    ),
+]
+
+
+@pytest.mark.parametrize("text, message", ERRORS)
+def test_what_a_tree_cannot_be_is_one_line_naming_the_line(tmp_path, capsys, text, message):
+    assert import_error(tmp_path, text, capsys) == f"aapcgen: {message}"
+
+
+def test_fat_tree_of_slurms_guide_is_refused():
+    source = str(SLURM / "fat-tree.conf")
+    with pytest.raises(InputError) as info:
+        slurm.build_tree(slurm.parse_slurm(slurm.read_text(source), source), "t")
+    assert str(info.value) == (
+        f"{source}:8: switch s0 is under s5 and under s4 ({source}:7); a tree gives each "
+        "switch one parent"
+    )
+
+
+def test_topology_yaml_choice_of_tree(tmp_path):
+    two = (
+        "- topology: x\n  tree:\n    switches:\n      - switch: a\n        nodes: n[0-1]\n"
+        "- topology: y\n  tree:\n    switches:\n      - switch: b\n        nodes: m[0-2]\n"
+    )
+    with pytest.raises(InputError, match=r"2 tree topologies \(x, y\); choose one with --topology"):
+        slurm.parse_slurm(two, "t.yaml")
+    lines = slurm.parse_slurm(two, "t.yaml", topology="y")
+    assert [(ln.name, ln.nodes, ln.where) for ln in lines] == [
+        ("b", ("m0", "m1", "m2"), "t.yaml:9")
+    ]
+    with pytest.raises(InputError, match=r"t.yaml:4: unknown key 'link_speed'"):
+        slurm.parse_slurm(
+            "- topology: x\n  tree:\n    switches:\n      - {switch: a, link_speed: 3}\n", "t.yaml"
+        )
+
+
+# --------------------------------------------------------------------------- export, round trip
+
+
+def test_export_fixture_text():
+    topo = load_topology(ROOT / "topologies" / "tree-24.yaml")
+    text = slurm.export_slurm(topo)
+    body = [line for line in text.splitlines() if not line.startswith("#")]
+    assert len(body) == len(topo.switches)
+    assert all(line.startswith("SwitchName=") for line in body)
+    again = to_topology(slurm.build_tree(slurm.parse_conf(text, "x.conf"), topo.name), "x")
+    assert_same_tree(again, topo)
+
+
+def test_export_refuses_nodes_on_an_inner_switch_and_virtual_leaves(tmp_path, capsys):
+    path = ROOT / "topologies" / "two-switch-4-4.yaml"
+    code, _, err = run(["export", "slurm", str(path)], capsys)
+    assert code == 2
+    assert "topology.conf puts nodes only on leaf switches" in err and "--virtual-leaves" in err
+    out = tmp_path / "topology.conf"
+    code, stdout, err = run(
+        ["export", "slurm", str(path), "--virtual-leaves", "-o", str(out)], capsys
+    )
+    assert code == 0, err
+    text = out.read_text()
+    assert "SwitchName=s1 Switches=s0-nodes,s0 LinkSpeed=100" not in text
+    topo = to_topology(slurm.build_tree(slurm.parse_conf(text, str(out)), "t"), str(out))
+    assert topo.n_machines == 8 and len(topo.switches) == 3  # one virtual leaf
+    assert {ln.bandwidth for ln in topo.links} == {100 * MBIT}
+
+
+def test_export_mixed_speeds_and_units(capsys):
+    topo = load_topology(ROOT / "topologies" / "two-level-1024.yaml")  # 10 Gbit/s uplinks
+    text = slurm.export_slurm(topo, unit=1000 * MBIT)
+    assert "LinkSpeed=1\n" in text and "LinkSpeed=10\n" in text
+    assert "LinkSpeed" not in slurm.export_slurm(topo, unit=None).split("\n", 3)[3]
+    with pytest.raises(InputError, match=r"is not a whole number of 3 Mbit/s"):
+        slurm.export_slurm(topo, unit=3 * MBIT)
+
+
+def assert_same_tree(got: Topology, want: Topology) -> None:
+    assert got.switches == want.switches
+    assert got.machines == want.machines
+    assert got.machine_switch == want.machine_switch
+    assert got.machine_bandwidth == pytest.approx(want.machine_bandwidth)
+    got_links, want_links = links_of(got), links_of(want)
+    assert set(got_links) == set(want_links)
+    for key, bandwidth in want_links.items():
+        assert math.isclose(got_links[key], bandwidth)
+
+
+SPEEDS = [100 * MBIT, 1000 * MBIT, 10_000 * MBIT, 25_000 * MBIT]
+
+
+@st.composite
+def slurm_trees(draw: st.DrawFn) -> Topology:
+    """Trees topology.conf can hold: machines only on leaf switches, one LinkSpeed per switch;
+    machines listed switch by switch in the switches' order (the order an export lists them)."""
+    n_switches = draw(st.integers(1, 12))
+    parents = [draw(st.integers(0, i)) for i in range(n_switches - 1)]
+    names = draw(
+        st.lists(
+            st.from_regex(r"[a-z]{1,3}[0-9]{0,3}", fullmatch=True),
+            min_size=n_switches,
+            max_size=n_switches,
+            unique=True,
+        )
+    )
+    order = draw(st.permutations(range(n_switches)))  # declaration order of the switches
+    switches = [f"sw-{names[i]}" for i in order]
+    kids: dict[int, list[int]] = {i: [] for i in range(n_switches)}
+    for child, parent in enumerate(parents, start=1):
+        kids[parent].append(child)
+    down = [draw(st.sampled_from(SPEEDS)) for _ in range(n_switches)]
+    leaves = [i for i in range(n_switches) if not kids[i] and (i != 0 or n_switches == 1)]
+    counts = {leaf: draw(st.integers(0, 5)) for leaf in leaves}
+    if sum(counts.values()) < 2:
+        counts[leaves[0]] = 2
+    prefix = draw(st.sampled_from(["n", "node", "cn-", "x"]))
+    machines, machine_switch, machine_bw = [], [], []
+    for i in order:
+        for _ in range(counts.get(i, 0)):
+            machines.append(f"{prefix}{len(machines):0{draw(st.integers(1, 3))}d}")
+            machine_switch.append(f"sw-{names[i]}")
+            machine_bw.append(down[i])
+    links = tuple(
+        Link(f"sw-{names[p]}", f"sw-{names[c]}", down[p]) for c, p in enumerate(parents, start=1)
+    )
+    return Topology(
+        name="t",
+        source="<t>",
+        bandwidth=GBIT,
+        switches=tuple(switches),
+        machines=tuple(machines),
+        machine_switch=tuple(machine_switch),
+        machine_bandwidth=tuple(machine_bw),
+        hosts=(None,) * len(machines),
+        links=links,
+    )
+
+
+@given(slurm_trees())
+@settings(max_examples=150, deadline=None)
+def test_import_of_export_round_trips(topo):
+    if len(set(topo.machines)) != len(topo.machines):
+        return  # padding widths made two names equal: not a topology
+    text = slurm.export_slurm(topo)
+    again = to_topology(slurm.build_tree(slurm.parse_conf(text, "topology.conf"), "t"), "x")
+    assert_same_tree(again, topo)
+    # and through the YAML file the importer writes
+    reread = to_topology_of_text(
+        render_yaml(to_data(slurm.build_tree(slurm.parse_conf(text, "topology.conf"), "t")))
+    )
+    assert_same_tree(reread, topo)
+
+
+@given(
+    st.lists(
+        st.from_regex(r"[a-c]{0,2}[0-9]{1,3}[a-b]{0,1}", fullmatch=True), min_size=1, max_size=30
+    )
+)
+def test_compress_names_expands_back(names):
+    patterns = compress_names(names)
+    assert [n for p in patterns for n in expand_ranges(p)] == names
+    assert len(patterns) <= len(names)
+
+
+@pytest.mark.parametrize(
+    "name", ["two-level-1024.yaml", "three-level-4096.yaml", "fat-4-4.yaml", "single-8.yaml"]
+)
+def test_shipped_topologies_round_trip(name, tmp_path, capsys):
+    conf, back = tmp_path / "topology.conf", tmp_path / "back.yaml"
+    assert (
+        run(["export", "slurm", str(ROOT / "topologies" / name), "-o", str(conf)], capsys)[0] == 0
+    )
+    assert run(["import", "slurm", str(conf), "-o", str(back)], capsys)[0] == 0
+    want = load_topology(ROOT / "topologies" / name)
+    assert_same_tree(load_topology(back), want)
+    assert len(back.read_text().splitlines()) < 40  # ranges keep the file short
