@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from aapcgen.cli import main
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Link, Topology
 from aapcgen.core.topology import expand_ranges, load_topology
-from aapcgen.importers import slurm
+from aapcgen.importers import lldp, slurm
 from aapcgen.importers.tree import compress_names, render_yaml, to_data, to_topology
 
 DATA = Path(__file__).parent / "data"
@@ -443,3 +445,177 @@ def test_shipped_topologies_round_trip(name, tmp_path, capsys):
     want = load_topology(ROOT / "topologies" / name)
     assert_same_tree(load_topology(back), want)
     assert len(back.read_text().splitlines()) < 40  # ranges keep the file short
+
+
+# --------------------------------------------------------------------------- LLDP
+
+LLDP = DATA / "lldp"
+
+
+def lldp_doc(*neighbours: tuple[str, str, str | None, bool | None]) -> str:
+    """lldpctl -f json of (local interface, neighbour SysName, its port's MAU type, Bridge)."""
+    interfaces = []
+    for interface, name, mau, bridge in neighbours:
+        chassis: dict = {"id": {"type": "mac", "value": f"02:00:00:00:00:{len(name):02x}"}}
+        if bridge is not None:
+            chassis["capability"] = [{"type": "Bridge", "enabled": bridge}]
+        port: dict = {"id": {"type": "local", "value": f"p-{interface}"}, "ttl": "120"}
+        if mau:
+            port["auto-negotiation"] = {"supported": True, "enabled": True, "current": mau}
+        interfaces.append({interface: {"via": "LLDP", "chassis": {name: chassis}, "port": port}})
+    body = interfaces[0] if len(interfaces) == 1 else interfaces
+    return json.dumps({"lldp": {"interface": body} if interfaces else {}})
+
+
+def lldp_dir(tmp_path: Path, files: dict[str, str]) -> Path:
+    directory = tmp_path / "lldp"
+    directory.mkdir()
+    for node, text in files.items():
+        (directory / f"{node}.json").write_text(text)
+    return directory
+
+
+def test_parse_lldpctl_json_json0_and_chassis_without_name():
+    plain = lldp.parse_lldpctl((LLDP / "nodes" / "n01.json").read_text(), "n01.json")
+    assert plain == [
+        lldp.Neighbour("eth0", "leaf1", "0c:42:a1:5e:10:01", "Ethernet0", True, 1000 * MBIT)
+    ]
+    json0 = lldp.parse_lldpctl((LLDP / "nodes" / "n02.json").read_text(), "n02.json")
+    assert json0 == [
+        lldp.Neighbour("eth0", "leaf1", "0c:42:a1:5e:10:01", "Ethernet4", True, 1000 * MBIT)
+    ]
+    no_name = lldp.parse_lldpctl((LLDP / "nodes" / "n06.json").read_text(), "n06.json")
+    assert no_name[0].name is None and no_name[0].chassis_id == "0c:42:a1:5e:20:01"
+    spine = lldp.parse_lldpctl((LLDP / "switches" / "spine.json").read_text(), "spine.json")
+    assert [(n.interface, n.name, n.port, n.speed) for n in spine] == [
+        ("Ethernet0", "leaf1", "Ethernet48", 10 * GBIT),
+        ("Ethernet4", "leaf2", "Ethernet48", 10 * GBIT),
+    ]
+    assert lldp.parse_lldpctl('{"lldp": {}}', "x") == []
+    with pytest.raises(InputError, match=r"^x.json:2: not lldpctl JSON: "):
+        lldp.parse_lldpctl('{"lldp":\n  {,}}', "x.json")
+    with pytest.raises(InputError, match=r'no top-level "lldp"'):
+        lldp.parse_lldpctl("[]", "x.json")
+
+
+@pytest.mark.parametrize(
+    "mau, mbit",
+    [
+        ("1000BaseTFD - Four-pair Category 5 UTP, full duplex mode", 1000),
+        ("10GigBaseCX4 - X copper over 8 pair 100-Ohm balanced cable", 10_000),
+        ("100BaseTXFD", 100),
+        ("40GbaseCR4", 40_000),
+        ("unknown", None),
+    ],
+)
+def test_mau_speed(mau, mbit):
+    assert lldp.mau_speed(mau) == (None if mbit is None else mbit * MBIT)
+
+
+def test_lldp_nodes_only_leaves_the_switch_link_unknown(tmp_path, capsys):
+    out = tmp_path / "c.yaml"
+    code, stdout, err = run(["import", "lldp", str(LLDP / "nodes"), "-o", str(out)], capsys)
+    assert code == 1 and stdout == ""
+    assert err.splitlines() == [
+        "aapcgen: unknown switch link: how leaf2 connects to leaf1 (no switch's LLDP data names "
+        "it); add e.g. '- [leaf1, leaf2]' under links: (or pass --add-root CORE)",
+        f"aapcgen: 1 link(s) unknown: wrote {out} without them (it loads once they are added)",
+    ]
+    text = out.read_text()
+    assert "# TODO switch link: how leaf2 connects to leaf1" in text
+    with pytest.raises(InputError, match="not connected"):
+        load_topology(out)
+    out.write_text(text + "links:\n  - [leaf1, leaf2]\n")  # what the line says to add
+    topo = load_topology(out)
+    assert topo.machine_switch == ("leaf1",) * 4 + ("leaf2",) * 4
+
+
+def test_lldp_nodes_and_switches_give_the_whole_tree(tmp_path, capsys):
+    directory = tmp_path / "all"
+    shutil.copytree(LLDP / "nodes", directory)
+    for f in (LLDP / "switches").iterdir():
+        shutil.copy(f, directory)
+    out = tmp_path / "c.yaml"
+    code, stdout, err = run(["import", "lldp", str(directory), "-o", str(out)], capsys)
+    assert code == 0, err
+    assert stdout == f"wrote {out}: 8 machines, 3 switches, 2 switch links\n"
+    assert "ignored pdu-r1" in err
+    topo = load_topology(out)
+    assert topo.machines == tuple(f"n{i:02d}" for i in range(1, 9))
+    assert topo.machine_switch == ("leaf1",) * 4 + ("leaf2",) * 4
+    assert topo.machine_bandwidth == (GBIT,) * 6 + (100 * MBIT, GBIT)  # n07 runs at 100BaseTX
+    assert links_of(topo) == {
+        frozenset(("spine", "leaf1")): 10 * GBIT,
+        frozenset(("spine", "leaf2")): 10 * GBIT,
+    }
+
+
+def test_lldp_add_root(capsys):
+    code, stdout, err = run(
+        ["import", "lldp", str(LLDP / "nodes"), "--add-root", "core", "--link-bandwidth", "10Gbit"],
+        capsys,
+    )
+    assert code == 0, err
+    topo = to_topology_of_text(stdout)
+    assert links_of(topo) == {frozenset(("core", s)): 10 * GBIT for s in ("leaf1", "leaf2")}
+
+
+def test_lldp_two_nics_need_interface(tmp_path, capsys):
+    directory = lldp_dir(
+        tmp_path,
+        {
+            "a": lldp_doc(("eth0", "sw", None, True), ("eno2", "mgmt", None, True)),
+            "b": lldp_doc(("eth0", "sw", None, True)),
+            "c": lldp_doc(("eth0", "sw", None, True), ("eno2", "mgmt", None, True)),
+        },
+    )
+    code, _, err = run(["import", "lldp", str(directory)], capsys)
+    assert code == 2
+    assert err == (
+        "aapcgen: lldp: machine a has neighbours on two switches (eth0: sw, eno2: mgmt); aapcgen "
+        "needs one switch per machine: pick the MPI network's interface with --interface\n"
+    )
+    code, stdout, err = run(["import", "lldp", str(directory), "--interface", "eth*"], capsys)
+    assert code == 0, err
+    topo = to_topology_of_text(stdout)
+    assert topo.switches == ("sw",) and topo.machines == ("a", "b", "c")
+
+
+def test_lldp_cycle_lag_and_silent_machine(tmp_path, capsys):
+    ten = "10GigBaseSR"
+    files = {
+        "n1": lldp_doc(("eth0", "e1", None, True)),
+        "n2": lldp_doc(("eth0", "e2", None, True)),
+        "n3": lldp_doc(),  # LLDP off on its switch port
+        "core": lldp_doc(("p1", "e1", ten, True), ("p2", "e1", ten, True), ("p3", "e2", ten, True)),
+    }
+    directory = lldp_dir(tmp_path, files)
+    result = lldp.build_lldp_tree(lldp.read_dir(str(directory)), "t")
+    assert result.unknown == [
+        "machine n3: its LLDP data names no switch (LLDP off on that port?); add "
+        "'- {name: n3, switch: SWITCH}' under machines:"
+    ]
+    links = {(ln.parent, ln.child): ln.bandwidth for ln in result.tree.links}
+    assert links == {("core", "e1"): 20 * GBIT, ("core", "e2"): 10 * GBIT}  # a LAG of two
+    assert "core - e1: 2 cables, taken as one link of their total speed" in result.tree.notes
+    files["e2"] = lldp_doc(("u1", "core", ten, True), ("x1", "e1", ten, True))
+    (directory / "e2.json").write_text(files["e2"])
+    with pytest.raises(
+        InputError, match=r"^lldp: switch links form a cycle: e1 - core - e2 - e1 \(LLDP also sees"
+    ):
+        lldp.build_lldp_tree(lldp.read_dir(str(directory)), "t")
+
+
+def test_lldp_machine_named_by_another_switch_is_an_error(tmp_path):
+    directory = lldp_dir(
+        tmp_path,
+        {
+            "n1": lldp_doc(("eth0", "e1", None, True)),
+            "n2": lldp_doc(("eth0", "e1", None, True)),
+            "e2": lldp_doc(("p1", "n1", None, False)),
+        },
+    )
+    with pytest.raises(InputError, match=r"machine n1: its own LLDP data names switch e1, but e2"):
+        lldp.build_lldp_tree(lldp.read_dir(str(directory)), "t")
+    with pytest.raises(InputError, match="not a directory"):
+        lldp.read_dir(str(directory / "n1.json"))

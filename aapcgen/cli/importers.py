@@ -12,7 +12,7 @@ from aapcgen.core.errors import InputError
 from aapcgen.core.hostlist import parse_hostlist
 from aapcgen.core.topology import topology_or_builtin
 from aapcgen.core.units import format_bandwidth, parse_rate_option
-from aapcgen.importers import slurm
+from aapcgen.importers import lldp, slurm
 from aapcgen.importers.tree import ImportedTree, render_yaml, to_data, to_topology
 
 
@@ -89,6 +89,34 @@ def cmd_import_slurm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_lldp(args: argparse.Namespace) -> int:
+    machine = parse_rate_option(args.machine_bandwidth, "--machine-bandwidth")
+    link = parse_rate_option(args.link_bandwidth, "--link-bandwidth")
+    views = lldp.read_dir(args.directory)
+    result = lldp.build_lldp_tree(
+        views,
+        _name(args, args.directory.rstrip("/"), "lldp"),
+        lldp.Speeds(machine or slurm.DEFAULT_BANDWIDTH, link),
+        args.interface,
+        args.add_root,
+    )
+    comments = [f"imported by aapcgen import lldp from {args.directory} ({len(views)} files)"]
+    if result.complete:
+        emit_tree(result.tree, args.output, comments)
+        return 0
+    todo = [f"TODO {line}" for line in result.unknown]
+    _write(render_yaml(to_data(result.tree), [*comments, *todo, *result.tree.notes]), args.output)
+    for line in result.unknown:
+        print(f"aapcgen: unknown {line}", file=sys.stderr)
+    where = args.output or "the YAML"
+    print(
+        f"aapcgen: {len(result.unknown)} link(s) unknown: wrote {where} without them "
+        "(it loads once they are added)",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def _speed_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--machine-bandwidth",
@@ -148,6 +176,23 @@ def register_import(sub: argparse._SubParsersAction) -> None:
         "nodes of the file not in LIST are left out",
     )
     s.set_defaults(func=cmd_import_slurm)
+
+    text = (
+        "From LLDP: DIR holds one 'lldpctl -f json' output per node, named NODE.json "
+        "(switches' files give the switch-to-switch links). Exit status 1 when some link "
+        "stays unknown: the YAML is written with a TODO line for each."
+    )
+    s = kinds.add_parser("lldp", help=text, description=text)
+    s.add_argument("directory", metavar="DIR", help="directory of NODE.json files")
+    _common_import_options(s)
+    s.add_argument(
+        "--interface",
+        metavar="GLOB",
+        action="append",
+        help="read only neighbours on these interfaces (e.g. 'eth0', 'enp*'; repeatable) in "
+        "files that have such an interface: the MPI network when nodes have several",
+    )
+    s.set_defaults(func=cmd_import_lldp)
 
 
 def cmd_export_slurm(args: argparse.Namespace) -> int:
