@@ -756,6 +756,7 @@ def export_slurm(
         header.append(
             f"# LinkSpeed: speed of a switch's links to its children, in {format_bandwidth(unit)}"
         )
+    header += _lost_in_export(topo, held)
     body: list[str] = []
     for switch in topo.switches:
         kids = [(name, bw) for name, bw in children[switch]]
@@ -782,6 +783,19 @@ def export_slurm(
         else:
             body.append(f"SwitchName={switch}")
     return "\n".join(header + body) + "\n"
+
+
+def _lost_in_export(topo: Topology, held: dict[str, list[tuple[str, float]]]) -> list[str]:
+    """Header lines naming what topology.conf cannot carry, so nobody relies on it."""
+    lost = []
+    if any(host is not None for host in topo.hosts):
+        lost.append("host names")
+    if topo.ranks_per_machine > 1:
+        lost.append(f"ranks_per_machine {topo.ranks_per_machine}")
+    listed = [name for s in topo.switches for name, _ in held[s]]
+    if listed != list(topo.machines):
+        lost.append("the rank order (an import lists the nodes switch by switch)")
+    return [f"# not in this file: {', '.join(lost)}"] if lost else []
 
 
 def _line_suffix(unit: float | None, speeds: list[float], what: str, source: str) -> str:
