@@ -18,12 +18,12 @@ import argparse
 import sys
 
 from aapcgen import __version__
-from aapcgen.cli import alltoallv, generate, importers, measure, pipeline, platforms, tune
-from aapcgen.core.errors import AapcError, VerificationError
+from aapcgen.cli import alltoallv, failure, generate, importers, measure, pipeline, platforms, tune
+from aapcgen.cli.options import OneLineParser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="aapcgen",
         description="Generate contention-free MPI all-to-all routines for one cluster's switch tree.",
         epilog="With no TOPO.yaml the commands use the built-in example of seed 002 Figure 1.",
@@ -45,17 +45,8 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         code = args.func(args)
-    except VerificationError as exc:
-        print(f"aapcgen: verification FAILED: {exc}", file=sys.stderr)
-        code = 1
-    except AapcError as exc:
-        print(f"aapcgen: {exc}", file=sys.stderr)
-        code = 2
-    except KeyboardInterrupt:
-        print("aapcgen: interrupted", file=sys.stderr)
-        code = 130
-    except BrokenPipeError:
-        code = 0
+    except BaseException as exc:  # one line and an exit status, never a traceback
+        code = failure.report(exc)
     sys.exit(code)
 
 

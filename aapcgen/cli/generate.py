@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from aapcgen.alltoall.tree import analyze
 from aapcgen.alltoall.variants import DEFAULT_VARIANT
 from aapcgen.alltoallv.schedule import load_pattern
 from aapcgen.cli.alltoallv import alltoallv_options
-from aapcgen.cli.options import command, variant_options
+from aapcgen.cli.options import (
+    check_output_dir,
+    check_output_file,
+    check_phase_slots,
+    command,
+    variant_options,
+)
 from aapcgen.cli.pipeline import PROGRESS_MACHINES, specs_of
 from aapcgen.codegen.generate import (
     AlltoallvRequest,
@@ -18,15 +28,39 @@ from aapcgen.codegen.generate import (
     generate,
     stderr_progress,
 )
-from aapcgen.codegen.render import runtime_compile_args
+from aapcgen.codegen.render import c_identifier, runtime_compile_args
+from aapcgen.core.errors import InputError
 from aapcgen.core.model import Topology
 from aapcgen.core.topology import topology_or_builtin
+
+
+def other_topology_files(out: Path, topo: Topology) -> list[str]:
+    """The routines of other topologies already in the folder ``out`` (``aapc_<id>_intercept.c``
+    each defines MPI_Alltoall: two of them in one program do not link)."""
+    mine = f"aapc_{c_identifier(topo.name)}_intercept.c"
+    if not out.is_dir():
+        return []
+    return sorted(p.name for p in out.glob("aapc_*_intercept.c") if p.name != mine)
+
+
+def check_generate_target(out: Path, topo: Topology) -> None:
+    """``-o DIR`` takes files now, and holds no other topology's routine."""
+    check_output_dir(out)
+    others = other_topology_files(out, topo)
+    if others:
+        raise InputError(
+            f"-o {out}: already holds the routine of another topology ({others[0]}); one "
+            "program links one topology's MPI_Alltoall (two give 'multiple definition of "
+            "MPI_Alltoall'): use another folder or empty this one"
+        )
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
     topo = topology_or_builtin(args.topology)
     specs = specs_of(args)
     out = Path(args.output)
+    check_generate_target(out, topo)
+    check_phase_slots(topo, analyze(topo).load)
     gen = generate(
         topo,
         specs,
@@ -79,13 +113,35 @@ def _alltoallv_request(args: argparse.Namespace, topo: Topology) -> AlltoallvReq
     if args.alltoallv is None:
         return None
     pattern = load_pattern(args.alltoallv, topo)
+    if not np.any(pattern):
+        raise InputError(
+            f"{args.alltoallv}: every count off the diagonal is 0: there is nothing for a "
+            "generated MPI_Alltoallv to schedule (leave out --alltoallv)"
+        )
     return AlltoallvRequest(pattern, args.alltoallv, args.scheduler, args.threshold, args.chunk)
+
+
+def venv_mpicc() -> str | None:
+    """The MPI compiler wrapper installed beside the running Python (the venv's MPICH), so that
+    ``.venv/bin/aapcgen build`` works without .venv/bin on PATH."""
+    local = Path(sys.executable).parent / "mpicc"
+    return str(local) if local.exists() and os.access(local, os.X_OK) else None
+
+
+def mpicc_of(explicit: str | None) -> str:
+    """--mpicc, else $MPICC, else the venv's mpicc, else PATH's."""
+    if explicit or os.environ.get("MPICC"):
+        return find_mpicc(explicit)
+    return venv_mpicc() or find_mpicc(None)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     topo = topology_or_builtin(args.topology)
     specs = specs_of(args)
-    mpicc = find_mpicc(args.mpicc)
+    if Path(args.output).suffix in (".so", ".a"):  # build_library says what else is wrong
+        check_output_file(args.output)
+    check_phase_slots(topo, analyze(topo).load)
+    mpicc = mpicc_of(args.mpicc)
     for line in build_library(
         topo, specs, Path(args.output), mpicc, stderr_progress if args.verbose else lambda _: None
     ):
@@ -115,5 +171,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     variant_options(p, DEFAULT_VARIANT)
     p.add_argument("-o", "--output", metavar="LIB", required=True, help="libNAME.so or libNAME.a")
     p.add_argument(
-        "--mpicc", metavar="PATH", help="MPI compiler wrapper (default: $MPICC, then mpicc on PATH)"
+        "--mpicc",
+        metavar="PATH",
+        help="MPI compiler wrapper (default: $MPICC, then the one beside aapcgen's Python, then "
+        "mpicc on PATH)",
     )

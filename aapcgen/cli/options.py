@@ -1,17 +1,167 @@
-"""Option groups shared by several commands: one definition each."""
+"""Option groups shared by several commands, and the checks every option value gets before any
+work starts (numbers finite and in range, output paths writable): one definition each."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
 
 from aapcgen.alltoall.job import job_topology, rank_machines
 from aapcgen.alltoall.variants import help_text
+from aapcgen.core import limits
+from aapcgen.core.errors import InputError, one_line
 from aapcgen.core.hostlist import job_machines, parse_hostlist, read_hostfile
 from aapcgen.core.model import Topology
+from aapcgen.core.units import parse_rate_option
 
 Handler = Callable[[argparse.Namespace], int]
+
+C_INT_MAX = 2**31 - 1  # counts, sizes and block sizes reach C as int
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a misused option is one line (exit 2), not the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("aapcgen").strip()
+        where = f"{command}: " if command else ""
+        self.exit(2, one_line(f"aapcgen: {where}{message} (see {self.prog} --help)") + "\n")
+
+
+# --------------------------------------------------------------------------- value checks
+# argparse ``type=`` functions: a bad value is a one-line error before the command runs.
+
+
+def whole(low: int, high: int = C_INT_MAX) -> Callable[[str], int]:
+    """A whole number in [low, high]."""
+
+    def check(text: str) -> int:
+        stripped = text.strip()
+        digits = stripped.removeprefix("-").removeprefix("+")
+        if not digits.isascii() or not digits.isdigit() or len(digits) > 19:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got '{text[:40]}'")
+        value = int(stripped)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {value}")
+        return value
+
+    return check
+
+
+def seconds(allow_zero: bool = False) -> Callable[[str], float]:
+    """A finite number of seconds, positive (or >= 0 with ``allow_zero``)."""
+
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds, got '{text[:40]}'"
+            ) from None
+        if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+            least = "at least 0" if allow_zero else "positive"
+            raise argparse.ArgumentTypeError(f"must be a {least} finite number, got '{text}'")
+        return value
+
+    return check
+
+
+def block_sizes(text: str) -> str:
+    """``--block-size N[,N...]``: each from 1 to C_INT_MAX; the text itself is passed on."""
+    for item in text.split(","):
+        whole(1)(item)
+    return text
+
+
+MAX_REPEATS = 10_000
+MAX_QUEUE = 2**30  # bytes of one tbf queue (tc takes 32 bits)
+
+
+def rate(text: str) -> str:
+    """``--rate``: a bandwidth (core/units.py); the text is passed on."""
+    try:
+        parse_rate_option(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--rate: ")) from None
+    return text
+
+
+def queue(text: str) -> int:
+    """``--queue``: bytes of switch port buffer, from one frame to MAX_QUEUE."""
+    from aapcgen.platforms.emulate import MTU_FRAME
+
+    return whole(MTU_FRAME, MAX_QUEUE)(text)
+
+
+def prefix_name(text: str) -> str:
+    """``--prefix``: 1-8 lower-case letters and digits (namespace and interface names)."""
+    from aapcgen.platforms.emulate import check_prefix
+
+    try:
+        return check_prefix(text)
+    except InputError:
+        raise argparse.ArgumentTypeError(
+            f"'{text[:40]}': use 1-8 lower-case letters and digits, starting with a letter"
+        ) from None
+
+
+def check_output_dir(path: str | os.PathLike[str], option: str = "-o") -> Path:
+    """Create the output folder ``path`` (and its parents) now and prove it writable, so that a
+    bad ``-o`` fails before the work, not after it."""
+    out = Path(path)
+    try:
+        if out.exists() and not out.is_dir():
+            raise InputError(f"{option} {path}: exists and is not a folder")
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        _cannot(option, path, exc)
+    return out
+
+
+def check_output_file(path: str | os.PathLike[str], option: str = "-o") -> Path:
+    """The output file ``path``: its folder exists and takes new files, and ``path`` is not a
+    folder. (A device such as /dev/stdout is allowed; a write error then is one line too.)"""
+    out = Path(path)
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise InputError(f"{option} {path}: is a folder, not a file")
+    if not parent.is_dir():
+        raise InputError(f"{option} {path}: folder {parent} does not exist")
+    if not out.exists():
+        try:
+            with tempfile.TemporaryFile(dir=parent):
+                pass
+        except OSError as exc:
+            _cannot(option, path, exc)
+    elif not os.access(out, os.W_OK):
+        raise InputError(f"{option} {path}: not writable")
+    return out
+
+
+def _cannot(option: str, path: str | os.PathLike[str], exc: OSError) -> NoReturn:
+    raise InputError(f"{option} {path}: cannot write there: {exc.strerror or exc}") from None
+
+
+def check_phase_slots(topo: Topology, phases: int) -> None:
+    """The guard of the commands that build per-phase tables of every machine."""
+    message = limits.exceeded(limits.PHASE_SLOTS, phases * topo.n_machines)
+    if message is not None:
+        raise InputError(
+            f"{topo.source}: {phases:,} phases x {topo.n_machines:,} machines: {message}"
+        )
+
+
+def check_ranks(topo: Topology) -> None:
+    """The guard of the rank-level proof (machines x ranks_per_machine ranks)."""
+    ranks = topo.n_machines * topo.ranks_per_machine
+    limits.check(limits.RANKS, ranks, f"{topo.source}: ranks_per_machine {topo.ranks_per_machine}")
 
 
 def command(
@@ -39,7 +189,10 @@ def variant_options(p: argparse.ArgumentParser, default: str | None) -> None:
     """``--variant``, ``--block-size`` and ``-v`` (sync, generate, build)."""
     p.add_argument("--variant", default=default, metavar="V", help=help_text(default))
     p.add_argument(
-        "--block-size", metavar="N[,N...]", help="phases per block for the partial variants"
+        "--block-size",
+        type=block_sizes,
+        metavar="N[,N...]",
+        help="phases per block for the partial variants",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
 
@@ -55,29 +208,34 @@ def run_options(
     """Where and how long MPI jobs run (bench, bench-alltoallv, tune): the fields of
     ``measure.bench.BenchConfig.from_args``."""
     p.add_argument("--backend", default="local", help=f"one of {backends} (default local)")
-    p.add_argument("--repeats", type=int, default=repeats, help=repeats_help)
+    p.add_argument("--repeats", type=whole(1, MAX_REPEATS), default=repeats, help=repeats_help)
     p.add_argument(
-        "--target-seconds", type=float, default=1.0, help="timed seconds per measurement"
+        "--target-seconds", type=seconds(), default=1.0, help="timed seconds per measurement"
     )
     p.add_argument(
         "--max-iters",
-        type=int,
+        type=whole(1),
         default=max_iters,
         help="at most this many timed calls per measurement",
     )
-    p.add_argument("--rate", help="emulate/simulate: every link at this speed (e.g. 100Mbit)")
     p.add_argument(
-        "--queue", type=int, default=100_000, help="emulate: switch port buffer in bytes"
+        "--rate", type=rate, help="emulate/simulate: every link at this speed (e.g. 100Mbit)"
     )
     p.add_argument(
-        "--prefix", default=prefix, help="emulate: prefix of namespace and interface names"
+        "--queue", type=queue, default=100_000, help="emulate: switch port buffer in bytes"
+    )
+    p.add_argument(
+        "--prefix",
+        type=prefix_name,
+        default=prefix,
+        help="emulate: prefix of namespace and interface names",
     )
     p.add_argument("--hostfile", help="mpiexec backend: hostfile for mpiexec -f")
     p.add_argument(
         "--launcher", help="mpiexec backend: launch command, e.g. 'srun -N 16 --ntasks-per-node=1'"
     )
     p.add_argument(
-        "--timeout", type=float, default=3600.0, help="seconds before one MPI job is killed"
+        "--timeout", type=seconds(), default=3600.0, help="seconds before one MPI job is killed"
     )
     p.add_argument(
         "--mpicc",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Iterable
@@ -16,9 +17,18 @@ from aapcgen.alltoall.report import info_json, info_text, schedule_json_chunks, 
 from aapcgen.alltoall.sync import plan_sync
 from aapcgen.alltoall.tree import TreeInfo, analyze
 from aapcgen.alltoall.variants import VariantSpec
-from aapcgen.cli.options import command, job_options, job_topology_of, variant_options
+from aapcgen.cli.options import (
+    check_output_file,
+    check_phase_slots,
+    check_ranks,
+    command,
+    job_options,
+    job_topology_of,
+    variant_options,
+)
 from aapcgen.codegen.generate import parse_block_sizes, variant_specs
-from aapcgen.core.errors import InputError
+from aapcgen.core import limits
+from aapcgen.core.errors import InputError, VerificationError
 from aapcgen.core.model import Topology
 from aapcgen.core.topology import topology_or_builtin
 from aapcgen.verify.alltoall import (
@@ -52,9 +62,12 @@ def _write(chunks: Iterable[str], output: str | None) -> None:
         for chunk in chunks:
             sys.stdout.write(chunk)
         return
-    with open(output, "w", encoding="utf-8") as f:
-        for chunk in chunks:
-            f.write(chunk)
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            for chunk in chunks:
+                f.write(chunk)
+    except OSError as exc:
+        raise InputError(f"-o {output}: cannot write: {exc.strerror or exc}") from None
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -64,6 +77,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        check_output_file(args.output)
     topo = job_topology_of(args, topology_or_builtin(args.topology))
     tree, sched = pipeline(topo)
     chunks = (
@@ -73,19 +88,42 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_schedule_json(
-    path: str, topo: Topology
-) -> tuple[Topology, np.ndarray, np.ndarray, np.ndarray]:
-    """Read a schedule in the JSON contract of ``aapcgen schedule --format json``. A schedule
-    the runtime dumped (AAPC_DUMP_SCHEDULE) also names the machine of every rank
-    (``rank_machines``): it is checked against that job's tree (aapcgen/alltoall/job.py)."""
+SCHEDULE_BYTES_PER_PAIR = 128  # a schedule JSON file larger than this per rank pair is refused
+
+
+def _read_json(path: str, max_bytes: int) -> object:
+    """A JSON file of at most ``max_bytes``; any failure is a one-line InputError."""
     try:
+        size = os.stat(path).st_size
+        if size > max_bytes:
+            raise InputError(
+                f"{path}: {size:,} bytes is more than a schedule of this topology needs "
+                f"({max_bytes:,}); set {limits.INPUT_BYTES.env} to read bigger files"
+            )
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            return json.load(f)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except RecursionError:
+        raise InputError(f"{path}: malformed JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of thousands of digits
+        raise InputError(f"{path}: malformed JSON: {str(exc)[:80]}") from None
+
+
+def _load_schedule_json(
+    path: str, topo: Topology
+) -> tuple[Topology, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Read a schedule in the JSON contract of ``aapcgen schedule --format json``: the job's
+    topology, the (phase, src, dst) arrays and the number of phases the file lists. A schedule
+    the runtime dumped (AAPC_DUMP_SCHEDULE) also names the machine of every rank
+    (``rank_machines``): it is checked against that job's tree (aapcgen/alltoall/job.py)."""
+    ranks = topo.n_machines * topo.ranks_per_machine
+    max_bytes = min(limits.value(limits.INPUT_BYTES), 2**20 + SCHEDULE_BYTES_PER_PAIR * ranks**2)
+    data = _read_json(path, max_bytes)
     if not isinstance(data, dict) or not isinstance(data.get("phases"), list):
         raise InputError(f"{path}: expected an object with a 'phases' list")
     if "rank_machines" in data:
@@ -93,24 +131,31 @@ def _load_schedule_json(
         index = {m: i for i, m in enumerate(topo.machines)}
         if not isinstance(names, list) or not all(isinstance(m, str) for m in names):
             raise InputError(f"{path}: 'rank_machines' must be a list of machine names")
+        if len(names) < 2:
+            raise InputError(f"{path}: rank_machines: a job needs at least 2 ranks")
         bad = next((m for m in names if m not in index), None)
         if bad is not None:
             raise InputError(f"{path}: rank_machines: '{bad[:80]}' is not a machine of {topo.name}")
         topo = job_topology(topo, [index[m] for m in names])
     if data.get("machines") != list(topo.machines):
         raise InputError(f"{path}: 'machines' does not match the topology's machines in rank order")
+    n = len(topo.machines)
     rows = []
     for p, phase in enumerate(data["phases"]):
         for item in phase if isinstance(phase, list) else [None]:
             if not (
-                isinstance(item, list) and len(item) == 2 and all(type(x) is int for x in item)
+                isinstance(item, list)
+                and len(item) == 2
+                and all(type(x) is int and 0 <= x < n for x in item)
             ):
+                shown = repr(item) if len(repr(item)) <= 40 else repr(item)[:37] + "..."
                 raise InputError(
-                    f"{path}: phases[{p}]: expected [src_rank, dst_rank] pairs, got {item!r}"
+                    f"{path}: phases[{p}]: expected [src_rank, dst_rank] pairs of ranks 0 to "
+                    f"{n - 1}, got {shown}"
                 )
             rows.append((p, item[0], item[1]))
     arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
-    return topo, arr[:, 0], arr[:, 1], arr[:, 2]
+    return topo, arr[:, 0], arr[:, 1], arr[:, 2], len(data["phases"])
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -120,15 +165,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
             raise InputError(
                 "--schedule: the file names its own job (rank_machines); drop --hosts/--hostfile"
             )
-        topo, phase, src, dst = _load_schedule_json(args.schedule, topo)
+        topo, phase, src, dst, listed = _load_schedule_json(args.schedule, topo)
         what = f"{args.schedule} for {topo.name}"
     else:
         topo = job_topology_of(args, topo)
         _, sched = pipeline(topo)
-        phase, src, dst = sched.phase, sched.src, sched.dst
+        phase, src, dst, listed = sched.phase, sched.src, sched.dst, sched.n_phases
         what = topo.name
+    if topo.ranks_per_machine > 1:
+        check_ranks(topo)  # before the rank-level proof allocates its rank pairs
     start = time.perf_counter()
     proof = verify_schedule(topo, phase, src, dst)
+    if listed != proof.n_phases:  # empty phases at the end: the messages do not show them
+        raise VerificationError(
+            f"{listed} phases listed ({listed - proof.n_phases} of them empty at the end), but "
+            f"the lower bound (largest link load) is {proof.lower_bound}"
+        )
     progress(topo, f"verified in {time.perf_counter() - start:.1f} s")
     print(proof.summary(what))
     if topo.ranks_per_machine > 1:
@@ -143,6 +195,7 @@ def specs_of(args: argparse.Namespace) -> list[VariantSpec]:
 def cmd_sync(args: argparse.Namespace) -> int:
     topo = topology_or_builtin(args.topology)
     specs = specs_of(args)
+    check_phase_slots(topo, analyze(topo).load)
     tree, sched = pipeline(topo)
     print(
         f"{topo.name}: {topo.n_machines} machines, {sched.n_phases} phases, {len(sched.src)} messages"

@@ -13,3 +13,17 @@ class InputError(AapcError):
 
 class VerificationError(AapcError):
     """A schedule failed independent verification; the message names the first violation."""
+
+
+MESSAGE_CHARS = 200  # the longest error line the user sees (a path or a value is cut short)
+
+
+def one_line(text: str, width: int = MESSAGE_CHARS) -> str:
+    """``text`` on one line of at most ``width`` characters: whitespace runs become one space,
+    and a longer text keeps its start (file, line, part) and its end (what is wrong)."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    head = width * 3 // 5
+    tail = width - head - 5
+    return f"{text[:head]} ... {text[-tail:]}"

@@ -11,17 +11,18 @@ import itertools
 import math
 import os
 import re
+import stat
 import sys
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from aapcgen.core import limits
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Link, Topology
 from aapcgen.core.resources import resource_dir
+from aapcgen.core.safeyaml import Lines, read_yaml
 from aapcgen.core.units import parse_bandwidth
 
 DEFAULT_BANDWIDTH = "1Gbit"
@@ -36,71 +37,39 @@ _NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 _HOST_RE = re.compile(r"[A-Za-z0-9_.:\-]+")
 _NAME_CHARS = "letters, digits, '-', '_', '.'"
 _RANGE_GROUP_RE = re.compile(r"\[([^\[\]]*)\]")
-_RANGE_ITEM_RE = re.compile(r"(\d+)(?:-(\d+))?")
+_RANGE_ITEM_RE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
 _MAX_EXPANSION = 1_000_000
 
 
 # --------------------------------------------------------------------------- YAML reading
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that rejects a mapping with the same key twice."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        first_line: dict[object, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                earlier = first_line.get(key)
-            except TypeError:  # unhashable key: SafeLoader reports it below
-                continue
-            if earlier is not None:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {key!r} (first given on line {earlier})",
-                    key_node.start_mark,
-                )
-            first_line[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _read_yaml(text: str, source: str) -> object:
+def _read_text(path: str | os.PathLike[str], source: str) -> str:
+    """The file's text; every failure (missing, a folder, too big, not UTF-8) as InputError."""
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: safe
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = _one_line(": ".join(p for p in (exc.context, exc.problem) if p))
-        if mark is None:
-            raise InputError(f"{source}: malformed YAML: {problem}") from None
-        position = f"{mark.line + 1}:{mark.column + 1}"
-        if problem.startswith("duplicate key"):
-            raise InputError(f"{source}:{position}: {problem}") from None
-        raise InputError(f"{source}:{position}: malformed YAML: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: malformed YAML: {_one_line(str(exc))}") from None
-
-
-def load_topology(path: str | os.PathLike[str]) -> Topology:
-    """Read, parse and validate the topology file ``path``."""
-    source = os.fspath(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError
+        message = limits.exceeded(limits.INPUT_BYTES, info.st_size)
+        if message is not None:
+            raise InputError(f"{source}: {message}")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{source}: file not found") from None
     except IsADirectoryError:
         raise InputError(f"{source}: is a directory, not a topology file") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{source}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    except OSError as exc:
-        raise InputError(f"{source}: cannot read file: {exc.strerror or exc}") from None
-    return parse_topology(_read_yaml(text, source), source)
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"{source}: cannot read file: {reason}") from None
+
+
+def load_topology(path: str | os.PathLike[str]) -> Topology:
+    """Read, parse and validate the topology file ``path``."""
+    source = os.fspath(path)
+    data, lines = read_yaml(_read_text(path, source), source)
+    return parse_topology(data, source, lines)
 
 
 def builtin_topology() -> Topology:
@@ -111,7 +80,8 @@ def builtin_topology() -> Topology:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{source}: cannot read {path}: {exc.strerror or exc}") from None
-    return parse_topology(_read_yaml(text, source), source)
+    data, lines = read_yaml(text, source)
+    return parse_topology(data, source, lines)
 
 
 def topology_or_builtin(path: str | None) -> Topology:
@@ -131,13 +101,59 @@ def topology_or_builtin(path: str | None) -> Topology:
 
 
 class _Context:
-    """Carries the source name so that every error message starts with it."""
+    """Carries the source name (and the lines of the file's parts, when read from a file) so
+    that every error message starts with ``<source>:<line>:``."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, lines: Lines | None = None) -> None:
         self.source = source
+        self.lines = lines or {}
 
-    def error(self, where: str, message: str) -> InputError:
-        return InputError(f"{self.source}: {where}: {message}")
+    def error(self, where: str, message: str, at: str | None = None) -> InputError:
+        """``<source>:<line>: <where>: <message>``; the line is that of ``at`` (a path such as
+        ``machines[3].rank``) or of the part ``where`` names (``machines[3] (n3)``)."""
+        line = self._line(at) or self._line(_path_of(where))
+        position = f"{self.source}:{line}" if line else self.source
+        return InputError(f"{position}: {where}: {message}")
+
+    def _line(self, path: str | None) -> int | None:
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path.rpartition(".")[0] if "." in path else path.partition("[")[0]
+            if path in self.lines:
+                return self.lines[path]
+            if "[" not in path and "." not in path:
+                break
+        return None
+
+
+_PATH_RE = re.compile(r"[a-z_]+(\[\d+\])?")
+SHOWN_CHARS = 40  # characters of a user's value quoted in a message
+
+
+def _path_of(where: str) -> str | None:
+    """``machines[3] (n3)`` -> ``machines[3]``; ``top level`` -> None (line 1)."""
+    if where == "top level":
+        return ""
+    match = _PATH_RE.match(where)
+    return match.group(0) if match else None
+
+
+def _clip(text: str, width: int = SHOWN_CHARS) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _show(value: object) -> str:
+    """A scalar as Python writes it, at most SHOWN_CHARS characters; never a container's
+    contents (they may be huge)."""
+    if isinstance(value, (list, dict)):
+        return f"of {len(value)} items"
+    return _clip(repr(value))
+
+
+def _q(name: str) -> str:
+    """A name from the file, quoted and clipped, for messages."""
+    return f"'{_clip(name)}'"
 
 
 def _kind(value: object) -> str:
@@ -159,7 +175,12 @@ def _kind(value: object) -> str:
 
 
 def _check_keys(
-    ctx: _Context, where: str, mapping: dict, allowed: Sequence[str], required: Sequence[str]
+    ctx: _Context,
+    where: str,
+    mapping: dict,
+    allowed: Sequence[str],
+    required: Sequence[str],
+    path: str = "",
 ) -> None:
     for key in mapping:
         if key not in allowed:
@@ -168,7 +189,9 @@ def _check_keys(
                 close = difflib.get_close_matches(key, allowed, n=1)
                 hint = f"did you mean '{close[0]}'? " if close else ""
             raise ctx.error(
-                where, f"unknown key {key!r} ({hint}allowed: {', '.join(sorted(allowed))})"
+                where,
+                f"unknown key {_show(key)} ({hint}allowed: {', '.join(sorted(allowed))})",
+                f"{path}.{key}" if path else str(key),
             )
     for key in required:
         if key not in mapping:
@@ -178,7 +201,7 @@ def _check_keys(
 def _expect_str(ctx: _Context, where: str, what: str, value: object) -> str:
     if not isinstance(value, str):
         hint = " (put it in quotes)" if isinstance(value, (bool, int, float)) else ""
-        raise ctx.error(where, f"{what} must be a string, got {_kind(value)} {value!r}{hint}")
+        raise ctx.error(where, f"{what} must be a string, got {_kind(value)} {_show(value)}{hint}")
     if not value:
         raise ctx.error(where, f"{what} must not be empty")
     return value
@@ -187,33 +210,63 @@ def _expect_str(ctx: _Context, where: str, what: str, value: object) -> str:
 def _bandwidth(ctx: _Context, where: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ctx.error(
-            where, f"bandwidth must be a string like '100Mbit', got {_kind(value)} {value!r}"
+            where, f"bandwidth must be a string like '100Mbit', got {_kind(value)} {_show(value)}"
         )
     if not isinstance(value, str):
-        raise ctx.error(where, f"bandwidth {value!r} has no unit (write e.g. {value}Mbit)")
+        raise ctx.error(where, f"bandwidth {_show(value)} has no unit (write e.g. 100Mbit)")
     try:
         return parse_bandwidth(value)
     except ValueError as exc:
         raise ctx.error(where, f"bad bandwidth: {exc}") from None
 
 
-def _expand_group(body: str) -> list[str]:
+RANGE_DIGITS = 18  # digits of a range bound (a name of 10^18 machines is no cluster)
+
+
+def _group_ranges(body: str) -> list[tuple[int, int, int]]:
+    """The (low, high, zero-padding width) ranges of one bracket group, checked."""
     if not body:
         raise ValueError("empty brackets")
-    values: list[str] = []
+    ranges = []
     for item in body.split(","):
         match = _RANGE_ITEM_RE.fullmatch(item)
         if match is None:
-            raise ValueError(f"'{item}' is not a number or a range like 00-31")
+            raise ValueError(f"{_q(item)} is not a number or a range like 00-31")
         low_text, high_text = match.group(1), match.group(2) or match.group(1)
+        if max(len(low_text), len(high_text)) > RANGE_DIGITS:
+            raise ValueError(f"range {_q(item)} has a bound of more than {RANGE_DIGITS} digits")
         low, high = int(low_text), int(high_text)
         if low > high:
-            raise ValueError(f"range '{item}' goes backwards")
+            raise ValueError(f"range {_q(item)} goes backwards")
         if high - low >= _MAX_EXPANSION:
-            raise ValueError(f"range '{item}' is too large")
-        width = len(low_text)
-        values.extend(str(i).zfill(width) for i in range(low, high + 1))
-    return values
+            raise ValueError(f"range {_q(item)} is too large")
+        ranges.append((low, high, len(low_text)))
+    return ranges
+
+
+def _range_groups(pattern: str) -> tuple[list[str], list[list[tuple[int, int, int]]]]:
+    """The literal parts of ``pattern`` (one more than its groups) and its bracket groups."""
+    literals: list[str] = []
+    groups: list[list[tuple[int, int, int]]] = []
+    position = 0
+    for match in _RANGE_GROUP_RE.finditer(pattern):
+        literal = pattern[position : match.start()]
+        if "[" in literal or "]" in literal:
+            raise ValueError("unbalanced or nested brackets")
+        literals.append(literal)
+        groups.append(_group_ranges(match.group(1)))
+        position = match.end()
+    tail = pattern[position:]
+    if "[" in tail or "]" in tail:
+        raise ValueError("unbalanced or nested brackets")
+    literals.append(tail)
+    return literals, groups
+
+
+def range_size(pattern: str) -> int:
+    """How many names ``pattern`` expands to, without expanding it (ValueError if malformed)."""
+    _, groups = _range_groups(pattern)
+    return math.prod(sum(high - low + 1 for low, high, _ in group) for group in groups)
 
 
 def expand_ranges(pattern: str) -> list[str]:
@@ -225,34 +278,48 @@ def expand_ranges(pattern: str) -> list[str]:
     """
     if "[" not in pattern and "]" not in pattern:
         return [pattern]
-    parts: list[list[str]] = []
-    position = 0
-    for match in _RANGE_GROUP_RE.finditer(pattern):
-        literal = pattern[position : match.start()]
-        if "[" in literal or "]" in literal:
-            raise ValueError("unbalanced or nested brackets")
-        parts.append([literal])
-        parts.append(_expand_group(match.group(1)))
-        position = match.end()
-    tail = pattern[position:]
-    if "[" in tail or "]" in tail:
-        raise ValueError("unbalanced or nested brackets")
-    parts.append([tail])
-    if math.prod(len(part) for part in parts) > _MAX_EXPANSION:
+    if range_size(pattern) > _MAX_EXPANSION:
         raise ValueError(f"expands to more than {_MAX_EXPANSION} names")
+    literals, groups = _range_groups(pattern)
+    parts: list[list[str]] = []
+    for literal, group in zip(literals, groups):
+        parts.append([literal])
+        parts.append([str(i).zfill(w) for low, high, w in group for i in range(low, high + 1)])
+    parts.append([literals[-1]])
     return ["".join(combination) for combination in itertools.product(*parts)]
 
 
-def _expand(ctx: _Context, where: str, what: str, pattern: str) -> list[str]:
+def _size(ctx: _Context, where: str, what: str, pattern: str) -> int:
+    """How many names ``pattern`` expands to (it is not expanded)."""
+    try:
+        return range_size(pattern)
+    except ValueError as exc:
+        raise ctx.error(where, f"bad range in {what} {_q(pattern)}: {exc}") from None
+
+
+def _expand(
+    ctx: _Context,
+    where: str,
+    what: str,
+    pattern: str,
+    limit: limits.Limit | None = None,
+    before: int = 0,
+) -> list[str]:
+    """Expand ``pattern``; with ``limit``, first refuse more than it allows together with the
+    ``before`` names already read."""
+    if limit is not None:
+        message = limits.exceeded(limit, before + _size(ctx, where, what, pattern))
+        if message is not None:
+            raise ctx.error(where, message)
     try:
         return expand_ranges(pattern)
     except ValueError as exc:
-        raise ctx.error(where, f"bad range in {what} '{pattern}': {exc}") from None
+        raise ctx.error(where, f"bad range in {what} {_q(pattern)}: {exc}") from None
 
 
 def _check_name(ctx: _Context, where: str, what: str, name: str, pattern: re.Pattern[str]) -> None:
     if pattern.fullmatch(name) is None:
-        raise ctx.error(where, f"bad {what} '{name}': use only {_NAME_CHARS}")
+        raise ctx.error(where, f"bad {what} {_q(name)}: use only {_NAME_CHARS}")
 
 
 def _spread(short: Sequence[str], long_count: int) -> list[str]:
@@ -293,7 +360,7 @@ def _topology_name(ctx: _Context, top: dict) -> str:
         stem = Path(ctx.source).stem
         if _NAME_RE.fullmatch(stem) is None:
             raise ctx.error(
-                "name", f"missing, and the file stem '{stem}' is not a valid name; add name:"
+                "name", f"missing, and the file stem {_q(stem)} is not a valid name; add name:"
             )
         return stem
     name = _expect_str(ctx, "name", "name", top["name"])
@@ -311,56 +378,60 @@ def _parse_switches(ctx: _Context, value: object) -> dict[str, str]:
     for index, entry in enumerate(value):
         where = f"switches[{index}]"
         pattern = _expect_str(ctx, where, "switch name", entry)
-        for name in _expand(ctx, where, "switch name", pattern):
-            here = f"switches[{index}] ({name})"
+        names = _expand(ctx, where, "switch name", pattern, limits.SWITCHES, len(switches))
+        for name in names:
+            here = f"switches[{index}] ({_clip(name)})"
             _check_name(ctx, here, "switch name", name, _NAME_RE)
             if name in switches:
-                raise ctx.error(here, f"duplicate switch name '{name}' (also {switches[name]})")
+                raise ctx.error(here, f"duplicate switch name {_q(name)} (also {switches[name]})")
             switches[name] = here
     return switches
 
 
-def _parse_machine_entry(ctx: _Context, index: int, entry: object) -> list[_Machine]:
+def _parse_machine_entry(ctx: _Context, index: int, entry: object, before: int) -> list[_Machine]:
+    """The machines of ``machines[index]``; ``before`` machines precede it (for the limit)."""
     if not isinstance(entry, dict):
         raise ctx.error(
             f"machines[{index}]",
             f"must be a mapping like {{name: n0, switch: s0}}, got {_kind(entry)}",
         )
     label = entry.get("name")
-    where = f"machines[{index}] ({label})" if isinstance(label, str) else f"machines[{index}]"
-    _check_keys(ctx, where, entry, _MACHINE_KEYS, ("name",))
+    path = f"machines[{index}]"
+    where = f"{path} ({_clip(label)})" if isinstance(label, str) else path
+    _check_keys(ctx, where, entry, _MACHINE_KEYS, ("name",), path)
     pattern = _expect_str(ctx, where, "name", entry["name"])
-    names = _expand(ctx, where, "name", pattern)
+    names = _expand(ctx, where, "name", pattern, limits.MACHINES, before)
     is_range = len(names) > 1 or "[" in pattern
 
     switches: list[str | None] = [None] * len(names)
     if "switch" in entry:
         switch_pattern = _expect_str(ctx, where, "switch", entry["switch"])
-        switch_names = _expand(ctx, where, "switch", switch_pattern)
-        if len(switch_names) > len(names) or len(names) % len(switch_names):
+        count = _size(ctx, where, "switch", switch_pattern)
+        if count > len(names) or len(names) % count:
             raise ctx.error(
                 where,
-                f"switch '{switch_pattern}' names {len(switch_names)} switches, which do not "
+                f"switch {_q(switch_pattern)} names {count} switches, which do not "
                 f"divide the {len(names)} machines evenly",
             )
+        switch_names = _expand(ctx, where, "switch", switch_pattern)
         switches = list(_spread(switch_names, len(names)))
 
     hosts: list[str | None] = [None] * len(names)
     if "host" in entry:
         host_pattern = _expect_str(ctx, where, "host", entry["host"])
-        host_names = _expand(ctx, where, "host", host_pattern)
-        if len(host_names) != len(names):
+        count = _size(ctx, where, "host", host_pattern)
+        if count != len(names):
             raise ctx.error(
                 where,
-                f"host '{host_pattern}' expands to {len(host_names)} names but name "
-                f"'{pattern}' to {len(names)}",
+                f"host {_q(host_pattern)} expands to {count} names but name "
+                f"{_q(pattern)} to {len(names)}",
             )
-        hosts = list(host_names)
+        hosts = list(_expand(ctx, where, "host", host_pattern))
 
     rank = entry.get("rank")
     if "rank" in entry:
         if isinstance(rank, bool) or not isinstance(rank, int):
-            raise ctx.error(where, f"rank must be an integer, got {_kind(rank)} {rank!r}")
+            raise ctx.error(where, f"rank must be an integer, got {_kind(rank)} {_show(rank)}")
         if is_range:
             raise ctx.error(where, "rank is not allowed on a range entry; list the machine alone")
 
@@ -368,7 +439,7 @@ def _parse_machine_entry(ctx: _Context, index: int, entry: object) -> list[_Mach
 
     machines = []
     for name, switch, host in zip(names, switches, hosts, strict=True):
-        here = f"machines[{index}] ({name})"
+        here = f"machines[{index}] ({_clip(name)})"
         _check_name(ctx, here, "machine name", name, _NAME_RE)
         if switch is not None:
             _check_name(ctx, here, "switch name", switch, _NAME_RE)
@@ -383,7 +454,7 @@ def _parse_machines(ctx: _Context, value: object, switches: dict[str, str]) -> l
         raise ctx.error("machines", f"must be a list of machine entries, got {_kind(value)}")
     machines: list[_Machine] = []
     for index, entry in enumerate(value):
-        machines.extend(_parse_machine_entry(ctx, index, entry))
+        machines.extend(_parse_machine_entry(ctx, index, entry, len(machines)))
 
     seen: dict[str, str] = {}
     hosts: dict[str, str] = {}
@@ -391,19 +462,19 @@ def _parse_machines(ctx: _Context, value: object, switches: dict[str, str]) -> l
         if machine.name in switches:
             raise ctx.error(
                 machine.where,
-                f"name '{machine.name}' is already used by a switch ({switches[machine.name]})",
+                f"name {_q(machine.name)} is already used by a switch ({switches[machine.name]})",
             )
         if machine.name in seen:
             raise ctx.error(
                 machine.where,
-                f"duplicate machine name '{machine.name}' (also {seen[machine.name]})",
+                f"duplicate machine name {_q(machine.name)} (also {seen[machine.name]})",
             )
         seen[machine.name] = machine.where
         if machine.host is not None:
             if machine.host in hosts:
                 raise ctx.error(
                     machine.where,
-                    f"duplicate host '{machine.host}' (also the host of {hosts[machine.host]})",
+                    f"duplicate host {_q(machine.host)} (also the host of {hosts[machine.host]})",
                 )
             hosts[machine.host] = machine.where
 
@@ -411,9 +482,9 @@ def _parse_machines(ctx: _Context, value: object, switches: dict[str, str]) -> l
         if machine.switch is not None and machine.switch not in switches:
             if machine.switch in seen:
                 raise ctx.error(
-                    machine.where, f"switch '{machine.switch}' is a machine, not a switch"
+                    machine.where, f"switch {_q(machine.switch)} is a machine, not a switch"
                 )
-            raise ctx.error(machine.where, f"unknown switch '{machine.switch}'")
+            raise ctx.error(machine.where, f"unknown switch {_q(machine.switch)}")
 
     if len(machines) < 2:
         raise ctx.error("machines", f"needs at least 2 machines, found {len(machines)}")
@@ -421,9 +492,10 @@ def _parse_machines(ctx: _Context, value: object, switches: dict[str, str]) -> l
 
 
 def _link_entry(
-    ctx: _Context, index: int, entry: object
+    ctx: _Context, index: int, entry: object, nodes: int
 ) -> tuple[list[tuple[str, str]], float | None]:
-    """Return the (expanded) end pairs of ``links[index]`` and its bandwidth, if given."""
+    """Return the (expanded) end pairs of ``links[index]`` and its bandwidth, if given; an end
+    may not name more than the ``nodes`` switches and machines there are."""
     where = f"links[{index}]"
     bandwidth = None
     if isinstance(entry, dict):
@@ -442,9 +514,16 @@ def _link_entry(
     if not isinstance(ends, list) or len(ends) != 2:
         count = f"{len(ends)} ends" if isinstance(ends, list) else _kind(ends)
         raise ctx.error(where, f"a link must have exactly 2 ends, got {count}")
-    first = _expand(ctx, where, "link end", _expect_str(ctx, where, "link end", ends[0]))
-    second = _expand(ctx, where, "link end", _expect_str(ctx, where, "link end", ends[1]))
-    return _pair(ctx, where, first, second, "link ends"), bandwidth
+    expanded = []
+    for end in ends:
+        pattern = _expect_str(ctx, where, "link end", end)
+        count = _size(ctx, where, "link end", pattern)
+        if count > nodes:
+            raise ctx.error(
+                where, f"link end {_q(pattern)} names {count} nodes; there are only {nodes}"
+            )
+        expanded.append(_expand(ctx, where, "link end", pattern))
+    return _pair(ctx, where, expanded[0], expanded[1], "link ends"), bandwidth
 
 
 def _tree_path(adjacency: dict[str, list[str]], start: str, goal: str) -> list[str]:
@@ -491,17 +570,22 @@ def _attach(
 ) -> None:
     if machine.switch == switch:
         raise ctx.error(
-            where, f"machine {machine.name} is already attached to {switch} ({machine.attached_by})"
+            where,
+            f"machine {_clip(machine.name)} is already attached to {_clip(switch)} "
+            f"({machine.attached_by})",
         )
     if machine.switch is not None:
         raise ctx.error(
-            where, f"machine {machine.name} is on two switches ({machine.switch}, {switch})"
+            where,
+            f"machine {_clip(machine.name)} is on two switches "
+            f"({_clip(machine.switch)}, {_clip(switch)})",
         )
     if bandwidth is not None:
         if machine.bandwidth is not None and machine.bandwidth != bandwidth:
             raise ctx.error(
                 where,
-                f"machine {machine.name} gets different bandwidths from its entry and this link",
+                f"machine {_clip(machine.name)} gets different bandwidths from its entry and "
+                "this link",
             )
         machine.bandwidth = bandwidth
     machine.switch = switch
@@ -525,17 +609,19 @@ def _parse_links(
     adjacency: dict[str, list[str]] = {switch: [] for switch in switches}
     components = _UnionFind(switches)
     for index, entry in enumerate(value):
-        pairs, bandwidth = _link_entry(ctx, index, entry)
+        pairs, bandwidth = _link_entry(ctx, index, entry, len(switches) + len(machines))
         for a, b in pairs:
-            where = f"links[{index}] [{a}, {b}]"
+            where = f"links[{index}] [{_clip(a)}, {_clip(b)}]"
             for end in (a, b):
                 if end not in switches and end not in machines:
-                    raise ctx.error(where, f"unknown node '{end}'")
+                    raise ctx.error(where, f"unknown node {_q(end)}")
             if a == b:
-                raise ctx.error(where, f"self-link: both ends are '{a}'")
+                raise ctx.error(where, f"self-link: both ends are {_q(a)}")
             if a in machines and b in machines:
                 raise ctx.error(
-                    where, f"links two machines ({a}, {b}); a machine attaches to one switch"
+                    where,
+                    f"links two machines ({_clip(a)}, {_clip(b)}); a machine attaches to one "
+                    "switch",
                 )
             if a in machines or b in machines:
                 machine, switch = (machines[a], b) if a in machines else (machines[b], a)
@@ -546,7 +632,9 @@ def _parse_links(
                 raise ctx.error(where, f"duplicate link (also {declared[key]})")
             declared[key] = where
             if not components.union(a, b):
-                cycle = [*_tree_path(adjacency, b, a), b]
+                cycle = [_clip(x, 20) for x in [*_tree_path(adjacency, b, a), b]]
+                if len(cycle) > 8:
+                    cycle = [*cycle[:4], f"... ({len(cycle) - 7} more)", *cycle[-3:]]
                 raise ctx.error(where, f"links form a cycle: {' - '.join(cycle)}")
             adjacency[a].append(b)
             adjacency[b].append(a)
@@ -557,7 +645,7 @@ def _parse_links(
         if components.find(switch) != components.find(first):
             raise ctx.error(
                 where,
-                f"switch '{switch}' is not connected to '{first}' "
+                f"switch {_q(switch)} is not connected to {_q(first)} "
                 "(the switch links must form one tree)",
             )
     return links
@@ -573,7 +661,7 @@ def _assign_ranks(ctx: _Context, machines: list[_Machine]) -> list[_Machine]:
         if not 0 <= machine.rank < count:
             raise ctx.error(
                 machine.where,
-                f"rank {machine.rank} is out of range [0, {count}) for {count} machines",
+                f"rank {_show(machine.rank)} is out of range [0, {count}) for {count} machines",
             )
         holder = by_rank[machine.rank]
         if holder is not None:
@@ -586,13 +674,14 @@ def _assign_ranks(ctx: _Context, machines: list[_Machine]) -> list[_Machine]:
     return [machine for machine in by_rank if machine is not None]
 
 
-def parse_topology(data: object, source: str) -> Topology:
+def parse_topology(data: object, source: str, lines: Lines | None = None) -> Topology:
     """Validate ``data`` (a parsed YAML document) and return the :class:`Topology`.
 
     ``source`` names the input in error messages and becomes ``Topology.source``; when
-    ``data`` has no ``name:``, the stem of ``source`` is used.
+    ``data`` has no ``name:``, the stem of ``source`` is used. ``lines`` (from
+    ``safeyaml.read_yaml``) puts the line of the offending part into messages.
     """
-    ctx = _Context(source)
+    ctx = _Context(source, lines)
     if data is None:
         raise InputError(f"{source}: empty file")
     if not isinstance(data, dict):
@@ -633,6 +722,6 @@ def parse_topology(data: object, source: str) -> Topology:
 def _ranks_per_machine(ctx: _Context, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
         raise ctx.error(
-            "ranks_per_machine", f"must be a whole number from 1 to 1024, got {value!r}"
+            "ranks_per_machine", f"must be a whole number from 1 to 1024, got {_show(value)}"
         )
     return value

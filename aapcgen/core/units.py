@@ -8,8 +8,10 @@ A bandwidth is a positive number followed by a unit: an optional prefix and a ba
 * bytes: ``B``, ``Bps``, ``B/s``, ``byte``, ``bytes``, ``byte/s``, ``bytes/s``.
 
 The one-letter forms are case-sensitive (``Mbps`` is megabits, ``MBps`` megabytes); the
-spelled-out words ``bit`` and ``byte`` are not (``GBit`` is gigabits). Space between the
-number and the unit is allowed.
+spelled-out words ``bit`` and ``byte`` are not (``GBit`` is gigabits), and with them a lower-case
+``m``, ``g`` or ``t`` is mega, giga or tera as in ``tc`` (``100mbit``: no network runs at
+millibits). ``100mbps`` and ``100mb`` are refused as ambiguous (tc reads ``mbps`` as megabytes).
+Space between the number and the unit is allowed.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ _WORD_BASES = {
 }
 
 _EXAMPLES = "e.g. 100Mbit, 1Gbit, 125MB/s"
+# Lower-case prefixes, accepted before the spelled-out words only (``100mbit``, as tc writes it).
+_WORD_PREFIXES: tuple[tuple[str, float], ...] = (("m", 1e6), ("g", 1e9), ("t", 1e12))
+SHOWN_CHARS = 40  # characters of the user's text quoted in a message
 
 # Prefixes used by format_bandwidth, largest first (decimal, in bits per second).
 _FORMAT_PREFIXES: tuple[tuple[str, float], ...] = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
@@ -67,7 +72,14 @@ def _unit_factor(unit: str) -> float | None:
             factor = _base_factor(unit[len(prefix) :])
             if factor is not None:
                 return scale * factor
+    for prefix, scale in _WORD_PREFIXES:
+        if unit.startswith(prefix) and unit[1:].lower() in _WORD_BASES:
+            return scale * _WORD_BASES[unit[1:].lower()]
     return None
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "...")
 
 
 def parse_bandwidth(text: str) -> float:
@@ -77,24 +89,30 @@ def parse_bandwidth(text: str) -> float:
     unknown unit.
     """
     if not isinstance(text, str):
-        raise ValueError(f"{text!r} is not a bandwidth string ({_EXAMPLES})")
+        raise ValueError(f"{_shown(repr(text))} is not a bandwidth string ({_EXAMPLES})")
     match = _NUMBER_UNIT.fullmatch(text)
     if match is None:
-        raise ValueError(f"{text!r} is not a bandwidth ({_EXAMPLES})")
+        raise ValueError(f"{_shown(text)} is not a bandwidth ({_EXAMPLES})")
     number = float(match["number"])
     unit = match["unit"]
     if not unit:
-        raise ValueError(f"{text!r} has no unit ({_EXAMPLES})")
+        raise ValueError(f"{_shown(text)} has no unit ({_EXAMPLES})")
     factor = _unit_factor(unit)
     if factor is None and any(unit == prefix for prefix, _ in _PREFIXES):
-        raise ValueError(f"{text!r}: write {unit}bit or {unit}B (bits or bytes?)")
+        raise ValueError(f"{_shown(text)}: write {unit}bit or {unit}B (bits or bytes?)")
+    if factor is None and unit.lower() in ("mb", "mbps", "gb", "gbps", "kb", "kbps", "tb", "tbps"):
+        big = unit[0].upper() if unit[0] != "k" else "k"
+        raise ValueError(
+            f"{_shown(text)} is ambiguous: write {match['number']}{big}bit or "
+            f"{match['number']}{big}B/s"
+        )
     if factor is None:
-        raise ValueError(f"{text!r} has an unknown unit {unit!r} ({_EXAMPLES})")
+        raise ValueError(f"{_shown(text)} has an unknown unit {_shown(unit)} ({_EXAMPLES})")
     value = number * factor
     if not math.isfinite(value):
-        raise ValueError(f"{text!r} is too large")
+        raise ValueError(f"{_shown(text)} is too large")
     if not value > 0:
-        raise ValueError(f"{text!r} is not a positive bandwidth")
+        raise ValueError(f"{_shown(text)} is not a positive bandwidth")
     return value
 
 
