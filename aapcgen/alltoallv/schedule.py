@@ -19,126 +19,25 @@ Model (docs/alltoallv.md):
 
 from __future__ import annotations
 
-import csv
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import yaml
 
 from aapcgen.alltoall.phases import build_phases
 from aapcgen.alltoall.tree import analyze, hang, path_edges, uplink_bandwidths
+
+# Patterns are read in pattern.py; these names stay importable from here.
+from aapcgen.alltoallv.pattern import (  # noqa: F401
+    BUILTIN_PATTERNS,
+    load_pattern,
+    table3_pattern,
+    validate_pattern,
+)
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Topology
 
 SCHEDULERS = ("greedy", "alltoall", "balanced")
-BUILTIN_PATTERNS = ("builtin:table3",)
 BALANCED_QUANTA = 4096  # default: no balanced phase shorter than bound / 4096
-
-
-# ---------------------------------------------------------------------------------------------
-# Patterns
-# ---------------------------------------------------------------------------------------------
-
-
-def table3_pattern(n: int = 16, seed: int = 3) -> np.ndarray:
-    """Seed 000 Table 3: on 16 nodes, 160 messages of 64 KB, 20 of 16 KB and 60 of 100 B, placed
-    on the 240 ordered pairs by a fixed-seed random permutation (scaled proportionally for other
-    ``n``)."""
-    pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
-    total = len(pairs)
-    n64 = total * 160 // 240
-    n16 = total * 20 // 240
-    sizes = np.array([65536] * n64 + [16384] * n16 + [100] * (total - n64 - n16), dtype=np.int64)
-    order = np.random.default_rng(seed).permutation(total)
-    pattern = np.zeros((n, n), dtype=np.int64)
-    for (s, d), size in zip(pairs, sizes[order]):
-        pattern[s, d] = size
-    return pattern
-
-
-def validate_pattern(data: object, n: int, source: str) -> np.ndarray:
-    """An N x N matrix of non-negative integers -> int64 array with a zero diagonal."""
-    rows = data.tolist() if isinstance(data, np.ndarray) else data
-    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
-        raise InputError(f"{source}: pattern must be a list of {n} rows of {n} byte counts")
-    if len(rows) != n or any(len(r) != n for r in rows):
-        widths = sorted({len(r) for r in rows})
-        got = f"{len(rows)}x{widths[0]}" if len(widths) == 1 else f"{len(rows)} rows of {widths}"
-        raise InputError(
-            f"{source}: pattern must be {n}x{n} (one row and column per machine), got {got}"
-        )
-    out = np.zeros((n, n), dtype=np.int64)
-    for i, row in enumerate(rows):
-        for j, v in enumerate(row):
-            if isinstance(v, float) and v.is_integer():
-                v = int(v)
-            if type(v) is not int:
-                raise InputError(
-                    f"{source}: row {i}, column {j}: {v!r} is not an integer byte count"
-                )
-            if v < 0:
-                raise InputError(f"{source}: row {i}, column {j}: negative byte count {v}")
-            out[i, j] = v
-    np.fill_diagonal(out, 0)
-    return out
-
-
-def _csv_value(text: str) -> object:
-    text = text.strip()
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def _read_pattern_data(source: str) -> object:
-    ext = Path(source).suffix.lower()
-    if ext not in (".yaml", ".yml", ".csv", ".npy"):
-        raise InputError(
-            f"{source}: unknown pattern format '{ext}' (use .yaml, .yml, .csv or .npy)"
-        )
-    try:
-        if ext == ".npy":
-            arr = np.load(source, allow_pickle=False)
-            if arr.ndim != 2:
-                raise InputError(f"{source}: pattern must be a 2-D array, got {arr.ndim}-D")
-            if arr.dtype.kind not in "iuf":
-                raise InputError(f"{source}: pattern dtype {arr.dtype} is not numeric")
-            return arr
-        text = Path(source).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{source}: file not found") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(
-            f"{source}: not a readable pattern file ({exc})".replace("\n", " ")
-        ) from None
-    except OSError as exc:
-        raise InputError(f"{source}: cannot read file: {exc.strerror or exc}") from None
-    if ext == ".csv":
-        lines = [
-            row for row in csv.reader(text.splitlines()) if row and any(c.strip() for c in row)
-        ]
-        return [[_csv_value(c) for c in row] for row in lines]
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: malformed YAML: {' '.join(str(exc).split())}") from None
-
-
-def load_pattern(source: str | os.PathLike[str], topo: Topology) -> np.ndarray:
-    """Read a pattern (YAML list of lists, CSV, or .npy) or ``builtin:table3``."""
-    source = os.fspath(source)
-    if source == "builtin:table3":
-        if topo.n_machines < 2:
-            raise InputError(f"{source}: needs at least two machines")
-        return table3_pattern(topo.n_machines)
-    return validate_pattern(_read_pattern_data(source), topo.n_machines, source)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from aapcgen.alltoallv.pattern import MAX_COUNT
 from aapcgen.alltoallv.schedule import (
     BALANCED_QUANTA,
     SCHEDULERS,
@@ -12,7 +13,7 @@ from aapcgen.alltoallv.schedule import (
     load_pattern,
     run_scheduler,
 )
-from aapcgen.cli.options import command
+from aapcgen.cli.options import command, whole
 from aapcgen.core.model import Topology
 from aapcgen.core.topology import load_topology
 
@@ -62,13 +63,8 @@ def _json(topo: Topology, sched: VSchedule, summary: str) -> str:
 
 
 def _nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of bytes") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"'{text}' is negative")
-    return value
+    """Bytes: a whole number from 0 to the largest count of a pattern."""
+    return whole(0, MAX_COUNT)(text)
 
 
 def cmd_vschedule(args: argparse.Namespace) -> int:

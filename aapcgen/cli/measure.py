@@ -10,9 +10,20 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from aapcgen.alltoall.tree import analyze
 from aapcgen.alltoall.variants import RUNTIME_PREFIX, RUNTIME_SYNC_C, variant_spec
 from aapcgen.alltoallv.schedule import SCHEDULERS, load_pattern
-from aapcgen.cli.options import command, run_options
+from aapcgen.cli.options import (
+    block_sizes,
+    check_output_dir,
+    check_phase_slots,
+    command,
+    prefix_name,
+    rate,
+    run_options,
+    seconds,
+    whole,
+)
 from aapcgen.codegen.generate import parse_block_sizes, stderr_progress, variant_specs
 from aapcgen.core.errors import InputError
 from aapcgen.core.topology import load_topology, topology_or_builtin
@@ -42,6 +53,7 @@ from aapcgen.measure.vbench import MPICH_VNATIVES, VBenchRequest, run_vbench
 
 def cmd_bench(a: argparse.Namespace) -> int:
     topo = topology_or_builtin(a.topology)
+    sizes = parse_sizes(a.sizes)
     specs = []
     names = [v for v in a.variants.split(",") if v]
     runtime = tuple(v for v in names if v.startswith(RUNTIME_PREFIX))
@@ -58,9 +70,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
         )
     natives = tuple(x for x in a.natives.split(",") if x) if a.natives is not None else None
     out_dir = Path(a.output or f"bench-results/{topo.name}-{a.backend}")
-    cfg = BenchConfig.from_args(a, topo, parse_sizes(a.sizes), specs, natives, out_dir)
+    cfg = BenchConfig.from_args(a, topo, sizes, specs, natives, out_dir)
     if runtime and not specs:
         raise InputError("--variants: name a generated variant besides the runtime-* ones")
+    check_phase_slots(topo, analyze(topo).load)
+    check_output_dir(out_dir)  # before the benchmark, not after it
     cfg = replace(cfg, runtime=runtime)
     peak = peak_of(topo, cfg.rate)
     stderr_progress(
@@ -87,9 +101,14 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
     natives = tuple(x for x in (a.natives or "").split(",") if x)
     backends = tuple(b for b in BACKENDS if b != "simulate")
     cfg = BenchConfig.from_args(a, topo, (0,), specs, natives, Path(a.output), backends)
-    pattern = load_pattern(a.pattern, topo) * a.scale
-    if pattern.max(initial=0) > 2**31 - 1:
+    pattern = load_pattern(a.pattern, topo)
+    if int(pattern.max(initial=0)) * a.scale > 2**31 - 1:  # Python ints: no wrap-around
         raise InputError("pattern x --scale has an entry above 2^31-1 bytes (an MPI int count)")
+    if not pattern.any():
+        raise InputError(f"{a.pattern}: every count off the diagonal is 0: nothing to measure")
+    pattern = pattern * a.scale
+    check_phase_slots(topo, analyze(topo).load)
+    check_output_dir(cfg.out_dir)
     request = VBenchRequest(
         pattern, f"{a.pattern} x {a.scale}", a.pattern, a.scale, a.scheduler,
         a.runtime_scheduler, a.warmup, a.settle, a.only,
@@ -102,12 +121,13 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
 def cmd_bench_mcast(a: argparse.Namespace) -> int:
     if not a.target_seconds > 0:
         raise InputError("--target-seconds: must be positive")
-    rate = parse_rate_option(a.rate)
-    assert rate is not None  # the option has a default
+    link_rate = parse_rate_option(a.rate)
+    assert link_rate is not None  # the option has a default
     cfg = McastBenchConfig(
-        load_topology(a.topology), parse_ops(a.ops), parse_sizes(a.sizes), rate, a.frag,
+        load_topology(a.topology), parse_ops(a.ops), parse_sizes(a.sizes), link_rate, a.frag,
         a.prefix, a.target_seconds, a.verbose,
     )  # fmt: skip
+    check_output_dir(a.output)
     start = time.time()
     rows = run_benchmark(cfg)
     meta = {
@@ -128,6 +148,9 @@ def cmd_bench_mcast(a: argparse.Namespace) -> int:
     return 0
 
 
+MAX_FRAG = 65_000  # a UDP datagram's payload with the transport's header (runtime_c/mcast)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = command(
         sub,
@@ -145,7 +168,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="generated variants, comma-separated, or all; runtime-receiver-all (and the other "
         "runtime-* routines) times the routine scheduled at run time too",
     )
-    p.add_argument("--block-size", metavar="N[,N...]", help="block sizes for partial variants")
+    p.add_argument(
+        "--block-size",
+        type=block_sizes,
+        metavar="N[,N...]",
+        help="block sizes for partial variants",
+    )
     p.add_argument(
         "--natives", help="native algorithms to force besides the default (comma list; '' for none)"
     )
@@ -165,7 +193,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("pattern", metavar="PATTERN", help="N x N byte counts or builtin:table3")
     run_options(p, "local, emulate, mpiexec", repeats=3, max_iters=20, prefix="aapcv")
-    p.add_argument("--scale", type=int, default=1, help="multiply every count (default 1)")
+    p.add_argument("--scale", type=whole(1), default=1, help="multiply every count (default 1)")
     p.add_argument("--scheduler", choices=SCHEDULERS, default="balanced", help="level 3")
     p.add_argument("--runtime-scheduler", choices=SCHEDULERS, default="greedy", help="levels 1, 2")
     p.add_argument("--variants", default="receiver-all,no-sync", help="level-3 variants")
@@ -176,11 +204,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "native,level3-receiver-all,level1-receiver-all)",
     )
     p.add_argument(
-        "--settle", type=float, default=1.0, help="idle seconds before each candidate (default 1)"
+        "--settle",
+        type=seconds(allow_zero=True),
+        default=1.0,
+        help="idle seconds before each candidate (default 1)",
     )
     p.add_argument(
         "--warmup",
-        type=int,
+        type=whole(0, 10_000),
         default=2,
         help="untimed calls before each candidate's timed ones (default 2): the first call on "
         "connections another candidate left after heavy loss runs slow",
@@ -198,11 +229,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--sizes", default=DEFAULT_SIZES, help=f"bytes per rank (default {DEFAULT_SIZES})"
     )
-    p.add_argument("--rate", default="100Mbit", help="every link's speed (default 100Mbit)")
-    p.add_argument("--frag", type=int, default=16384, help="multicast payload bytes per datagram")
     p.add_argument(
-        "--target-seconds", type=float, default=0.5, help="data time per job (sets the calls)"
+        "--rate", type=rate, default="100Mbit", help="every link's speed (default 100Mbit)"
     )
-    p.add_argument("--prefix", default="mcb", help="emulation name prefix (default mcb)")
+    p.add_argument(
+        "--frag",
+        type=whole(64, MAX_FRAG),
+        default=16384,
+        help=f"multicast payload bytes per datagram (64 to {MAX_FRAG})",
+    )
+    p.add_argument(
+        "--target-seconds", type=seconds(), default=0.5, help="data time per job (sets the calls)"
+    )
+    p.add_argument(
+        "--prefix", type=prefix_name, default="mcb", help="emulation name prefix (default mcb)"
+    )
     p.add_argument("-o", "--output", default="build/bench-mcast", help="directory for CSV/JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="print rows as they are measured")

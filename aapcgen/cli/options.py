@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -28,9 +29,13 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a misused option is one line (exit 2), not the usage block."""
 
     def error(self, message: str) -> NoReturn:
-        command = self.prog.removeprefix("aapcgen").strip()
-        where = f"{command}: " if command else ""
-        self.exit(2, one_line(f"aapcgen: {where}{message} (see {self.prog} --help)") + "\n")
+        option = re.match(r"argument ([^:]+): (.*)", message, re.DOTALL)
+        if option:  # "argument --rate: ..." -> "--rate: ..."
+            message = f"{option.group(1)}: {option.group(2)}"
+        else:
+            command = self.prog.removeprefix("aapcgen").strip()
+            message = f"{command}: {message}" if command else message
+        self.exit(2, one_line(f"aapcgen: {message} (see {self.prog} --help)") + "\n")
 
 
 # --------------------------------------------------------------------------- value checks

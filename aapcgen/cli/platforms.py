@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 
 from aapcgen.cli.importers import register_export_slurm
+from aapcgen.cli.options import check_output_dir, queue, rate
 from aapcgen.codegen.generate import stderr_progress
 from aapcgen.core.topology import load_topology, topology_or_builtin
 from aapcgen.core.units import format_bandwidth, parse_rate_option
@@ -45,12 +46,12 @@ def _describe(plan: EmulationPlan) -> list[str]:
 
 def cmd_up(args: argparse.Namespace) -> int:
     prefix = check_prefix(args.prefix)
-    rate = parse_rate_option(args.rate)
-    queue = parse_queue(args.queue)
+    link_rate = parse_rate_option(args.rate)
+    queue_bytes = parse_queue(args.queue)
     topo = load_topology(args.topology)
-    plan = plan_emulation(topo, rate, queue, prefix)  # validate before needing root
+    plan = plan_emulation(topo, link_rate, queue_bytes, prefix)  # validate before needing root
     require_root()
-    emulate_up(topo, rate, queue, prefix, stderr_progress if args.verbose else None)
+    emulate_up(topo, link_rate, queue_bytes, prefix, stderr_progress if args.verbose else None)
     print("\n".join(_describe(plan)))
     return 0
 
@@ -100,10 +101,14 @@ def register_emulate(sub: argparse._SubParsersAction) -> None:
     )
     a.add_argument("topology", metavar="TOPO.yaml", help="switch tree (see docs/topology.md)")
     a.add_argument(
-        "--rate", metavar="R", help="one rate for every link, e.g. 20Mbit (default: the YAML's)"
+        "--rate",
+        type=rate,
+        metavar="R",
+        help="one rate for every link, e.g. 20Mbit (default: the YAML's)",
     )
     a.add_argument(
         "--queue",
+        type=queue,
         metavar="BYTES",
         default=str(DEFAULT_QUEUE),
         help=f"tbf queue per link direction, the switch port buffer (default: {DEFAULT_QUEUE})",
@@ -115,8 +120,9 @@ def register_emulate(sub: argparse._SubParsersAction) -> None:
 
 def cmd_export_simgrid(args: argparse.Namespace) -> int:
     topo = topology_or_builtin(args.topology)
-    rate = parse_rate_option(args.rate)
-    platform, hosts = export_simgrid(topo, args.output, rate)
+    link_rate = parse_rate_option(args.rate)
+    check_output_dir(args.output)
+    platform, hosts = export_simgrid(topo, args.output, link_rate)
     print(f"wrote {platform} and {hosts} ({topo.n_machines} hosts, {len(topo.switches)} routers)")
     print(
         f"run:  smpirun -platform {platform} -hostfile {hosts} -np {topo.n_machines} "
@@ -140,7 +146,10 @@ def register_export(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
     p.add_argument(
-        "--rate", metavar="R", help="bandwidth of every link instead of the topology's (e.g. 1Gbit)"
+        "--rate",
+        type=rate,
+        metavar="R",
+        help="bandwidth of every link instead of the topology's (e.g. 1Gbit)",
     )
     p.set_defaults(func=cmd_export_simgrid)
     register_export_slurm(kinds)

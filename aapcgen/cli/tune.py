@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from aapcgen.alltoall.tree import analyze
 from aapcgen.alltoall.variants import VariantSpec
-from aapcgen.cli.options import command, run_options
+from aapcgen.cli.options import (
+    MAX_REPEATS,
+    block_sizes,
+    check_output_dir,
+    check_phase_slots,
+    command,
+    run_options,
+    whole,
+)
 from aapcgen.codegen.generate import parse_block_sizes, stderr_progress, variant_specs
 from aapcgen.core.errors import InputError
 from aapcgen.core.topology import topology_or_builtin
@@ -46,7 +56,7 @@ def _specs(text: str, blocks: tuple[int, ...] | None) -> list[VariantSpec]:
 def plan_tune(a: argparse.Namespace) -> TunePlan:
     """Check the options and build the sweep's configuration (no MPI job runs)."""
     topo = topology_or_builtin(a.topology)
-    if a.budget is not None and a.budget <= 0:
+    if a.budget is not None and not (math.isfinite(a.budget) and a.budget > 0):
         raise InputError(f"--budget must be a positive number of seconds, got {a.budget}")
     if a.validate_repeats < 0:
         raise InputError(f"--validate-repeats must be at least 0, got {a.validate_repeats}")
@@ -54,6 +64,9 @@ def plan_tune(a: argparse.Namespace) -> TunePlan:
     specs = _specs(a.variants, parse_block_sizes(a.block_sizes))
     out_dir = Path(a.output or f"tuning/{topo.name}")
     bcfg = BenchConfig.from_args(a, topo, sizes, specs, (), out_dir.resolve())
+    check_phase_slots(topo, analyze(topo).load)
+    if not a.dry_run:
+        check_output_dir(out_dir)  # before the sweep, not after it
     if a.backend == "simulate":
         flavour, mpi = "simgrid", "SimGrid SMPI"
     else:
@@ -170,6 +183,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--variants", default="all", help="generated variants, comma-separated, or all")
     p.add_argument(
         "--block-sizes",
+        type=block_sizes,
         default="2,4,8,16",
         metavar="N[,N...]",
         help="block sizes of partial variants",
@@ -183,7 +197,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan and its estimated cost")
     p.add_argument(
         "--validate-repeats",
-        type=int,
+        type=whole(0, MAX_REPEATS),
         default=2,
         help="rounds timing the tuned routine against the best and the default (0: none)",
     )

@@ -127,6 +127,9 @@ def check_size(text: str, source: str, max_nodes: int | None = None) -> None:
 
 def _lines(node: yaml.Node | None) -> Lines:
     lines: Lines = {"": 1}
+    if isinstance(node, yaml.SequenceNode):  # a list at the top (a pattern): "[i]" per item
+        for i, item in enumerate(node.value):
+            lines[f"[{i}]"] = item.start_mark.line + 1
     if not isinstance(node, yaml.MappingNode):
         return lines
     for key_node, value_node in node.value:

@@ -46,16 +46,24 @@ CPU_BOUND = 0.90
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 2**20, "MB": 2**20, "MIB": 2**20}
 
 
+MAX_SIZE = 2**31 - 1  # the timers pass a block's bytes to MPI as an int count
+
+
 def parse_sizes(text: str) -> tuple[int, ...]:
-    """``1K,4K,64K,1M`` -> bytes (binary prefixes, as message sizes usually are)."""
+    """``1K,4K,64K,1M`` -> bytes (binary prefixes, as message sizes usually are); each from 1 to
+    MAX_SIZE."""
     sizes = []
     for item in text.split(","):
-        m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", item)
+        m = re.fullmatch(r"\s*([0-9]{1,12})\s*([A-Za-z]*)\s*", item)
+        shown = item if len(item) <= 40 else item[:37] + "..."
         if not m or m.group(2).upper() not in _UNITS:
             raise InputError(
-                f"--sizes: '{item}' is not a message size (examples: 1024, 4K, 64K, 1M)"
+                f"--sizes: '{shown}' is not a message size (examples: 1024, 4K, 64K, 1M)"
             )
-        sizes.append(int(m.group(1)) * _UNITS[m.group(2).upper()])
+        size = int(m.group(1)) * _UNITS[m.group(2).upper()]
+        if not 1 <= size <= MAX_SIZE:
+            raise InputError(f"--sizes: '{shown}' must be from 1 byte to 2 GiB - 1 ({MAX_SIZE})")
+        sizes.append(size)
     return tuple(sizes)
 
 
