@@ -11,12 +11,13 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trees import switch_trees
 
 from aapcgen.cli import main
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Link, Topology
 from aapcgen.core.topology import expand_ranges, load_topology
-from aapcgen.importers import lldp, slurm
+from aapcgen.importers import discover, lldp, slurm
 from aapcgen.importers.tree import compress_names, render_yaml, to_data, to_topology
 
 DATA = Path(__file__).parent / "data"
@@ -40,14 +41,16 @@ def import_text(text: str, source: str = "topology.conf", **kwargs: object) -> T
 
 
 def import_error(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> str:
-    """The one-line message of importing ``text`` as topology.conf through the CLI."""
-    path = tmp_path / "topology.conf"
-    path.write_text(text)
-    code, out, err = run(["import", "slurm", str(path)], capsys)
+    """The one-line message of importing ``text`` as topology.conf through the CLI (run in
+    ``tmp_path``: messages name the file as given, and a message is at most 200 characters)."""
+    (tmp_path / "topology.conf").write_text(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        code, out, err = run(["import", "slurm", "topology.conf"], capsys)
     assert code == 2, out
     assert "Traceback" not in err and err.count("\n") == 1, err
-    assert err.startswith(f"aapcgen: {path}:"), err
-    return err.strip().replace(f"{path}", "topology.conf")
+    assert err.startswith("aapcgen: topology.conf:"), err
+    return err.strip()
 
 
 def links_of(topo: Topology) -> dict[frozenset[str], float]:
@@ -619,3 +622,80 @@ def test_lldp_machine_named_by_another_switch_is_an_error(tmp_path):
         lldp.build_lldp_tree(lldp.read_dir(str(directory)), "t")
     with pytest.raises(InputError, match="not a directory"):
         lldp.read_dir(str(directory / "n1.json"))
+
+
+# --------------------------------------------------------------------------- discovery (model)
+
+
+def test_discovery_of_shipped_trees_with_exact_answers():
+    for name, switches, most in [
+        ("two-switch-4-4", 2, 45),
+        ("chain-4x4", 4, 150),
+        ("tree-24", 8, 230),
+        ("fat-4-4", 1, 50),  # 100 Mbit/s links behind 4 x 10 Mbit/s machines: no bottleneck
+    ]:
+        topo = load_topology(ROOT / "topologies" / f"{name}.yaml")
+        result = discover.infer(topo.n_machines, discover.model_oracle(topo))
+        assert result.complete, (name, result.failed_checks)
+        assert discover.clusters_of(result.root) == discover.identifiable(topo), name
+        assert len(discover.switches_of(result.root)) == switches, name
+        assert result.probes <= most, (name, result.probes)
+        assert result.probes < discover.all_pairs_of_pairs(topo.n_machines) / 30
+
+
+@given(switch_trees(min_machines=4, max_machines=32))
+@settings(max_examples=60, deadline=None)
+def test_discovery_finds_what_bandwidth_can_show(topo):
+    result = discover.infer(topo.n_machines, discover.model_oracle(topo))
+    assert result.complete, result.failed_checks
+    assert discover.clusters_of(result.root) == discover.identifiable(topo)
+    n = topo.n_machines
+    assert result.probes <= n * n + 2 * n
+
+
+@given(switch_trees(min_machines=4, max_machines=20), st.integers(1, 300))
+@settings(max_examples=60, deadline=None)
+def test_one_wrong_answer_never_gives_a_complete_wrong_tree(topo, wrong):
+    truth = discover.model_oracle(topo)
+    asked = [0]
+
+    def liar(probe, loads):
+        asked[0] += 1
+        answer = truth(probe, loads)
+        return discover.Answer(not answer.contend, 1.0) if asked[0] == wrong else answer
+
+    result = discover.infer(topo.n_machines, liar)
+    if result.complete:
+        assert discover.clusters_of(result.root) == discover.identifiable(topo)
+
+
+def test_an_undecided_answer_leaves_the_tree_incomplete():
+    topo = load_topology(ROOT / "topologies" / "chain-4x4.yaml")
+    truth = discover.model_oracle(topo)
+    asked = [0]
+
+    def unsure(probe, loads):
+        asked[0] += 1
+        return discover.Answer(None, 1.4) if asked[0] == 20 else truth(probe, loads)
+
+    result = discover.infer(topo.n_machines, unsure, name=lambda m: topo.machines[m])
+    assert not result.complete
+    assert (
+        len(result.undecided) == 1 and "ratio 1.40 is between the thresholds" in result.undecided[0]
+    )
+
+
+def test_discovered_hierarchy_as_a_topology_file():
+    topo = load_topology(ROOT / "topologies" / "tree-24.yaml")
+    result = discover.infer(topo.n_machines, discover.model_oracle(topo))
+    tree = discover.to_tree(result.root, list(topo.machines), "found", list(topo.machine_bandwidth))
+    found = to_topology(tree, "<found>")
+    assert found.machines == topo.machines
+    assert len(found.switches) == len(topo.switches) and len(found.links) == len(topo.links)
+    placement = {}
+    for m, s in zip(found.machines, found.machine_switch):
+        placement.setdefault(s, []).append(m)
+    truth = {}
+    for m, s in zip(topo.machines, topo.machine_switch):
+        truth.setdefault(s, []).append(m)
+    assert sorted(placement.values()) == sorted(truth.values())
