@@ -2,6 +2,7 @@
  * (0 sync messages after redundancy removal, 0 before;
  * 718 dummy messages). Do not edit. */
 #include "aapc_chain_4x4.h"
+#include "aapc_args.h"
 
 static const int32_t send_off[] = {
     0, 58, 116, 175, 234, 289, 340, 399, 454, 517, 580, 643, 706, 769, 832, 895, 958};
@@ -325,6 +326,9 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_chain_4x4_dummy(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
     return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm);
 }

@@ -2,6 +2,7 @@
  * (783 sync messages after redundancy removal, 790 before;
  * 0 dummy messages). Do not edit. */
 #include "aapc_chain_4x8.h"
+#include "aapc_args.h"
 
 #define send_off aapc_chain_4x8_send_off
 #define send_phase aapc_chain_4x8_send_phase
@@ -253,6 +254,9 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_chain_4x8_barrier_partial_receiver_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
     return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm);
 }

@@ -2,6 +2,7 @@
  * (0 sync messages after redundancy removal, 0 before;
  * 6912 dummy messages). Do not edit. */
 #include "aapc_chain_4x8.h"
+#include "aapc_args.h"
 
 static const int32_t send_off[] = {
     0, 244, 488, 732, 976, 1221, 1466, 1711, 1956, 2195, 2422, 2651, 2882, 3113, 3358, 3585, 3824, 4079, 4334, 4589,
@@ -2416,6 +2417,9 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_chain_4x8_dummy(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
     return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm);
 }

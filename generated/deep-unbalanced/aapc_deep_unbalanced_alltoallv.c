@@ -2,6 +2,7 @@
  * (the schedule is computed at run time by the greedy scheduler of runtime_c on the switch
  * tree below; see aapc_vlevels.h). Do not edit. */
 #include "aapc_deep_unbalanced.h"
+#include "aapc_args.h"
 #include "aapc_vlevels.h"
 
 static const int vtree_parent[31] = {
@@ -47,14 +48,17 @@ static const int vtree_template_phase[484] = {
 };
 static const aapc_vtree vtree = {22, 31, vtree_parent, vtree_up_bw, vtree_template_phase};
 
-/* the machines (and host names) of this topology, for the communicator lookup */
+/* the machines (and host names) of this topology, for the communicator lookup (only looked up,
+   never run: the piece tables are set only to mark it as an MPI_Alltoallv schedule) */
+static const int64_t no_pieces[1] = {0};
 static const aapc_schedule_t key = {
     "deep_unbalanced_alltoallv", 22, 96, AAPC_SYNC_NONE, 0,
     aapc_deep_unbalanced_send_off, aapc_deep_unbalanced_send_phase, aapc_deep_unbalanced_send_peer,
     aapc_deep_unbalanced_recv_off, aapc_deep_unbalanced_recv_phase, aapc_deep_unbalanced_recv_peer,
     NULL, NULL, NULL, NULL, NULL, NULL,
     NULL /* ranks map to machines in rank order */,
-    NULL, NULL, NULL, NULL, NULL};
+    no_pieces, no_pieces, no_pieces, no_pieces, /* an MPI_Alltoallv schedule: fallback warnings name it */
+    NULL};
 
 static const aapc_vprog_t prog_no_sync = {
     "deep_unbalanced_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE};
@@ -63,16 +67,24 @@ int aapc_alltoallv_deep_unbalanced_level1_no_sync(const void *sendbuf, const int
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                                 recvcounts, rdispls, recvtype, comm);
+    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                       recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
+    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls,
+                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
 }
 
 int aapc_alltoallv_deep_unbalanced_level2_no_sync(const long long *bytes, const void *sendbuf,
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls, sendtype,
-                                 recvbuf, recvcounts, rdispls, recvtype, comm);
+    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                       recvtype, comm, &done);
+    if (done)
+        return rc;
+    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls,
+                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
 }
 
 static const aapc_vprog_t prog_sender_all = {
@@ -82,16 +94,24 @@ int aapc_alltoallv_deep_unbalanced_level1_sender_all(const void *sendbuf, const 
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                                 recvcounts, rdispls, recvtype, comm);
+    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                       recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
+    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls,
+                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
 }
 
 int aapc_alltoallv_deep_unbalanced_level2_sender_all(const long long *bytes, const void *sendbuf,
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls, sendtype,
-                                 recvbuf, recvcounts, rdispls, recvtype, comm);
+    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                       recvtype, comm, &done);
+    if (done)
+        return rc;
+    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls,
+                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
 }
 
 static const aapc_vprog_t prog_receiver_all = {
@@ -101,16 +121,24 @@ int aapc_alltoallv_deep_unbalanced_level1_receiver_all(const void *sendbuf, cons
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                                 recvcounts, rdispls, recvtype, comm);
+    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                       recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
+    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls,
+                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
 }
 
 int aapc_alltoallv_deep_unbalanced_level2_receiver_all(const long long *bytes, const void *sendbuf,
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls, sendtype,
-                                 recvbuf, recvcounts, rdispls, recvtype, comm);
+    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                       recvtype, comm, &done);
+    if (done)
+        return rc;
+    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls,
+                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
 }
 
 static const aapc_vprog_t prog_barrier_all = {
@@ -120,14 +148,22 @@ int aapc_alltoallv_deep_unbalanced_level1_barrier_all(const void *sendbuf, const
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                                 recvcounts, rdispls, recvtype, comm);
+    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                       recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
+    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls,
+                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
 }
 
 int aapc_alltoallv_deep_unbalanced_level2_barrier_all(const long long *bytes, const void *sendbuf,
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls, sendtype,
-                                 recvbuf, recvcounts, rdispls, recvtype, comm);
+    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                       recvtype, comm, &done);
+    if (done)
+        return rc;
+    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls,
+                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
 }

@@ -2,6 +2,7 @@
  * (0 sync messages after redundancy removal, 0 before;
  * 1405 dummy messages). Do not edit. */
 #include "aapc_deep_unbalanced.h"
+#include "aapc_args.h"
 
 static const int32_t send_off[] = {
     0, 85, 170, 255, 340, 425, 510, 593, 672, 751, 832, 915, 996, 1083, 1164, 1255, 1341, 1427, 1512, 1601,
@@ -604,6 +605,9 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_deep_unbalanced_dummy(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
     return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm);
 }

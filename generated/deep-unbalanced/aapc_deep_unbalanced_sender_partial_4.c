@@ -2,6 +2,7 @@
  * (965 sync messages after redundancy removal, 1624 before;
  * 0 dummy messages). Do not edit. */
 #include "aapc_deep_unbalanced.h"
+#include "aapc_args.h"
 
 #define send_off aapc_deep_unbalanced_send_off
 #define send_phase aapc_deep_unbalanced_send_phase
@@ -228,6 +229,9 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_deep_unbalanced_sender_partial_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
     return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm);
 }

@@ -2,6 +2,7 @@
  * (0 sync messages after redundancy removal, 0 before;
  * 6 dummy messages). Do not edit. */
 #include "aapc_paper_fig1.h"
+#include "aapc_args.h"
 
 static const int32_t send_off[] = {
     0, 4, 8, 14, 20, 26};
@@ -49,6 +50,9 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_paper_fig1_dummy(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
     return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm);
 }

@@ -2,6 +2,7 @@
  * (40 sync messages after redundancy removal, 40 before;
  * 0 dummy messages). Do not edit. */
 #include "aapc_single_8.h"
+#include "aapc_args.h"
 
 #define send_off aapc_single_8_send_off
 #define send_phase aapc_single_8_send_phase
@@ -44,6 +45,9 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_single_8_barrier_partial_sender_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
     return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm);
 }

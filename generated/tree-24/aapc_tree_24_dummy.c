@@ -2,6 +2,7 @@
  * (0 sync messages after redundancy removal, 0 before;
  * 2632 dummy messages). Do not edit. */
 #include "aapc_tree_24.h"
+#include "aapc_args.h"
 
 static const int32_t send_off[] = {
     0, 133, 264, 396, 528, 660, 792, 922, 1054, 1185, 1315, 1445, 1575, 1705, 1834, 1969, 2104, 2239, 2374, 2509,
@@ -1000,6 +1001,9 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_tree_24_dummy(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
     return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm);
 }

@@ -2,6 +2,7 @@
  * (470 sync messages after redundancy removal, 890 before;
  * 0 dummy messages). Do not edit. */
 #include "aapc_tree_24.h"
+#include "aapc_args.h"
 
 #define send_off aapc_tree_24_send_off
 #define send_phase aapc_tree_24_send_phase
@@ -161,6 +162,9 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_tree_24_sender_all(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
+    if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
+        return rc;
     return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm);
 }

@@ -1,32 +1,40 @@
 /*
  * aapc_alltoall_exec.c: MPI_Alltoall through a precomputed contention-free schedule.
  *
- * Algorithm: look the communicator up (aapc_comm.c: private dup, rank -> machine mapping; a
- * communicator that does not match the schedule goes to PMPI_Alltoall untouched), resolve
- * MPI_IN_PLACE (the whole receive span copied aside once), then run this machine's rows with
- * the phase executor (common/aapc_exec.c), which gives the cost: P (alpha + n beta) along the
- * critical path for P contention-free phases of n-byte blocks, plus the syncs, dummies and
- * barriers of the variant.
- * Extra cost here: one attribute lookup per call; the in-place copy of p n bytes.
+ * Algorithm: a null or inter-communicator goes to PMPI_Alltoall untouched (before anything
+ * else: a zero-byte call on an inter-communicator still moves the other group's data); look the
+ * communicator up (aapc_comm.c: private dup, rank -> machine mapping; a communicator that does
+ * not match the schedule goes to PMPI_Alltoall untouched), resolve MPI_IN_PLACE (the whole
+ * receive span copied aside once), then run this machine's rows with the phase executor
+ * (common/aapc_exec.c), which gives the cost: P (alpha + n beta) along the critical path for P
+ * contention-free phases of n-byte blocks, plus the syncs, dummies and barriers of the variant.
+ * The arguments were checked by the generated entry point (common/aapc_args.c: every rank
+ * agreed on them); an error inside the executor is returned by its private communicator and
+ * raised here through the user's communicator's error handler.
+ * Extra cost here: one attribute lookup and one MPI_Comm_test_inter per call; the in-place
+ * copy of p n bytes.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "aapc_args.h"
 #include "aapc_exec.h"
 
 int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcount,
                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rc, ssize = 0;
+    int rc, ssize = 0, inter = 0;
     MPI_Aint bytes = 0;
 
-    if ((rc = aapc_alltoall_block(sendbuf, sendcount, sendtype, recvcount, recvtype, &bytes,
-                                  &ssize)) != MPI_SUCCESS)
-        return rc;
     if (s == NULL)
         return MPI_ERR_ARG;
-    if (bytes == 0)
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if ((rc = aapc_alltoall_block(sendbuf, sendcount, sendtype, recvcount, recvtype, &bytes,
+                                  &ssize)) != MPI_SUCCESS)
+        return aapc_args_raise_code(comm, rc);
+    if (bytes == 0) /* after the entry's agreement: zero on every rank */
         return MPI_SUCCESS;
 
     aapc_comm_info_t info;
@@ -34,8 +42,9 @@ int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcou
         return rc;
     if (!info.usable)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    return aapc_alltoall_exec(s, &info, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                              recvtype);
+    aapc_args_private_returns(info.dup);
+    return aapc_args_raise_code(comm, aapc_alltoall_exec(s, &info, sendbuf, sendcount, sendtype,
+                                                         recvbuf, recvcount, recvtype));
 }
 
 int aapc_alltoall_exec(const aapc_schedule_t *s, const struct aapc_comm_info *info,

@@ -5,15 +5,20 @@
  * (source, destination) message, so one message may travel in pieces in different phases.
  * Whole messages go with the user's datatypes; a piece of a message with a non-dense datatype
  * travels packed (MPI_Pack into one buffer per direction before the phases, MPI_Unpack after).
- * Level 3 first checks that this call's counts are the compiled pattern on every rank (one
- * MPI_Allreduce of an int); otherwise the call goes to PMPI_Alltoallv untouched.
+ * Level 3 (aapc_alltoallv_run) first checks the arguments on every rank and that the ranks'
+ * counts match each other (common/aapc_args.c: one MPI_Allreduce; errors go through the
+ * communicator's error handler, null and inter-communicators to PMPI_Alltoallv untouched),
+ * then that this call's counts are the compiled pattern on every rank (one MPI_Allreduce of an
+ * int); otherwise the call goes to PMPI_Alltoallv untouched. An error inside the executor is
+ * returned by its private communicator and raised through the user's communicator.
  * Cost: the schedule's sum over phases of (alpha + max piece bytes beta) plus its syncs (common/
- * aapc_exec.c); plus lg(p) alpha for the level-3 check and the packing copies.
+ * aapc_exec.c); plus 2 lg(p) alpha for the level-3 checks and the packing copies.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aapc_args.h"
 #include "aapc_exec.h"
 
 /* Byte span [*lo, *hi) of `count` elements of `type` at displacement disp (in extents). */
@@ -208,21 +213,28 @@ int aapc_alltoallv_run(const aapc_schedule_t *s, const void *sendbuf, const int 
                        MPI_Comm comm)
 {
     aapc_comm_info_t info;
-    int rc, ok = 1;
+    int rc, ok = 1, done;
     if (s == NULL)
         return MPI_ERR_ARG;
+    rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                             rdispls, recvtype, comm, &done);
+    if (done)
+        return rc;
     if ((rc = aapc_comm_lookup(s, comm, &info)) != MPI_SUCCESS)
         return rc;
+    if (info.usable)
+        aapc_args_private_returns(info.dup);
     if (info.usable && s->pattern != NULL &&
         (rc = aapc_pattern_matches(s, &info, sendcounts, sendtype, sendbuf == MPI_IN_PLACE,
                                    recvcounts, recvtype, &ok)) != MPI_SUCCESS)
-        return rc;
+        return aapc_args_raise_code(comm, rc);
     if (!ok)
         aapc_warn_fallback(comm, s->name, "this call's counts differ from the compiled pattern",
                        "MPI_Alltoallv");
     if (!info.usable || !ok)
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
-    return aapc_alltoallv_exec(s, &info, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                               recvcounts, rdispls, recvtype);
+    return aapc_args_raise_code(comm, aapc_alltoallv_exec(s, &info, sendbuf, sendcounts, sdispls,
+                                                          sendtype, recvbuf, recvcounts, rdispls,
+                                                          recvtype));
 }

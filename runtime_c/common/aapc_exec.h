@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include "aapc_args.h" /* the entry points' argument checks */
 #include "aapc_comm.h"
 #include "aapc_phased.h"
 
