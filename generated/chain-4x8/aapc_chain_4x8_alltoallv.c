@@ -95,7 +95,7 @@ int aapc_alltoallv_chain_4x8_level1_no_sync(const void *sendbuf, const int sendc
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -107,7 +107,7 @@ int aapc_alltoallv_chain_4x8_level2_no_sync(const long long *bytes, const void *
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -122,7 +122,7 @@ int aapc_alltoallv_chain_4x8_level1_sender_all(const void *sendbuf, const int se
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -134,7 +134,7 @@ int aapc_alltoallv_chain_4x8_level2_sender_all(const long long *bytes, const voi
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -149,7 +149,7 @@ int aapc_alltoallv_chain_4x8_level1_receiver_all(const void *sendbuf, const int 
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -161,7 +161,7 @@ int aapc_alltoallv_chain_4x8_level2_receiver_all(const long long *bytes, const v
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -176,7 +176,7 @@ int aapc_alltoallv_chain_4x8_level1_barrier_all(const void *sendbuf, const int s
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -188,7 +188,7 @@ int aapc_alltoallv_chain_4x8_level2_barrier_all(const long long *bytes, const vo
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;

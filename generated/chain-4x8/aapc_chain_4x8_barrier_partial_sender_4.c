@@ -206,7 +206,7 @@ static const aapc_schedule_t schedule = {
 int aapc_alltoall_chain_4x8_barrier_partial_sender_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
+    int done, rc = aapc_args_alltoall(schedule.name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
     return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,

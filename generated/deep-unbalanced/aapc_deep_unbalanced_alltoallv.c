@@ -67,7 +67,7 @@ int aapc_alltoallv_deep_unbalanced_level1_no_sync(const void *sendbuf, const int
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -79,7 +79,7 @@ int aapc_alltoallv_deep_unbalanced_level2_no_sync(const long long *bytes, const 
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -94,7 +94,7 @@ int aapc_alltoallv_deep_unbalanced_level1_sender_all(const void *sendbuf, const 
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -106,7 +106,7 @@ int aapc_alltoallv_deep_unbalanced_level2_sender_all(const long long *bytes, con
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -121,7 +121,7 @@ int aapc_alltoallv_deep_unbalanced_level1_receiver_all(const void *sendbuf, cons
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -133,7 +133,7 @@ int aapc_alltoallv_deep_unbalanced_level2_receiver_all(const long long *bytes, c
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -148,7 +148,7 @@ int aapc_alltoallv_deep_unbalanced_level1_barrier_all(const void *sendbuf, const
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -160,7 +160,7 @@ int aapc_alltoallv_deep_unbalanced_level2_barrier_all(const long long *bytes, co
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;

@@ -38,7 +38,7 @@ int aapc_alltoallv_paper_fig1_level1_no_sync(const void *sendbuf, const int send
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -50,7 +50,7 @@ int aapc_alltoallv_paper_fig1_level2_no_sync(const long long *bytes, const void 
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -65,7 +65,7 @@ int aapc_alltoallv_paper_fig1_level1_sender_all(const void *sendbuf, const int s
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -77,7 +77,7 @@ int aapc_alltoallv_paper_fig1_level2_sender_all(const long long *bytes, const vo
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -92,7 +92,7 @@ int aapc_alltoallv_paper_fig1_level1_receiver_all(const void *sendbuf, const int
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -104,7 +104,7 @@ int aapc_alltoallv_paper_fig1_level2_receiver_all(const long long *bytes, const 
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -119,7 +119,7 @@ int aapc_alltoallv_paper_fig1_level1_barrier_all(const void *sendbuf, const int 
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -131,7 +131,7 @@ int aapc_alltoallv_paper_fig1_level2_barrier_all(const long long *bytes, const v
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;

@@ -71,7 +71,7 @@ int aapc_alltoallv_tree_24_level1_no_sync(const void *sendbuf, const int sendcou
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -83,7 +83,7 @@ int aapc_alltoallv_tree_24_level2_no_sync(const long long *bytes, const void *se
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -98,7 +98,7 @@ int aapc_alltoallv_tree_24_level1_sender_all(const void *sendbuf, const int send
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -110,7 +110,7 @@ int aapc_alltoallv_tree_24_level2_sender_all(const long long *bytes, const void 
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -125,7 +125,7 @@ int aapc_alltoallv_tree_24_level1_receiver_all(const void *sendbuf, const int se
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -137,7 +137,7 @@ int aapc_alltoallv_tree_24_level2_receiver_all(const long long *bytes, const voi
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;
@@ -152,7 +152,7 @@ int aapc_alltoallv_tree_24_level1_barrier_all(const void *sendbuf, const int sen
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
@@ -164,7 +164,7 @@ int aapc_alltoallv_tree_24_level2_barrier_all(const long long *bytes, const void
     const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int done, rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (done)
         return rc;

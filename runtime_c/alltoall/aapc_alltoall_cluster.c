@@ -183,8 +183,8 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
 {
     int rc, ssize = 0, done;
     MPI_Aint bytes = 0;
-    if ((rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                                 &done)) != MPI_SUCCESS || done)
+    if ((rc = aapc_args_alltoall(name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                 comm, &done)) != MPI_SUCCESS || done)
         return rc; /* common/aapc_args.c: raised error, library's result, or nothing to move */
     if ((rc = aapc_alltoall_block(sendbuf, sendcount, sendtype, recvcount, recvtype, &bytes,
                                   &ssize)) != MPI_SUCCESS)

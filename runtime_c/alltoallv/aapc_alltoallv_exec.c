@@ -216,8 +216,8 @@ int aapc_alltoallv_run(const aapc_schedule_t *s, const void *sendbuf, const int 
     int rc, ok = 1, done;
     if (s == NULL)
         return MPI_ERR_ARG;
-    rc = aapc_args_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                             rdispls, recvtype, comm, &done);
+    rc = aapc_args_alltoallv(s->name, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                             recvcounts, rdispls, recvtype, comm, &done);
     if (done)
         return rc;
     if ((rc = aapc_comm_lookup(s, comm, &info)) != MPI_SUCCESS)

@@ -5,7 +5,7 @@
  * Algorithm. On each rank, the checks MPICH makes in its bindings (plus the two marked +):
  *   - communicator: MPI_COMM_NULL and inter-communicators go to the MPI library untouched
  *     (PMPI_Alltoall/PMPI_Alltoallv), which raises MPI_ERR_COMM on the handler the library uses
- *     for a null communicator and runs inter-communicator calls itself;
+ *     for a null communicator and runs inter-communicator calls itself (one fallback warning);
  *   - counts >= 0 (MPI_ERR_COUNT); count arrays not NULL (MPI_ERR_ARG); the send arguments are
  *     not looked at under MPI_IN_PLACE, as in MPICH;
  *   - datatypes not MPI_DATATYPE_NULL and committed (MPI_ERR_TYPE; "committed" is probed with a
@@ -36,6 +36,8 @@
  * rank that finds them, but a misuse on some ranks only, or counts that differ, can then hang.
  */
 #include "aapc_args.h"
+
+#include "aapc_comm.h" /* aapc_warn_fallback */
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -226,8 +228,9 @@ static void check_alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
     }
 }
 
-/* The call goes to the MPI library as it is: a null or inter-communicator. Sets *done. */
-static int to_library(MPI_Comm comm, int *done, int *rc)
+/* The call goes to the MPI library as it is: a null or inter-communicator (with a warning
+   naming the routine, as every fallback). Sets *done. */
+static int to_library(MPI_Comm comm, const char *name, const char *routine, int *done, int *rc)
 {
     int inter = 0;
     *done = 0;
@@ -239,6 +242,8 @@ static int to_library(MPI_Comm comm, int *done, int *rc)
         *done = 1; /* an invalid handle: the library has raised it */
         return 0;
     }
+    if (inter)
+        aapc_warn_fallback(comm, name, "the communicator is an inter-communicator", routine);
     *done = inter;
     return inter;
 }
@@ -265,14 +270,14 @@ static void span(char *out, size_t n, int64_t lo, int64_t hi)
         snprintf(out, n, "%lld to %lld", (long long)lo, (long long)hi);
 }
 
-int aapc_args_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                       const void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                       int *done)
+int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, const void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, int *done)
 {
     struct finding f = {0, ""};
     int rc = MPI_SUCCESS, rank = 0, size = 0;
     int64_t sb, rb;
-    if (to_library(comm, done, &rc))
+    if (to_library(comm, name, "MPI_Alltoall", done, &rc))
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype,
                              comm);
     if (*done)
@@ -399,14 +404,15 @@ static int any_positive(const int counts[], int size)
     return 0;
 }
 
-int aapc_args_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                        MPI_Datatype sendtype, const void *recvbuf, const int recvcounts[],
-                        const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int *done)
+int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcounts[],
+                        const int sdispls[], MPI_Datatype sendtype, const void *recvbuf,
+                        const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                        MPI_Comm comm, int *done)
 {
     struct finding f = {0, ""};
     int rc = MPI_SUCCESS, rank = 0, size = 0, data = 0, inplace = sendbuf == MPI_IN_PLACE;
     uint64_t h = 0;
-    if (to_library(comm, done, &rc))
+    if (to_library(comm, name, "MPI_Alltoallv", done, &rc))
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, (void *)recvbuf,
                               recvcounts, rdispls, recvtype, comm);
     if (*done)

@@ -4,15 +4,16 @@
  *
  * Usage at the top of an entry point:
  *
- *     int done, rc = aapc_args_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
- *                                       recvtype, comm, &done);
+ *     int done, rc = aapc_args_alltoall(name, sendbuf, sendcount, sendtype, recvbuf,
+ *                                       recvcount, recvtype, comm, &done);
  *     if (done)
  *         return rc;
  *
  * done = 1: the call is complete and rc is its result (an error already raised through the
  * communicator's error handler; the MPI library's own result for MPI_COMM_NULL and
- * inter-communicators, which are handed to it untouched; MPI_SUCCESS when no rank has a byte
- * to move). done = 0: every rank of comm agreed that the call is valid (rc == MPI_SUCCESS).
+ * inter-communicators, which are handed to it untouched, an inter-communicator with one
+ * fallback warning naming `name`; MPI_SUCCESS when no rank has a byte to move).
+ * done = 0: every rank of comm agreed that the call is valid (rc == MPI_SUCCESS).
  */
 #ifndef AAPC_ARGS_H
 #define AAPC_ARGS_H
@@ -23,11 +24,11 @@
 extern "C" {
 #endif
 
-int aapc_args_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                        const void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                        int *done);
 
-int aapc_args_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcounts[], const int sdispls[],
                         MPI_Datatype sendtype, const void *recvbuf, const int recvcounts[],
                         const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int *done);
 
