@@ -2,7 +2,7 @@
 
 * bad input (AapcError and its InputError): exit 2, ``aapcgen: <file>:<line>: <what is wrong>``;
 * a schedule that fails its proof (VerificationError): exit 1;
-* an interruption (SIGINT; SIGTERM in bench and tune): exit 130;
+* an interruption: exit 130 (SIGINT), 143 (SIGTERM during bench and tune);
 * a file that cannot be written (disk full, a folder in /proc): exit 2, naming the file;
 * memory exhausted: exit 2, pointing at the limits (docs/topology.md, "Limits");
 * anything else is a bug in aapcgen: exit 70 with the exception's type; ``AAPC_DEBUG=1`` shows
@@ -14,10 +14,12 @@ Every line is at most ``core.errors.MESSAGE_CHARS`` characters.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 
 from aapcgen.core.errors import AapcError, VerificationError, one_line
+from aapcgen.measure.cleanup import Terminated
 
 INTERNAL = 70  # EX_SOFTWARE
 
@@ -45,6 +47,9 @@ def report(exc: BaseException) -> int:
     if isinstance(exc, AapcError):
         say(str(exc))
         return 2
+    if isinstance(exc, Terminated):
+        say("terminated")
+        return 128 + signal.SIGTERM
     if isinstance(exc, KeyboardInterrupt):
         say("interrupted")
         return 130

@@ -51,7 +51,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     topo = load_topology(args.topology)
     plan = plan_emulation(topo, link_rate, queue_bytes, prefix)  # validate before needing root
     require_root()
-    emulate_up(topo, link_rate, queue_bytes, prefix, stderr_progress if args.verbose else None)
+    emulate_up(
+        topo,
+        link_rate,
+        queue_bytes,
+        prefix,
+        stderr_progress if args.verbose else None,
+        persistent=True,
+    )
     print("\n".join(_describe(plan)))
     return 0
 

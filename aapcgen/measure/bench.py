@@ -38,6 +38,7 @@ from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Link, Topology
 from aapcgen.core.resources import resource_dir
 from aapcgen.core.units import format_bandwidth, parse_rate_option
+from aapcgen.measure import cleanup
 from aapcgen.measure.mpi import DEFAULT_NATIVES, mpi_flavour, native_env
 from aapcgen.measure.timer import parse_timer_lines
 
@@ -270,13 +271,14 @@ def bin_path(name: str) -> str:
     return str(local) if local.exists() else name
 
 
-def _check(cmd: list[str], env: dict[str, str], timeout: float) -> str:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise AapcError(
-            f"benchmark job timed out after {timeout:.0f} s: {shlex.join(cmd[:6])} ..."
-        ) from None
+def _check(
+    cmd: list[str], env: dict[str, str], timeout: float, work: cleanup.Workdir | None = None
+) -> str:
+    """Run one MPI job (measure/cleanup.py: stopped cleanly on a timeout or an interruption,
+    nothing left behind); its output, or AapcError with the last line it printed."""
+    proc = cleanup.run_job(cmd, env, timeout, work)
+    if proc.timed_out:
+        raise AapcError(f"benchmark job timed out after {timeout:.0f} s: {shlex.join(cmd[:6])} ...")
     if proc.returncode != 0 or "done" not in proc.stdout.splitlines():
         tail = (
             proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"]
@@ -286,8 +288,9 @@ def _check(cmd: list[str], env: dict[str, str], timeout: float) -> str:
 
 
 @contextlib.contextmanager
-def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
-    """A function running one job's timer on the chosen backend, and the compiler to build it."""
+def runner(cfg: BenchConfig, work: cleanup.Workdir | None = None) -> Iterator[tuple[Runner, str]]:
+    """A function running one job's timer on the chosen backend, and the compiler to build it;
+    with ``work``, the jobs' leftovers are recorded there and removed (measure/cleanup.py)."""
     n = cfg.topology.n_machines * cfg.topology.ranks_per_machine  # MPI ranks
     base_env = {**os.environ, "AAPC_QUIET": "1"}
     if cfg.backend == "local":
@@ -297,6 +300,7 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
                     [mpi_bin(cfg, "mpiexec"), "-n", str(n), str(exe), *job.args],
                     {**base_env, **dict(job.env)},
                     cfg.timeout,
+                    work,
                 )
             ),
             mpi_bin(cfg, "mpicc"),
@@ -314,7 +318,10 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
         yield (
             (
                 lambda job, exe: _check(
-                    [*launch, str(exe), *job.args], {**base_env, **dict(job.env)}, cfg.timeout
+                    [*launch, str(exe), *job.args],
+                    {**base_env, **dict(job.env)},
+                    cfg.timeout,
+                    work,
                 )
             ),
             mpi_bin(cfg, "mpicc"),
@@ -334,20 +341,23 @@ def runner(cfg: BenchConfig) -> Iterator[tuple[Runner, str]]:
                     dict(job.env),
                     cfg.topology.ranks_per_machine,
                 )
-                return _check(cmd, base_env, cfg.timeout)
+                return _check(cmd, base_env, cfg.timeout, work)
 
             yield run, mpi_bin(cfg, "mpicc")
     elif cfg.backend == "simulate":
         from aapcgen.platforms import simgrid
 
-        with tempfile.TemporaryDirectory(prefix="aapc-sim-") as tmp:
+        with (
+            contextlib.nullcontext(str(work.path)) if work
+            else tempfile.TemporaryDirectory(prefix="aapc-sim-")
+        ) as tmp:  # fmt: skip
             platform_file, hostfile = simgrid.export_simgrid(cfg.topology, Path(tmp), rate=cfg.rate)
 
             def run(job: Job, exe: Path) -> str:
                 cmd = simgrid.smpirun_command(
                     platform_file, hostfile, n, exe, list(job.args), job.simgrid_algorithm
                 )
-                return _check(cmd, base_env, cfg.timeout)
+                return _check(cmd, base_env, cfg.timeout, work)
 
             yield run, "smpicc"
     else:
@@ -358,7 +368,9 @@ def compile_timer(mpicc: str, gen_dir: Path, exe: Path) -> None:
     sources = [str(p) for p in sorted(gen_dir.glob("*.c"))]
     timer = resource_dir("runtime_c") / "bench" / "alltoall_timer.c"
     cmd = [mpicc, "-std=c11", "-O2", f"-I{gen_dir}", str(timer), *sources, "-o", str(exe)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # the compiler's own temporary files go beside the executable (removed with its folder)
+    env = {**os.environ, "TMPDIR": str(exe.parent)}
+    proc = cleanup.run_tool(cmd, env)
     if proc.returncode != 0:
         raise AapcError(
             f"compiling the benchmark failed: {(proc.stderr.strip().splitlines() or ['?'])[0]}"
@@ -367,7 +379,8 @@ def compile_timer(mpicc: str, gen_dir: Path, exe: Path) -> None:
 
 def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measurement]:
     rows: list[Measurement] = []
-    with tempfile.TemporaryDirectory(prefix="aapc-bench-") as tmp, runner(cfg) as (run, mpicc):
+    with cleanup.workdir("aapc-bench-", progress) as work, runner(cfg, work) as (run, mpicc):
+        tmp = work.path
         flavour = "simgrid" if cfg.backend == "simulate" else mpi_flavour(mpicc)[0]
         natives = cfg.natives if cfg.natives is not None else DEFAULT_NATIVES.get(flavour, ())
         jobs = plan_jobs(flavour, natives, cfg.sizes, cfg.target_seconds, cfg.max_iters)

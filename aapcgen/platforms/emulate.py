@@ -19,7 +19,9 @@ commands. :func:`emulated` is a context manager that always tears down, also on 
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import json
 import math
 import os
 import re
@@ -32,6 +34,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 
 from aapcgen.core.errors import AapcError, InputError
@@ -67,6 +70,82 @@ SYSCTL_TCP = ("net.ipv4.tcp_no_metrics_save=1",)
 
 class EmulationExists(AapcError):
     """An emulation with the requested prefix is already up."""
+
+
+# --------------------------------------------------------------------------- owners
+# Who brought an emulation up: ``<state dir>/emulate-<prefix>.json`` holds the pid and process
+# start time of the process that builds it and, for `aapcgen emulate up`, that it is meant to
+# stay ("persistent"). An emulation whose owner died without tearing it down (SIGKILL during a
+# benchmark, or during `emulate up`) is stale: the next run removes it and says so once.
+
+STATE_DIR_ENV = "AAPC_STATE_DIR"
+DEFAULT_STATE_DIR = "/run/aapcgen"
+
+
+def _state_dir() -> Path:
+    return Path(os.environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR)
+
+
+def _record_path(prefix: str) -> Path:
+    return _state_dir() / f"emulate-{prefix}.json"
+
+
+def _write_record(prefix: str, persistent: bool) -> None:
+    from aapcgen.measure.cleanup import process_start
+
+    path = _record_path(prefix)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"pid": os.getpid(), "start": process_start(os.getpid()), "persistent": persistent}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    except OSError as exc:  # without a record a SIGKILL leaves it to `emulate down`
+        print(f"aapcgen: emulate: cannot record the owner in {path}: {exc}", file=sys.stderr)
+
+
+def _drop_record(prefix: str) -> None:
+    with contextlib.suppress(OSError):
+        _record_path(prefix).unlink()
+
+
+def _stale_record(prefix: str) -> dict | None:
+    """The owner record of emulation ``prefix`` when it is stale (owner dead, not persistent)."""
+    from aapcgen.measure.cleanup import process_start
+
+    try:
+        data = json.loads(_record_path(prefix).read_text())
+        pid, start, persistent = int(data["pid"]), data.get("start"), bool(data["persistent"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if persistent or (start is not None and process_start(pid) == start):
+        return None
+    if start is None and process_start(pid) is not None:
+        return None
+    return data
+
+
+def remove_stale(prefix: str) -> list[str]:
+    """Remove emulation ``prefix`` when its owner died without removing it (root only);
+    returns what was removed."""
+    record = _stale_record(prefix)
+    if record is None or not _is_root():
+        return []
+    removed = emulate_down(prefix)  # drops the record too
+    return removed or [f"the owner record of emulation '{prefix}'"]
+
+
+def sweep_stale() -> list[str]:
+    """Remove every stale emulation (root only); returns what was removed."""
+    if not _is_root():
+        return []
+    removed: list[str] = []
+    with contextlib.suppress(OSError):
+        for path in sorted(_state_dir().glob("emulate-*.json")):
+            prefix = path.stem.removeprefix("emulate-")
+            if PREFIX_RE.fullmatch(prefix):
+                removed += remove_stale(prefix)
+    return removed
 
 
 # --------------------------------------------------------------------------- data
@@ -462,6 +541,7 @@ def emulate_down(prefix: str = DEFAULT_PREFIX) -> list[str]:
     left = emulate_status(prefix)
     if left:
         raise AapcError(f"could not remove {', '.join(left)}")
+    _drop_record(prefix)
     return removed
 
 
@@ -475,16 +555,24 @@ def emulate_up(
     queue: int = DEFAULT_QUEUE,
     prefix: str = DEFAULT_PREFIX,
     progress: Callable[[str], None] | None = None,
+    persistent: bool = False,
 ) -> Emulation:
     """Build the emulation of ``topo``; on any failure (or interruption) remove what was built.
 
     ``progress`` receives progress lines; by default they go to stderr for set-ups of at least
-    ``PROGRESS_MACHINES`` machines.
+    ``PROGRESS_MACHINES`` machines. ``persistent``: meant to outlive this process (`aapcgen
+    emulate up`); otherwise a later run removes it should this process die without doing so.
     """
     check_prefix(prefix)
     require_root()
     ip, tc = find_tool("ip"), find_tool("tc")
     plan = plan_emulation(topo, rate, queue, prefix, ip, tc)
+    stale = remove_stale(prefix)
+    if stale:
+        _stderr_progress(
+            f"removed emulation '{prefix}', left behind by an interrupted run ({len(stale)} "
+            "namespaces, interfaces and processes)"
+        )
     existing = emulate_status(prefix)
     if existing:
         hint = "" if prefix == DEFAULT_PREFIX else f" --prefix {prefix}"
@@ -498,6 +586,7 @@ def emulate_up(
     commands = [c for c in plan.commands if have_sysctl or "sysctl" not in c]
     step = max(1, len(commands) // 10)
     start = time.perf_counter()
+    _write_record(prefix, persistent=False)  # a SIGKILL from here on leaves a stale emulation
     try:
         progress(f"emulate: {len(commands)} ip/tc commands for {topo.n_machines} machines ...")
         for i, argv in enumerate(commands):
@@ -511,6 +600,8 @@ def emulate_up(
         except AapcError as exc:  # report the original failure, mention the leftover
             print(f"aapcgen: emulate: cleanup after failure: {exc}", file=sys.stderr)
         raise
+    if persistent:
+        _write_record(prefix, persistent=True)
     return emulation_of(plan, ip, tc)
 
 

@@ -12,14 +12,13 @@ tune_native), an optional validation run of the tuned routine, decision.json/.md
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from aapcgen.codegen.generate import generate
-from aapcgen.measure import bench
+from aapcgen.measure import bench, cleanup
 from aapcgen.measure.bench import Job, Measurement, parse_timer_output
 from aapcgen.tune.decide import (
     DEFAULT,
@@ -247,9 +246,10 @@ def run_tune(
         if message:
             say(message)
         with (
-            tempfile.TemporaryDirectory(prefix="aapc-tune-") as tmp,
-            bench.runner(b) as (run, mpicc),
+            cleanup.workdir("aapc-tune-", say) as work,  # nothing left behind (measure/cleanup.py)
+            bench.runner(b, work) as (run, mpicc),
         ):
+            tmp = work.path
             gen_dir = Path(tmp) / "gen"
 
             def build_sweep(path: Path) -> None:
