@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trees import switch_trees
 
+from aapcgen.alltoall.capacity import schedule_phases
 from aapcgen.alltoall.cjob import job_phases
 from aapcgen.alltoall.job import job_topology
 from aapcgen.alltoall.phases import build_phases
@@ -30,7 +31,9 @@ SMALL = sorted(p.stem for p in TOPOS.glob("*.yaml") if load_topology(p).n_machin
 
 
 def python_phases(topo: Topology, rank_machine: list[int]):
-    return build_phases(analyze(job_topology(topo, rank_machine)))
+    """The pipeline's phases on the job tree: seed 002's in Python, or the capacity-aware phases
+    of the C scheduler given the job tree as a cluster (its own numbering of nodes and links)."""
+    return schedule_phases(analyze(job_topology(topo, rank_machine)))
 
 
 def assert_same(topo: Topology, rank_machine: list[int], verify: bool = True) -> None:

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from trees import figure1, star_of_subtrees, switch_trees
 
-from aapcgen.alltoall.phases import build_phases, phased_seconds_per_byte
+from aapcgen.alltoall.capacity import phased_seconds_per_byte
+from aapcgen.alltoall.phases import build_phases
 from aapcgen.alltoall.tree import analyze
 from aapcgen.core.model import Link
 from aapcgen.verify.alltoall import verify_schedule

@@ -161,7 +161,8 @@ def rows_input(topo, ranks: list[int]) -> str:
     head = f"{len(topo.switches)} {topo.n_machines} {len(topo.links)} {len(ranks)}\n"
     body = " ".join(str(index[s]) for s in topo.machine_switch) + "\n"
     body += " ".join(f"{index[ln.a]} {index[ln.b]}" for ln in topo.links) + "\n"
-    return head + body + " ".join(map(str, ranks)) + "\n"
+    speeds = [*topo.machine_bandwidth, *(ln.bandwidth for ln in topo.links)]
+    return head + body + " ".join(map(str, ranks)) + "\n" + " ".join(map(repr, speeds)) + "\n"
 
 
 JOBS = [
@@ -170,6 +171,11 @@ JOBS = [
     ("chain-4x4", [0, 0, 5, 9, 9, 9, 13]),
     ("tree-24", [3, 7, 11, 19, 23, 2]),
     ("deep-unbalanced", [0, 1, 2, 3, 4, 5, 5]),
+    # switch links faster than the machine links: capacity-aware phases, syncs per lane
+    ("fat-4-4", list(range(8))),
+    ("fat-4-4", [0, 0, 1, 4, 5, 5, 6, 7]),
+    ("fat-4-4", [7, 1, 2, 6, 3]),
+    ("two-level-1024", list(range(24, 72))),
 ]
 
 

@@ -46,6 +46,7 @@ class _Cluster(ctypes.Structure):
         ("link_a", _I32),
         ("link_b", _I32),
         ("link_bw", _F64),
+        ("reference_bw", ctypes.c_double),
     ]
 
 
@@ -57,6 +58,7 @@ class _Phases(ctypes.Structure):
         ("phase", _I32),
         ("src", _I32),
         ("dst", _I32),
+        ("lower_bound", ctypes.c_int32),
         ("root", ctypes.c_int32),
         ("bottleneck_a", ctypes.c_int32),
         ("bottleneck_b", ctypes.c_int32),
@@ -98,6 +100,8 @@ def library() -> ctypes.CDLL:
         ctypes.POINTER(_Phases),
     ]
     lib.aapc_job_phases.restype = ctypes.c_int
+    lib.aapc_job_phases_unit.argtypes = lib.aapc_job_phases.argtypes
+    lib.aapc_job_phases_unit.restype = ctypes.c_int
     lib.aapc_job_phases_free.argtypes = [ctypes.POINTER(_Phases)]
     lib.aapc_cluster_machine_of_host.argtypes = [ctypes.POINTER(_Cluster), ctypes.c_char_p]
     lib.aapc_cluster_machine_of_host.restype = ctypes.c_int32
@@ -125,19 +129,22 @@ def _c_cluster(cluster: Topology, keep: list) -> _Cluster:
         t.name.encode(), len(t.machine_name), len(t.switch_name), len(t.link_a),
         names, hosts, arr(t.machine_switch, ctypes.c_int32), arr(t.machine_bw, ctypes.c_double),
         switches, arr(t.link_a, ctypes.c_int32), arr(t.link_b, ctypes.c_int32),
-        arr(t.link_bw, ctypes.c_double),
+        arr(t.link_bw, ctypes.c_double), t.reference_bw,
     )  # fmt: skip
 
 
-def job_phases(cluster: Topology, rank_machine: Sequence[int]) -> Schedule:
-    """The phases the generated library computes for ranks on ``rank_machine`` (C)."""
+def job_phases(cluster: Topology, rank_machine: Sequence[int], unit: bool = False) -> Schedule:
+    """The phases the generated library computes for ranks on ``rank_machine`` (C): capacity-aware
+    where switch links are faster than machine links, else seed 002's; ``unit``: seed 002's
+    whatever the speeds."""
     keep: list = []  # the arrays must outlive the call
     c = _c_cluster(cluster, keep)
     rm = np.ascontiguousarray(rank_machine, dtype=np.int32)
     out = _Phases()
     lib = library()
     rm_ptr = rm.ctypes.data_as(_I32)
-    rc = lib.aapc_job_phases(ctypes.byref(c), rm_ptr, len(rm), ctypes.byref(out))
+    run = lib.aapc_job_phases_unit if unit else lib.aapc_job_phases
+    rc = run(ctypes.byref(c), rm_ptr, len(rm), ctypes.byref(out))
     if rc != 0:
         raise InputError(f"run-time scheduler: {out.error.decode(errors='replace')}")
     try:

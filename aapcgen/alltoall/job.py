@@ -61,6 +61,7 @@ def job_topology(cluster: Topology, rank_machine: Sequence[int]) -> Topology:
         machine_bandwidth=tuple(bandwidth),
         hosts=tuple(hosts),
         links=cluster.links + machine_links,
+        reference_bandwidth=min(cluster.machine_bandwidth[m] for m in rank_machine),
     )
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aapcgen.alltoall.tree import TreeInfo, hang, machine_ancestors, uplink_bandwidths
+from aapcgen.alltoall.tree import TreeInfo
 
 
 @dataclass(frozen=True)
@@ -200,32 +200,3 @@ def build_phases(tree: TreeInfo) -> Schedule:
         src=src[order].astype(np.int32),
         dst=dst[order].astype(np.int32),
     )
-
-
-def phased_seconds_per_byte(tree: TreeInfo, sched: Schedule) -> float:
-    """Least time per message byte of a schedule whose phases run one after another.
-
-    A link carries at most one message per phase, so phase p lasts at least as long as its
-    slowest message needs on the slowest link of its path: the sum over phases of
-    ``max over its messages of max over their links of 1 / bandwidth``. With one link speed this
-    equals the peak bound (load / bandwidth: the bottleneck carries a message in every phase). A
-    bottleneck link faster than the machine links it serves idles most of each phase: on a
-    two-level tree with 10 Gbit/s uplinks and 1 Gbit/s machines the phases alone take 10x the
-    bound (docs/scheduling.md)."""
-    if len(sched.src) == 0:
-        return 0.0
-    ht = hang(tree.topology)
-    bw = uplink_bandwidths(tree.topology, ht)
-    inv = np.divide(1.0, bw, out=np.zeros_like(bw), where=bw > 0)
-    anc = machine_ancestors(ht)
-    src, dst = sched.src.astype(np.int64), sched.dst.astype(np.int64)
-    slowest = np.zeros(len(src))
-    for d in range(1, anc.shape[0]):  # the links below the lowest common ancestor, as path_edges
-        a, b = anc[d][src], anc[d][dst]
-        differ = a != b
-        for end in (a, b):
-            np.maximum(slowest, np.where(differ & (end >= 0), inv[end], 0.0), out=slowest)
-    counts = np.bincount(sched.phase, minlength=sched.n_phases)
-    starts = np.cumsum(counts) - counts  # messages are sorted by phase
-    busy = counts > 0
-    return float(np.maximum.reduceat(slowest, starts[busy]).sum())

@@ -104,13 +104,27 @@ def _contending(
 def _chains(
     tree: TreeInfo, sched: Schedule
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(edge id, message) for every use of a directed edge, sorted by edge then phase; and the
-    same pairs unsorted (message, edge)."""
+    """(chain id, message) for every use of a directed edge, sorted by chain then phase; and the
+    (message, edge) pairs unsorted.
+
+    A link that carries c > 1 messages in a phase (capacities, aapcgen/alltoall/capacity.py) has
+    c lanes: the messages of one phase on it take lanes 0, 1, ... in source order, and each lane
+    is a chain of its own, ordered like a link of capacity 1. At most one message per lane is in
+    flight, so at most c on the link. With one message per link and phase there is one lane
+    and a chain per edge, seed 002's construction."""
     msg, edge = path_edges(
         hang(tree.topology), sched.src.astype(np.int64), sched.dst.astype(np.int64)
     )
-    order = np.lexsort((sched.phase[msg], edge))
-    return edge[order], msg[order], msg, edge
+    phase = sched.phase.astype(np.int64)
+    by_slot = np.lexsort((sched.src[msg], phase[msg], edge))
+    e, p = edge[by_slot], phase[msg][by_slot]
+    first = np.flatnonzero(np.r_[True, (e[1:] != e[:-1]) | (p[1:] != p[:-1])])
+    size = np.diff(np.r_[first, len(e)])
+    lane = np.empty(len(e), dtype=np.int64)
+    lane[by_slot] = np.arange(len(e)) - np.repeat(first, size)
+    chain = edge * (int(lane.max(initial=0)) + 1) + lane
+    order = np.lexsort((phase[msg], chain))
+    return chain[order], msg[order], msg, edge
 
 
 def _candidates(

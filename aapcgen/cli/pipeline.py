@@ -11,8 +11,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from aapcgen.alltoall.capacity import schedule_phases
 from aapcgen.alltoall.job import job_topology
-from aapcgen.alltoall.phases import Schedule, build_phases
+from aapcgen.alltoall.phases import Schedule
 from aapcgen.alltoall.report import info_json, info_text, schedule_json_chunks, schedule_text
 from aapcgen.alltoall.sync import plan_sync
 from aapcgen.alltoall.tree import TreeInfo, analyze
@@ -52,7 +53,7 @@ def pipeline(topo: Topology) -> tuple[TreeInfo, Schedule]:
     progress(
         topo, f"root {tree.root}, {tree.load} phases; scheduling {topo.n_machines} machines ..."
     )
-    sched = build_phases(tree)
+    sched = schedule_phases(tree)
     progress(topo, f"scheduled {len(sched.src)} messages in {time.perf_counter() - start:.1f} s")
     return tree, sched
 

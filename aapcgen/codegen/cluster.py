@@ -26,6 +26,7 @@ class ClusterTables:
     link_a: np.ndarray  # int32, switch index, file order
     link_b: np.ndarray
     link_bw: np.ndarray  # float64
+    reference_bw: float  # b_ref of the capacity model; 0: the slowest machine of the job
 
 
 def cluster_tables(topo: Topology) -> ClusterTables:
@@ -40,6 +41,7 @@ def cluster_tables(topo: Topology) -> ClusterTables:
         link_a=np.array([index[ln.a] for ln in topo.links], dtype=np.int32),
         link_b=np.array([index[ln.b] for ln in topo.links], dtype=np.int32),
         link_bw=np.array([ln.bandwidth for ln in topo.links], dtype=np.float64),
+        reference_bw=float(topo.reference_bandwidth or 0.0),
     )
 
 
@@ -80,6 +82,7 @@ def render_cluster_c(t: ClusterTables, ident: str) -> str:
         f"static const double {ident}_link_bw[{max(nl, 1)}] = {{\n{doubles(t.link_bw)}\n}};",
         f"const aapc_cluster_t {ident} = {{{_c_string(t.name)}, {n}, {s}, {nl}, "
         f"{ident}_machine_name, {ident}_machine_host, {ident}_machine_switch, {ident}_machine_bw, "
-        f"{ident}_switch_name, {ident}_link_a, {ident}_link_b, {ident}_link_bw}};",
+        f"{ident}_switch_name, {ident}_link_a, {ident}_link_b, {ident}_link_bw, "
+        f"{float(t.reference_bw).hex()}}};",
     ]
     return "\n".join(out) + "\n"

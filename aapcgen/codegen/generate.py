@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen.alltoall.phases import Schedule, build_phases, phased_seconds_per_byte
+from aapcgen.alltoall.capacity import phased_seconds_per_byte, schedule_phases
+from aapcgen.alltoall.phases import Schedule
 from aapcgen.alltoall.sync import SyncCounts, SyncPlan, plan_sync
 from aapcgen.alltoall.tree import TreeInfo, analyze
 from aapcgen.alltoall.variants import (
@@ -155,7 +156,7 @@ def generate(
     repository's generated/ references runtime_c/ instead of copying it)."""
     tree = analyze(topo)
     start = time.perf_counter()
-    sched: Schedule = build_phases(tree)
+    sched: Schedule = schedule_phases(tree)
     progress(
         f"{sched.n_phases} phases, {len(sched.src)} messages ({time.perf_counter() - start:.1f} s)"
     )

@@ -41,6 +41,10 @@ class Topology:
     # MPI ranks per machine (multicore machines): ranks k*R .. k*R+R-1 run on machine k, in
     # blocks (mpiexec -ppn R); 1 = one rank per machine, the rank order of ``machines``
     ranks_per_machine: int = 1
+    # b_ref of the capacity model (aapcgen/alltoall/capacity.py): the slowest machine link of
+    # the machines in use; None: the slowest of machine_bandwidth (a job tree sets it, since its
+    # ranks on shared machines have memory links)
+    reference_bandwidth: float | None = None
 
     @property
     def n_machines(self) -> int:

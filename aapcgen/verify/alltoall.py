@@ -5,20 +5,26 @@ It shares no code with the scheduler (``tree.py``, ``phases.py``): from the vali
 given as three integer arrays (phase, src, dst per message). It proves:
 
 1. completeness: every ordered pair of distinct machines is sent exactly once;
-2. contention-freedom: no directed edge (machine or switch link, either direction) carries two
-   messages of one phase;
-3. optimality: the number of phases equals the largest link load |Mu|*|Mv|, a lower bound for
-   any contention-free schedule (each of those messages needs its own phase on that edge).
+2. contention-freedom: no directed edge carries more messages in one phase than its capacity:
+   one on a machine's own link; ``max(1, floor(b / b_ref))`` on a switch link of bandwidth b,
+   b_ref the slowest machine link (docs/scheduling.md "Capacities"; with one link speed every
+   capacity is 1, seed 002's model);
+3. optimality: the number of phases against the lower bound max(|M| - 1, max over links of
+   ceil(load / capacity)); with one link speed it is the largest load |Mu|*|Mv| and the
+   schedule must meet it exactly. No phase may be empty.
 
 Method for 2: the tree hangs from its first switch; a message s -> d uses the upward edge of
 every ancestor a of s with depth(a) > depth(lca(s, d)), i.e. exactly where the ancestors of s and
 d at that depth differ, and likewise the downward edges on d's side. Per depth this is one
-vectorised comparison, and (phase, edge) keys must be unique: one sort per depth.
+vectorised comparison, and each (phase, edge) key may occur at most capacity times: one sort per
+depth.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,22 +42,42 @@ class Proof:
     n_messages: int
     n_phases: int
     lower_bound: int
-    bound_links: tuple[str, ...]  # the links whose load is the lower bound
+    bound_links: tuple[str, ...]  # the links whose load is the lower bound (empty: machines)
     directed_edges: int
+    max_capacity: int = 1  # the largest link capacity (1: seed 002's model)
+
+    @property
+    def optimal(self) -> bool:
+        return self.n_phases == self.lower_bound
 
     def summary(self, name: str) -> str:
         n = self.n_machines
-        return (
-            f"verified {name}: {self.n_messages} messages = every ordered pair of {n} machines exactly once; "
-            f"no directed edge used twice in any phase ({self.directed_edges} directed edges x {self.n_phases} phases); "
-            f"{self.n_phases} phases = the lower bound {self.lower_bound} "
-            f"(the load of link {self.bound_links[0]}"
-            + (
+        edges = (
+            "no directed edge used twice in any phase"
+            if self.max_capacity == 1
+            else "no directed edge over its capacity in any phase (capacities up to "
+            f"{self.max_capacity} messages)"
+        )
+        if self.bound_links:
+            why = f"the load of link {self.bound_links[0]}" + (
                 f" and {len(self.bound_links) - 1} other link(s)"
                 if len(self.bound_links) > 1
                 else ""
             )
-            + "), so the schedule is optimal"
+            if self.max_capacity > 1:
+                why += " over its capacity"
+        else:
+            why = f"{n - 1} messages sent by every machine"
+        verdict = (
+            "so the schedule is optimal"
+            if self.optimal
+            else f"{self.n_phases / self.lower_bound:.4f}x the bound"
+        )
+        return (
+            f"verified {name}: {self.n_messages} messages = every ordered pair of {n} machines exactly once; "
+            f"{edges} ({self.directed_edges} directed edges x {self.n_phases} phases); "
+            f"{self.n_phases} phases {'=' if self.optimal else 'against'} the lower bound "
+            f"{self.lower_bound} ({why}), {verdict}"
         )
 
 
@@ -79,7 +105,26 @@ def _check_complete(names: list[str], n: int, src: np.ndarray, dst: np.ndarray) 
         raise VerificationError(f"message {names[s]}->{names[d]} is sent {count[s, d]} times")
 
 
-def _check_edges(tree: VTree, n: int, phase: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+def capacities(topo: Topology, tree: VTree) -> np.ndarray:
+    """Messages per phase the link from each node up to its parent carries, each direction (the
+    verifier's own reading of the model; 0 at the top)."""
+    n = topo.n_machines
+    index = {name: i for i, name in enumerate(tree.names)}
+    bref = topo.reference_bandwidth or min(topo.machine_bandwidth)
+    cap = np.ones(len(tree.names), dtype=np.int64)
+    for link in topo.links:
+        a, b = index[link.a], index[link.b]
+        child = b if tree.parent[b] == a else a
+        side = int(tree.below[child])
+        c = max(1, min(65535, math.floor(link.bandwidth / bref * (1 + 1e-9))))
+        cap[child] = max(1, min(c, side, n - side))
+    cap[tree.parent < 0] = 0
+    return cap
+
+
+def _check_edges(
+    tree: VTree, n: int, cap: np.ndarray, phase: np.ndarray, src: np.ndarray, dst: np.ndarray
+) -> None:
     anc = ancestors(tree, n)
     n_nodes = len(tree.names)
     for d in range(anc.shape[0] - 1, 0, -1):
@@ -87,19 +132,26 @@ def _check_edges(tree: VTree, n: int, phase: np.ndarray, src: np.ndarray, dst: n
         crossing = a_src != a_dst
         for end, direction in ((a_src, "up"), (a_dst, "down")):
             used = np.flatnonzero(crossing & (end >= 0))
-            key = phase[used] * n_nodes + end[used]
-            if not (np.diff(np.sort(key)) == 0).any():
+            if len(used) == 0:
                 continue
+            key = phase[used] * n_nodes + end[used]
             order = np.argsort(key, kind="stable")
-            clash = np.flatnonzero(np.diff(key[order]) == 0)
-            if len(clash):
-                e1, e2 = used[order[clash[0]]], used[order[clash[0] + 1]]
+            skey = key[order]
+            starts = np.flatnonzero(np.r_[True, skey[1:] != skey[:-1]])
+            sizes = np.diff(np.r_[starts, len(skey)])
+            over = np.flatnonzero(sizes > cap[skey[starts] % n_nodes])
+            if len(over):
+                first = starts[over[0]]
+                e1, e2 = used[order[first]], used[order[first + 1]]
                 node = int(end[e1])
                 a, b = tree.names[node], tree.names[int(tree.parent[node])]
                 edge = f"{a}->{b}" if direction == "up" else f"{b}->{a}"
+                more = sizes[over[0]]
                 raise VerificationError(
-                    f"contention in phase {phase[e1]}: {tree.names[src[e1]]}->{tree.names[dst[e1]]} and "
-                    f"{tree.names[src[e2]]}->{tree.names[dst[e2]]} both use directed edge {edge}"
+                    f"contention in phase {phase[e1]}: {tree.names[src[e1]]}->{tree.names[dst[e1]]}, "
+                    f"{tree.names[src[e2]]}->{tree.names[dst[e2]]}"
+                    + (f" and {more - 2} more" if more > 2 else "")
+                    + f" use directed edge {edge} (capacity {cap[node]})"
                 )
 
 
@@ -110,17 +162,22 @@ def verify_schedule(topo: Topology, phase: np.ndarray, src: np.ndarray, dst: np.
     _check_arrays(n, phase, src, dst)
     tree = hang_tree(topo)
     _check_complete(tree.names, n, src, dst)
-    _check_edges(tree, n, phase, src, dst)
-    loads = tree.below * (n - tree.below)
-    bound = int(loads.max())
+    cap = capacities(topo, tree)
+    _check_edges(tree, n, cap, phase, src, dst)
     n_phases = int(phase.max()) + 1 if len(phase) else 0
-    if n_phases != bound:
-        raise VerificationError(
-            f"{n_phases} phases, but the lower bound (largest link load) is {bound}"
-        )
+    empty = np.flatnonzero(np.bincount(phase, minlength=n_phases) == 0)
+    if len(empty):
+        raise VerificationError(f"phase {empty[0]} of {n_phases} carries no message")
+    loads = tree.below * (n - tree.below)
+    need = np.where(tree.parent >= 0, -(-loads // np.maximum(cap, 1)), 0)
+    bound = max(int(need.max()), n - 1)
+    uniform = int(cap.max()) <= 1
+    if n_phases < bound or (uniform and n_phases != bound):
+        what = "largest link load" if uniform else "capacity lower bound"
+        raise VerificationError(f"{n_phases} phases, but the lower bound ({what}) is {bound}")
     links = tuple(
         f"{tree.names[i]}-{tree.names[int(tree.parent[i])]}"
-        for i in np.flatnonzero(loads == bound)
+        for i in np.flatnonzero(need == bound)
         if tree.parent[i] >= 0
     )
     return Proof(
@@ -130,6 +187,7 @@ def verify_schedule(topo: Topology, phase: np.ndarray, src: np.ndarray, dst: np.
         lower_bound=bound,
         bound_links=links,
         directed_edges=2 * (len(tree.names) - 1),
+        max_capacity=int(cap.max()),
     )
 
 
@@ -164,6 +222,49 @@ def _edge_uses(topo: Topology, src: np.ndarray, dst: np.ndarray) -> dict[int, li
             for m in np.flatnonzero((a_src != a_dst) & (end >= 0)):
                 uses.setdefault(2 * int(end[m]) + down, []).append(int(m))
     return uses
+
+
+def _scope_test(scope: str, block_size: int, phase: list[int]) -> Callable[[int, int], bool]:
+    """Whether a pair of messages of different phases on one edge must be ordered."""
+
+    def test(a: int, b: int) -> bool:
+        same_block = phase[a] // block_size == phase[b] // block_size
+        return scope == "all" or (scope == "cross") != same_block
+
+    return test
+
+
+def _widest_antichain(items: list[int], before: Callable[[int, int], bool]) -> int:
+    """Largest set of ``items`` none ordered before another, for a partial order ``before``
+    (transitive): by Dilworth, len(items) minus a maximum matching of a -> b when a is before b
+    (the fewest chains that cover the items)."""
+    succ = [
+        [j for j, b in enumerate(items) if i != j and before(a, b)] for i, a in enumerate(items)
+    ]
+    match_right = [-1] * len(items)
+
+    def augment(i: int, seen: list[bool]) -> bool:
+        stack = [(i, iter(succ[i]))]
+        path: list[tuple[int, int]] = []
+        while stack:
+            node, it = stack[-1]
+            nxt = next((j for j in it if not seen[j]), None)
+            if nxt is None:
+                stack.pop()
+                if path:
+                    path.pop()
+                continue
+            seen[nxt] = True
+            path.append((node, nxt))
+            if match_right[nxt] < 0:
+                for left, right in path:
+                    match_right[right] = left
+                return True
+            stack.append((match_right[nxt], iter(succ[match_right[nxt]])))
+        return False
+
+    matched = sum(augment(i, [False] * len(items)) for i in range(len(items)))
+    return len(items) - matched
 
 
 def verify_sync(
@@ -234,24 +335,45 @@ def verify_sync(
         for s in succ[e]:
             bits |= reach[s] | (1 << s)
         reach[e] = bits
+    in_scope = _scope_test(scope, block_size, phase)
+    vt = hang_tree(topo)
+    cap = capacities(topo, vt)
     required = set()
-    for ms in _edge_uses(topo, np.array(src), np.array(dst)).values():
+    for key, ms in _edge_uses(topo, np.array(src), np.array(dst)).items():
         ms.sort(key=lambda m: phase[m])
-        for i, a in enumerate(ms):
-            for b in ms[i + 1 :]:
-                same_block = phase[a] // block_size == phase[b] // block_size
-                if (
-                    scope == "all"
-                    or (scope == "cross" and not same_block)
-                    or (scope == "within" and same_block)
-                ):
-                    required.add((a, b))
-    for a, b in required:
-        if not reach[fire(a)] >> (2 * b) & 1:
+        pairs = [(a, b) for i, a in enumerate(ms) for b in ms[i + 1 :] if in_scope(a, b)]
+        required.update(pairs)
+        c = int(cap[key // 2])
+        if c == 1:
+            for a, b in pairs:
+                if not reach[fire(a)] >> (2 * b) & 1:
+                    raise VerificationError(
+                        f"insufficient: {topo.machines[src[a]]}->{topo.machines[dst[a]]} (phase {phase[a]}) is not ordered "
+                        f"before the contending {topo.machines[src[b]]}->{topo.machines[dst[b]]} (phase {phase[b]})"
+                    )
+            continue
+        if scope == "cross":
             raise VerificationError(
-                f"insufficient: {topo.machines[src[a]]}->{topo.machines[dst[a]]} (phase {phase[a]}) is not ordered "
-                f"before the contending {topo.machines[src[b]]}->{topo.machines[dst[b]]} (phase {phase[b]})"
+                "the capacity-aware sync check proves scopes 'all' and 'within', not 'cross'"
             )
+        groups = (
+            [ms]
+            if scope == "all"
+            else [
+                [m for m in ms if phase[m] // block_size == g]
+                for g in {phase[m] // block_size for m in ms}
+            ]
+        )
+        for group in groups:
+            width = _widest_antichain(group, lambda a, b: bool(reach[fire(a)] >> (2 * b) & 1))
+            if width > c:
+                node = key // 2
+                a, b = vt.names[node], vt.names[int(vt.parent[node])]
+                edge = f"{a}->{b}" if key % 2 == 0 else f"{b}->{a}"
+                raise VerificationError(
+                    f"insufficient: {width} messages on directed edge {edge} can be in flight at "
+                    f"once (none ordered before another), its capacity is {c}"
+                )
     fired = {(fire(a), 2 * b) for a, b in required}
     for x, y in sync_edges if minimal else []:
         others = [s for s in succ[x] if s != y]

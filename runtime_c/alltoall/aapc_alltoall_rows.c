@@ -5,8 +5,9 @@
  * Algorithm: every message's tree path (up-edges from the source to the lowest common
  * ancestor, down-edges to the destination) is listed once per directed edge, messages in phase
  * order (two counting passes over the phase-sorted messages: each edge's list comes out sorted
- * by phase, one message per phase since the phases are contention-free). A sync joins two
- * consecutive messages u, v of one edge: it fires when u's send (sender-all) or receive
+ * by phase, then source; at most the link's capacity per phase). A link of capacity c has c
+ * lanes (the k-th message of a phase on it is in lane k); a sync joins two consecutive
+ * messages u, v of one lane of one edge: it fires when u's send (sender-all) or receive
  * (receiver-all) completes on its machine, and v's source waits for it before starting v,
  * unless the two are the same machine (its own program order already orders them). This rank
  * keeps only its own syncs: the ones it fires (the next message after each of its events, by
@@ -106,6 +107,55 @@ static int64_t find(const int32_t *list, int64_t n, const int32_t *phase_of, int
             hi = mid;
     }
     return lo;
+}
+
+/* Lanes: a link that carries c > 1 messages in a phase (capacities, cluster/aapc_cluster.h)
+   has c lanes; the messages of one phase on it take lanes 0, 1, ... in their list order (by
+   source, as aapcgen/alltoall/sync.py), and each lane is a chain of its own. With one message
+   per link and phase every lane is lane 0 and the chain is the edge's list. */
+
+/* Position of message k in an edge's list; *start: the first message of its phase. */
+static int64_t locate(const int32_t *list, int64_t n, const int32_t *phase_of, int32_t k,
+                      int64_t *start)
+{
+    int64_t i = *start = find(list, n, phase_of, phase_of[k]);
+    while (list[i] != k)
+        i++;
+    return i;
+}
+
+/* The next message of the lane after the group of phase starting at `start`, or -1. */
+static int64_t lane_next(const int32_t *list, int64_t n, const int32_t *phase_of, int64_t start,
+                         int64_t lane)
+{
+    int64_t i = start;
+    int32_t p = phase_of[list[i]];
+    while (i < n && phase_of[list[i]] == p)
+        i++;
+    while (i < n) {
+        int64_t first = i;
+        p = phase_of[list[i]];
+        while (i < n && phase_of[list[i]] == p)
+            i++;
+        if (i - first > lane)
+            return first + lane;
+    }
+    return -1;
+}
+
+/* The message of the lane before the group of phase starting at `start`, or -1. */
+static int64_t lane_prev(const int32_t *list, const int32_t *phase_of, int64_t start, int64_t lane)
+{
+    int64_t i = start;
+    while (i > 0) {
+        int64_t end = i;
+        int32_t p = phase_of[list[i - 1]];
+        while (i > 0 && phase_of[list[i - 1]] == p)
+            i--;
+        if (end - i > lane)
+            return i + lane;
+    }
+    return -1;
 }
 
 /* The entry of a row (phases strictly increasing) in `phase`. */
@@ -247,9 +297,10 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
         for (int j = 0; j < len; j++) {
             const int32_t *l = list + eoff[buf[j]];
             int64_t n = eoff[buf[j] + 1] - eoff[buf[j]];
-            int64_t pos = find(l, n, ph->phase, ph->phase[u]);
-            if (pos + 1 < n && ph->src[l[pos + 1]] != me)
-                fo[nfo++] = (struct ysync){ph->src[l[pos + 1]], ph->phase[u], ph->phase[l[pos + 1]]};
+            int64_t start, lane = locate(l, n, ph->phase, (int32_t)u, &start) - start;
+            int64_t next = lane_next(l, n, ph->phase, start, lane);
+            if (next >= 0 && ph->src[l[next]] != me)
+                fo[nfo++] = (struct ysync){ph->src[l[next]], ph->phase[u], ph->phase[l[next]]};
         }
     }
     for (int32_t i = 0; i < ns; i++) {
@@ -258,10 +309,11 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
         for (int j = 0; j < len; j++) {
             const int32_t *l = list + eoff[buf[j]];
             int64_t n = eoff[buf[j] + 1] - eoff[buf[j]];
-            int64_t pos = find(l, n, ph->phase, ph->phase[v]);
-            if (pos == 0)
+            int64_t start, lane = locate(l, n, ph->phase, (int32_t)v, &start) - start;
+            int64_t prev = lane_prev(l, ph->phase, start, lane);
+            if (prev < 0)
                 continue;
-            int64_t u = l[pos - 1];
+            int64_t u = l[prev];
             int32_t fires = receiver ? ph->dst[u] : ph->src[u];
             if (fires != me)
                 in[nin++] = (struct ysync){fires, ph->phase[u], ph->phase[v]};

@@ -42,6 +42,8 @@ typedef struct aapc_cluster {
     const char *const *switch_name;  /* n_switches, declaration order (the first is the top) */
     const int32_t *link_a, *link_b;  /* switch indices of each switch link, file order */
     const double *link_bw;           /* bytes/s */
+    double reference_bw; /* b_ref of the capacity model; 0: the slowest machine link of the
+                            job (a job tree passed as a cluster sets it: aapcgen/alltoall/job.py) */
 } aapc_cluster_t;
 
 /* Largest communicator the run-time scheduler takes: its n(n-1) messages are indexed with
@@ -62,6 +64,8 @@ typedef struct aapc_job_tree {
     int32_t *parent;  /* hung from node P (the cluster's first switch); -1 there */
     double *up_bw;    /* bytes/s of the link from each node to its parent, 0 at the top */
     int32_t *machine_of_node; /* cluster machine of a leaf or machine node, -1 for switches */
+    int32_t *cap;     /* messages the link to the parent carries per phase, each direction
+                         (1 for a rank's own link; floor(bw / slowest machine link) above) */
 } aapc_job_tree_t;
 
 /* The phases: message e goes from rank src[e] to rank dst[e] in phase phase[e]; sorted by
@@ -70,6 +74,7 @@ typedef struct aapc_job_phases {
     int32_t n_ranks, n_phases;
     int64_t n_messages; /* n_ranks (n_ranks - 1) */
     int32_t *phase, *src, *dst;
+    int32_t lower_bound;       /* max(P - 1, max over links of ceil(load / cap)) */
     int32_t root;              /* node id of the root switch (or machine node) */
     int32_t bottleneck_a, bottleneck_b; /* node ids of the first link with the largest load */
     char error[160];           /* after a failure: one line naming the offending element */
@@ -81,11 +86,17 @@ int aapc_job_tree(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t 
                   aapc_job_tree_t *t, char *err, int errlen);
 void aapc_job_tree_free(aapc_job_tree_t *t);
 
-/* Seed 002 on the job tree: root, bottleneck and the L optimal contention-free phases.
-   Returns 0 or an AAPC_JOB_* code (out->error says why; out then holds no memory). */
+/* The contention-free phases of the job tree: seed 002's L optimal phases when every link
+   carries one message per phase in them (L equals the lower bound), else the capacity-aware
+   phases of aapc_cluster_capacity.c (faster switch links carry several messages per phase;
+   out->n_phases reaches or nears out->lower_bound). Returns 0 or an AAPC_JOB_* code
+   (out->error says why; out then holds no memory). */
 int aapc_job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
                     aapc_job_phases_t *out);
 void aapc_job_phases_free(aapc_job_phases_t *p);
+/* Seed 002's phases whatever the link speeds (one message per link and phase). */
+int aapc_job_phases_unit(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                         aapc_job_phases_t *out);
 
 /* The machine called `name` (AAPC_MACHINE), or -1. */
 int32_t aapc_cluster_machine_named(const aapc_cluster_t *c, const char *name);

@@ -17,10 +17,20 @@ typedef struct job_analysis {
     int32_t n_subtrees;
     int32_t *sub_size;    /* n_subtrees */
     int32_t *members;     /* P: the subtrees' members one after another */
+    /* capacities (aapc_cluster_capacity.c): tree.cap, the slowest machine link, and
+       LB = max(P - 1, max over links of ceil(load / cap)) */
+    double bref;
+    int64_t lower_bound;
 } job_analysis;
 
 int job_analyse(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
                 job_analysis *a, char *err, int errlen);
 void job_analysis_free(job_analysis *a);
+
+/* tree.cap, bref and lower_bound of an analysed tree (aapc_cluster_capacity.c). */
+int job_capacities(job_analysis *a, const aapc_cluster_t *c, const int32_t *rank_machine);
+/* Capacity-aware phases reaching or near lower_bound; repair (step 3) runs when P x phases
+   <= repair_cells. Returns 0 or an AAPC_JOB_* code (out->error says why). */
+int job_phases_capacity(const job_analysis *a, aapc_job_phases_t *out, int64_t repair_cells);
 
 #endif

@@ -136,14 +136,12 @@ static void counting_order(const int32_t *key, int64_t n, int32_t nkeys, const i
     }
 }
 
-int aapc_job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
-                    aapc_job_phases_t *out)
+/* Seed 002's phases on an analysed tree (a is freed). */
+static int seed_phases(job_analysis *a_, aapc_job_phases_t *out)
 {
-    job_analysis a;
-    memset(out, 0, sizeof *out);
-    int rc = job_analyse(c, rank_machine, P, &a, out->error, (int)sizeof out->error);
-    if (rc != AAPC_JOB_OK)
-        return rc;
+    job_analysis a = *a_;
+    int32_t P = a.tree.n_leaves;
+    int rc;
     int64_t nm = (int64_t)P * (P - 1);
     int64_t *sizes = calloc((size_t)a.n_subtrees, sizeof *sizes);
     int64_t *offs = calloc((size_t)a.n_subtrees + 1, sizeof *offs);
@@ -180,9 +178,6 @@ int aapc_job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_
     out->n_ranks = P;
     out->n_phases = (int32_t)a.load;
     out->n_messages = nm;
-    out->root = a.root;
-    out->bottleneck_a = a.bottleneck_a;
-    out->bottleneck_b = a.bottleneck_b;
     rc = AAPC_JOB_OK;
 done:
     free(sizes);
@@ -195,8 +190,42 @@ done:
     free(idx);
     free(tmp);
     free(count);
+    return rc;
+}
+
+/* unit: seed 002 whatever the capacities; else capacity-aware where that needs fewer phases */
+static int job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                      aapc_job_phases_t *out, int unit)
+{
+    job_analysis a;
+    memset(out, 0, sizeof *out);
+    int rc = job_analyse(c, rank_machine, P, &a, out->error, (int)sizeof out->error);
+    if (rc != AAPC_JOB_OK)
+        return rc;
+    if (unit || a.lower_bound >= a.load)
+        rc = seed_phases(&a, out);
+    else
+        rc = job_phases_capacity(&a, out, (int64_t)1 << 23);
+    if (rc == AAPC_JOB_OK) {
+        out->lower_bound = (int32_t)(unit ? a.load : a.lower_bound);
+        out->root = a.root;
+        out->bottleneck_a = a.bottleneck_a;
+        out->bottleneck_b = a.bottleneck_b;
+    }
     job_analysis_free(&a);
     if (rc != AAPC_JOB_OK)
         aapc_job_phases_free(out);
     return rc;
+}
+
+int aapc_job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                    aapc_job_phases_t *out)
+{
+    return job_phases(c, rank_machine, P, out, 0);
+}
+
+int aapc_job_phases_unit(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                         aapc_job_phases_t *out)
+{
+    return job_phases(c, rank_machine, P, out, 1);
 }

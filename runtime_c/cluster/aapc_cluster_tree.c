@@ -32,6 +32,7 @@ void aapc_job_tree_free(aapc_job_tree_t *t)
     free(t->parent);
     free(t->up_bw);
     free(t->machine_of_node);
+    free(t->cap);
     memset(t, 0, sizeof *t);
 }
 
@@ -389,6 +390,8 @@ int job_analyse(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
         if (rc == AAPC_JOB_EINVAL)
             snprintf(err, (size_t)errlen, "root %d has fewer than two subtrees", (int)a->root);
     }
+    if (rc == AAPC_JOB_OK)
+        rc = job_capacities(a, c, rank_machine);
     if (rc == AAPC_JOB_ENOMEM)
         snprintf(err, (size_t)errlen, "out of memory for the job tree of %d ranks", (int)P);
     if (rc != AAPC_JOB_OK)

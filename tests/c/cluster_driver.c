@@ -183,11 +183,15 @@ int main(int argc, char **argv)
             return 2;
     if (read_ints(rm, P))
         return 2;
-    for (int i = 0; i < M; i++)
-        mbw[i] = 12.5e6;
+    /* optional: the M machine then L link speeds (bytes/s); else 100 Mbit/s everywhere */
+    int speeds = scanf("%lf", &mbw[0]) == 1;
+    for (int i = speeds; i < M; i++)
+        if (!speeds || scanf("%lf", &mbw[i]) != 1)
+            mbw[i] = 12.5e6;
     for (int i = 0; i < L; i++)
-        lbw[i] = 12.5e6;
-    aapc_cluster_t c = {"driver", M, S, L, NULL, NULL, msw, mbw, NULL, la, lb, lbw};
+        if (!speeds || scanf("%lf", &lbw[i]) != 1)
+            lbw[i] = 12.5e6;
+    aapc_cluster_t c = {"driver", M, S, L, NULL, NULL, msw, mbw, NULL, la, lb, lbw, 0};
     int rc = rows > 0 ? print_rows(&c, rm, P, rows)
              : repeat > 0 ? bench(&c, rm, P, repeat, sync)
                           : print_phases(&c, rm, P);
