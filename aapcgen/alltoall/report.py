@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from aapcgen.alltoall.capacity import CapacityModel
 from aapcgen.alltoall.phases import Schedule
 from aapcgen.alltoall.tree import LinkLoad, TreeInfo
 from aapcgen.core.units import format_bandwidth
@@ -31,7 +32,23 @@ def throughput(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 1e6:.2f} MB/s ({bytes_per_s * 8 / 1e6:.1f} Mbit/s)"
 
 
-def info_text(tree: TreeInfo) -> str:
+def capacity_line(model: CapacityModel, n_phases: int, unit: int) -> str:
+    """What the capacities give: the lower bound and the phases of the schedule."""
+    if model.uniform:
+        return f"capacity    one message per link and phase: the {unit} phases are optimal"
+    verdict = (
+        "= the bound"
+        if n_phases == model.lower_bound
+        else f"({n_phases / model.lower_bound:.3f}x the bound)"
+    )
+    return (
+        f"capacity    switch links carry up to {max(model.caps)} messages per phase "
+        f"(speed / {format_bandwidth(model.bref)}, the slowest machine link): lower bound "
+        f"{model.lower_bound} phases, schedule {n_phases} {verdict} (one message per link: {unit})"
+    )
+
+
+def info_text(tree: TreeInfo, model: CapacityModel | None = None, n_phases: int = 0) -> str:
     topo = tree.topology
     n, m0 = tree.n_machines, len(tree.subtrees[0])
     top = tree.bottlenecks[0]
@@ -72,10 +89,12 @@ def info_text(tree: TreeInfo) -> str:
             f"(load {slow.load} at {format_bandwidth(slow.bandwidth)}: the largest load/bandwidth; "
             f"see docs/scheduling.md on mixed link speeds)"
         )
+    if model is not None:
+        lines.append(capacity_line(model, n_phases, tree.load))
     return "\n".join(lines)
 
 
-def info_json(tree: TreeInfo) -> str:
+def info_json(tree: TreeInfo, model: CapacityModel | None = None, n_phases: int = 0) -> str:
     topo = tree.topology
 
     def link(x: LinkLoad) -> dict:
@@ -99,6 +118,18 @@ def info_json(tree: TreeInfo) -> str:
             "bottlenecks": [link(x) for x in tree.bottlenecks],
             "rate_bottlenecks": [link(x) for x in tree.rate_bottlenecks],
             "peak_bytes_per_s": tree.peak,
+            **(
+                {
+                    "capacity": {
+                        "reference_bandwidth": model.bref,
+                        "max_messages_per_link": max(model.caps),
+                        "lower_bound": model.lower_bound,
+                        "phases": n_phases,
+                    }
+                }
+                if model is not None
+                else {}
+            ),
         },
         indent=2,
     )

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from aapcgen.alltoall.capacity import schedule_phases
+from aapcgen.alltoall.capacity import capacity_model, schedule_phases
 from aapcgen.alltoall.job import job_topology
 from aapcgen.alltoall.phases import Schedule
 from aapcgen.alltoall.report import info_json, info_text, schedule_json_chunks, schedule_text
@@ -73,7 +73,10 @@ def _write(chunks: Iterable[str], output: str | None) -> None:
 
 def cmd_info(args: argparse.Namespace) -> int:
     tree = analyze(job_topology_of(args, topology_or_builtin(args.topology)))
-    print(info_json(tree) if args.format == "json" else info_text(tree))
+    model = capacity_model(tree)
+    n_phases = tree.load if model.lower_bound >= tree.load else schedule_phases(tree).n_phases
+    render = info_json if args.format == "json" else info_text
+    print(render(tree, model, n_phases))
     return 0
 
 
