@@ -18,11 +18,15 @@ import argparse
 import sys
 
 from aapcgen import __version__
-from aapcgen.cli import alltoallv, failure, generate, importers, measure, pipeline, platforms, tune
-from aapcgen.cli.options import OneLineParser
+from aapcgen.cli import failure
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # the commands' modules (numpy, ...) load here, inside main's error handling: Ctrl-C while
+    # they load is one line too
+    from aapcgen.cli import alltoallv, generate, importers, measure, pipeline, platforms, tune
+    from aapcgen.cli.options import OneLineParser
+
     parser = OneLineParser(
         prog="aapcgen",
         description="Generate contention-free MPI all-to-all routines for one cluster's switch tree.",
@@ -42,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         code = args.func(args)
     except BaseException as exc:  # one line and an exit status, never a traceback
         code = failure.report(exc)
