@@ -47,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        args = build_parser().parse_args(argv)
+        with failure.deferred_interrupts():
+            parser = build_parser()
+        args = parser.parse_args(argv)
         code = args.func(args)
     except BaseException as exc:  # one line and an exit status, never a traceback
         code = failure.report(exc)

@@ -13,13 +13,15 @@ Every line is at most ``core.errors.MESSAGE_CHARS`` characters.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
-import traceback
+import threading
+from collections.abc import Iterator
+from types import FrameType
 
-from aapcgen.core.errors import AapcError, VerificationError, one_line
-from aapcgen.measure.cleanup import Terminated
+from aapcgen.core.errors import AapcError, Terminated, VerificationError, one_line
 
 INTERNAL = 70  # EX_SOFTWARE
 
@@ -35,6 +37,28 @@ def _quiet_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Ctrl-C while the block runs (loading the commands' modules) takes effect at its end, as
+    a KeyboardInterrupt: an interrupt inside an import can otherwise be printed as "Exception
+    ignored" and lost, or end in a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        caught.append(signum)
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def report(exc: BaseException) -> int:
@@ -67,6 +91,8 @@ def report(exc: BaseException) -> int:
         )
         return 2
     if os.environ.get("AAPC_DEBUG"):
+        import traceback
+
         traceback.print_exception(exc)
     say(
         f"internal error: {type(exc).__name__}: {exc} (a bug in aapcgen; please report the "

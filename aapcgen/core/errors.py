@@ -15,6 +15,11 @@ class VerificationError(AapcError):
     """A schedule failed independent verification; the message names the first violation."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM where aapcgen has something to clean up (measure/cleanup.py): unwinds like
+    Ctrl-C, so that ``finally`` blocks run."""
+
+
 MESSAGE_CHARS = 200  # the longest error line the user sees (a path or a value is cut short)
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from aapcgen.core.errors import one_line
+from aapcgen.core.errors import Terminated, one_line
 
 OWNER_FILE = "owner.json"
 PREFIXES = ("aapc-bench-", "aapc-tune-", "aapc-vbench-")  # folders the sweep looks at
@@ -45,10 +45,6 @@ LEFTOVER = re.compile(r"/(dev/shm/mpich_shm_[^/\s]+|tmp/hydra_hwloc_xmlfile_[^/\
 GRACE_S = 5.0  # seconds an interrupted job gets to stop by itself before SIGKILL
 SAMPLE_S = 0.5  # seconds between two looks at a running job's processes
 PR_SET_PDEATHSIG = 1
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM inside a workdir: unwinds like Ctrl-C (``finally`` blocks run)."""
 
 
 # --------------------------------------------------------------------------- processes
@@ -95,21 +91,24 @@ def descendants(root: int) -> set[int]:
     return found
 
 
-def files_of(pid: int) -> set[str]:
-    """The MPICH segments process ``pid`` maps and the Hydra files it holds open."""
+def _paths_of(pid: int) -> set[str]:
+    """Every file process ``pid`` maps or holds open (empty when it cannot be inspected)."""
     found: set[str] = set()
     with contextlib.suppress(OSError):
         for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-            match = LEFTOVER.search(line.split(" (deleted)")[0])
-            if match:
-                found.add("/" + match.group(1))
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].startswith("/"):
+                found.add(fields[5].removesuffix(" (deleted)"))
     with contextlib.suppress(OSError):
         for fd in os.listdir(f"/proc/{pid}/fd"):
             with contextlib.suppress(OSError):
-                match = LEFTOVER.search(os.readlink(f"/proc/{pid}/fd/{fd}"))
-                if match:
-                    found.add("/" + match.group(1))
+                found.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
     return found
+
+
+def files_of(pid: int) -> set[str]:
+    """The MPICH segments process ``pid`` maps and the Hydra files it holds open."""
+    return {p for p in _paths_of(pid) if LEFTOVER.search(p)}
 
 
 def in_use(paths: Iterable[str]) -> set[str]:
@@ -125,7 +124,7 @@ def in_use(paths: Iterable[str]) -> set[str]:
     except OSError:
         return wanted
     for pid in pids:
-        used |= files_of(pid) & wanted
+        used |= _paths_of(pid) & wanted
     return used
 
 
@@ -393,7 +392,8 @@ def sweep(say: Callable[[str], None] | None = None) -> list[str]:
     """Remove what measurements killed earlier left: their folders, the MPI files they
     recorded and their emulations, and the files of killed MPI jobs nobody uses any more
     (:func:`orphans`); say so in one line. Returns what was removed."""
-    removed: list[str] = []
+    folders: list[str] = []
+    files: list[str] = []
     owners: list[str] = []
     for folder in sorted(Path(tempfile.gettempdir()).glob("aapc-*-*")):
         if not folder.name.startswith(PREFIXES) or not folder.is_dir():
@@ -402,19 +402,25 @@ def sweep(say: Callable[[str], None] | None = None) -> list[str]:
         if data is None:
             continue
         owners.append(str(data.get("pid")))
-        removed += remove_unused(str(f) for f in data.get("files", []))
+        files += remove_unused(str(f) for f in data.get("files", []))
         _rmtree(folder)
-        removed.append(str(folder))
-    removed += _stale_emulations()
-    removed += remove_unused(orphans())
-    if removed:
-        who = f" (pid {', '.join(owners)})" if owners else ""
-        shown = ", ".join(removed[:4]) + (
-            f" and {len(removed) - 4} more" if len(removed) > 4 else ""
-        )
-        message = f"removed what an interrupted run{who} left behind: {shown}"
-        (say or _stderr)(message)
-    return removed
+        folders.append(str(folder))
+    emulations = _stale_emulations()
+    files += remove_unused(orphans())
+    if folders or files or emulations:
+        (say or _stderr)(_summary(owners, folders, files, emulations))
+    return folders + files + emulations
+
+
+def _summary(owners: list[str], folders: list[str], files: list[str], emulated: list[str]) -> str:
+    """One line: whose leftovers, which folders, how many MPI files and emulation parts."""
+    who = f" (pid {', '.join(owners[:3])})" if owners else ""
+    parts = folders[:2] + ([f"{len(folders) - 2} more folders"] if len(folders) > 2 else [])
+    if files:
+        parts.append(f"{len(files)} file(s) of stopped MPI jobs in /dev/shm and /tmp")
+    if emulated:
+        parts.append(f"{len(emulated)} namespace(s), interface(s) and process(es) of an emulation")
+    return f"removed what an interrupted run{who} left behind: {', '.join(parts)}"
 
 
 def _stale_emulations() -> list[str]:
