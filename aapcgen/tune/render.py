@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from aapcgen.alltoall.phases import build_phases
+from aapcgen.alltoall.capacity import schedule_phases
 from aapcgen.alltoall.tree import analyze
 from aapcgen.alltoall.variants import DEFAULT_VARIANT, VariantSpec, split_label, variant_spec
 from aapcgen.codegen.generate import empty_plan, generate
@@ -78,7 +78,7 @@ def render_tuned(
     # the registry lists at least one generated variant (AAPC_VARIANT can pick it)
     specs = [spec_of(label) for label in labels] or [variant_spec(DEFAULT_VARIANT)]
     gen = generate(topo, specs, out_dir)
-    sched = build_phases(analyze(topo))
+    sched = schedule_phases(analyze(topo))  # as generate() scheduled it
     plain = rank_tables(sched, empty_plan(variant_spec("no-sync")))
     entry = replace(gen.variants[0], label=TUNED, ident=TUNED)
     files = render(topo, sched, plain, [*gen.variants, entry], TUNED, out_dir)
