@@ -49,9 +49,8 @@ def check_generate_target(out: Path, topo: Topology) -> None:
     others = other_topology_files(out, topo)
     if others:
         raise InputError(
-            f"-o {out}: already holds the routine of another topology ({others[0]}); one "
-            "program links one topology's MPI_Alltoall (two give 'multiple definition of "
-            "MPI_Alltoall'): use another folder or empty this one"
+            f"-o: the folder holds another topology's routine ({others[0]}); two in one "
+            "program give 'multiple definition of MPI_Alltoall': use another folder"
         )
 
 

@@ -155,18 +155,35 @@ def _cannot(option: str, path: str | os.PathLike[str], exc: OSError) -> NoReturn
 
 
 def check_phase_slots(topo: Topology, phases: int) -> None:
-    """The guard of the commands that build per-phase tables of every machine."""
-    message = limits.exceeded(limits.PHASE_SLOTS, phases * topo.n_machines)
+    """The guards of the commands that build per-phase tables of every machine (sync, generate,
+    build, bench, tune): phases x machines, and the memory that takes."""
+    n = topo.n_machines
+    message = limits.exceeded(limits.PHASE_SLOTS, phases * n)
     if message is not None:
-        raise InputError(
-            f"{topo.source}: {phases:,} phases x {topo.n_machines:,} machines: {message}"
-        )
+        raise InputError(f"{topo.source}: {phases:,} phases x {n:,} machines: {message}")
+    need = limits.BASE_BYTES + max(
+        limits.BYTES_PER_PAIR * n * (n - 1), limits.BYTES_PER_SLOT * phases * n
+    )
+    limits.check_memory(need, f"scheduling {n:,} machines in {phases:,} phases", topo.source)
+
+
+def check_schedule_memory(topo: Topology) -> None:
+    """The memory guard of schedule and verify: every ordered machine pair is a message."""
+    n = topo.n_machines
+    need = limits.BASE_BYTES + limits.BYTES_PER_PAIR * n * (n - 1)
+    limits.check_memory(need, f"scheduling {n:,} machines", topo.source)
+
+
+RANK_PAIR_BYTES = 200  # the rank-level proof holds every rank pair (measured: 0.85 GiB at 4096)
 
 
 def check_ranks(topo: Topology) -> None:
-    """The guard of the rank-level proof (machines x ranks_per_machine ranks)."""
+    """The guards of the rank-level proof (machines x ranks_per_machine ranks)."""
     ranks = topo.n_machines * topo.ranks_per_machine
-    limits.check(limits.RANKS, ranks, f"{topo.source}: ranks_per_machine {topo.ranks_per_machine}")
+    where = f"{topo.source}: ranks_per_machine {topo.ranks_per_machine}"
+    limits.check(limits.RANKS, ranks, where)
+    need = limits.BASE_BYTES + RANK_PAIR_BYTES * ranks * ranks
+    limits.check_memory(need, f"the proof for {ranks:,} ranks", where)
 
 
 def command(

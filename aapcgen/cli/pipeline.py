@@ -22,6 +22,7 @@ from aapcgen.cli.options import (
     check_output_file,
     check_phase_slots,
     check_ranks,
+    check_schedule_memory,
     command,
     job_options,
     job_topology_of,
@@ -84,6 +85,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_output_file(args.output)
     topo = job_topology_of(args, topology_or_builtin(args.topology))
+    check_schedule_memory(topo)
     tree, sched = pipeline(topo)
     chunks = (
         schedule_json_chunks(tree, sched) if args.format == "json" else schedule_text(tree, sched)
@@ -173,9 +175,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
         what = f"{args.schedule} for {topo.name}"
     else:
         topo = job_topology_of(args, topo)
+        check_schedule_memory(topo)
+        if topo.ranks_per_machine > 1:
+            check_ranks(topo)  # before anything is scheduled
         _, sched = pipeline(topo)
         phase, src, dst, listed = sched.phase, sched.src, sched.dst, sched.n_phases
         what = topo.name
+    check_schedule_memory(topo)
     if topo.ranks_per_machine > 1:
         check_ranks(topo)  # before the rank-level proof allocates its rank pairs
     start = time.perf_counter()

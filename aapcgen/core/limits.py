@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from aapcgen.core.errors import InputError
 
@@ -29,12 +30,13 @@ MACHINES = Limit("AAPC_MAX_MACHINES", 4096, "machines")
 SWITCHES = Limit("AAPC_MAX_SWITCHES", 4096, "switches")
 # MPI ranks (machines x ranks_per_machine) for the rank-level proof of `verify` (it holds every
 # rank pair: about 200 bytes each, 0.85 GiB at 4096 ranks).
-RANKS = Limit("AAPC_MAX_RANKS", 4096, "MPI ranks (machines x ranks_per_machine)")
+RANKS = Limit("AAPC_MAX_RANKS", 4096, "MPI ranks")
 # Phases x machines for the commands that build per-phase tables of every machine (sync,
-# generate, build, bench, tune): two-level-1024 has 3.3e7; two switches of 362 machines each
-# (1.3e8, 131044 phases) generate in about 15 s and 0.5 GiB.
-PHASE_SLOTS = Limit("AAPC_MAX_PHASE_SLOTS", 2**27, "phase x machine slots")
-# YAML nodes after alias expansion (a 4096-machine file written out in full has about 60000).
+# generate, build, bench, tune). Measured with --variant sender-all on 2 busy cores:
+# two-level-1024 (3.3e7) 9 s and 0.8 GiB; two switches of 256 machines (2^25) 50 s, 1.1 GiB;
+# of 362 machines (9.5e7) 33 s, 2.9 GiB. Memory is guarded apart (check_memory).
+PHASE_SLOTS = Limit("AAPC_MAX_PHASE_SLOTS", 2**25, "phase x machine slots")
+# YAML nodes after alias expansion (a 4096-machine file written out in full has about 30000).
 YAML_NODES = Limit("AAPC_MAX_YAML_NODES", 250_000, "YAML nodes")
 # YAML nesting depth (a topology file needs 4).
 YAML_DEPTH = Limit("AAPC_MAX_YAML_DEPTH", 64, "levels of YAML nesting")
@@ -60,10 +62,7 @@ def exceeded(limit: Limit, count: int) -> str | None:
     if count <= allowed:
         return None
     shown = f"{count:,}" if count < 10**15 else "more than 10^15"
-    return (
-        f"{shown} {limit.what} exceed the limit of {allowed:,} "
-        f"(set {limit.env} to raise it; docs/topology.md, 'Limits')"
-    )
+    return f"{shown} {limit.what} exceed the limit of {allowed:,} ({limit.env} raises it)"
 
 
 def check(limit: Limit, count: int, where: str) -> None:
@@ -71,3 +70,83 @@ def check(limit: Limit, count: int, where: str) -> None:
     message = exceeded(limit, count)
     if message is not None:
         raise InputError(f"{where}: {message}")
+
+
+# --------------------------------------------------------------------------- memory
+# A command that would need more memory than this process may use stops at once with one line,
+# instead of a MemoryError or the kernel's OOM killer half-way. What it may use: the address-space
+# limit (ulimit -v) less what it already holds, and the memory the system has available;
+# ``AAPC_MAX_MEMORY`` (bytes, or with K/M/G/T) sets a budget of its own.
+
+MEMORY_ENV = "AAPC_MAX_MEMORY"
+BYTES_PER_PAIR = 100  # schedule + verify: per ordered machine pair (measured: 93 at 4096 machines)
+BYTES_PER_SLOT = 34  # sync planning: per phase x machine slot (measured: 26-33, docs/topology.md)
+BASE_BYTES = 64 * 2**20  # the interpreter, numpy and the topology
+
+
+def _meminfo(key: str) -> int | None:
+    return _kib_field("/proc/meminfo", key)
+
+
+def _held() -> int:
+    """Bytes of address space this process holds now (VmSize)."""
+    return _kib_field("/proc/self/status", "VmSize") or 0
+
+
+def _kib_field(path: str, key: str) -> int | None:
+    """The ``key: N kB`` field of a /proc file, in bytes."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def parse_bytes(text: str) -> int | None:
+    """``2G`` -> 2147483648 (binary K, M, G, T); None if ``text`` is not such an amount."""
+    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in "KMGT" and text else text
+    if not digits.isdigit() or len(digits) > 15:
+        return None
+    return int(digits) * scale
+
+
+def memory_budget() -> tuple[int, str] | None:
+    """The bytes this process may still use and what says so; None when nothing limits it."""
+    budgets: list[tuple[int, str]] = []
+    text = os.environ.get(MEMORY_ENV, "").strip()
+    if text:
+        amount = parse_bytes(text)
+        if amount is None:
+            raise InputError(f"${MEMORY_ENV}: expected bytes such as 2G, got '{text[:40]}'")
+        budgets.append((amount, f"${MEMORY_ENV}"))
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            budgets.append((max(0, soft - _held()), "the address-space limit (ulimit -v)"))
+    except (ImportError, OSError, ValueError):
+        pass
+    available = _meminfo("MemAvailable")
+    if available is not None:
+        budgets.append((available + (_meminfo("SwapFree") or 0), "the memory available"))
+    return min(budgets) if budgets else None
+
+
+def _size(amount: int) -> str:
+    return f"{amount / 2**30:.1f} GiB" if amount >= 2**30 else f"{amount / 2**20:.0f} MiB"
+
+
+def check_memory(need: int, what: str, where: str) -> None:
+    """InputError ``<where>: <what> needs about X, more than the Y ... allows`` when ``need``
+    bytes are more than :func:`memory_budget`."""
+    budget = memory_budget()
+    if budget is not None and need > budget[0]:
+        raise InputError(
+            f"{where}: {what} needs about {_size(need)}, more than the {_size(budget[0])} "
+            f"{budget[1]} allows"
+        )

@@ -151,9 +151,9 @@ def _show(value: object) -> str:
     return _clip(repr(value))
 
 
-def _q(name: str) -> str:
+def _q(name: str, width: int = SHOWN_CHARS) -> str:
     """A name from the file, quoted and clipped, for messages."""
-    return f"'{_clip(name)}'"
+    return f"'{_clip(name, width)}'"
 
 
 def _kind(value: object) -> str:
@@ -231,15 +231,15 @@ def _group_ranges(body: str) -> list[tuple[int, int, int]]:
     for item in body.split(","):
         match = _RANGE_ITEM_RE.fullmatch(item)
         if match is None:
-            raise ValueError(f"{_q(item)} is not a number or a range like 00-31")
+            raise ValueError(f"{_q(item, 20)} is not a number or a range like 00-31")
         low_text, high_text = match.group(1), match.group(2) or match.group(1)
         if max(len(low_text), len(high_text)) > RANGE_DIGITS:
-            raise ValueError(f"range {_q(item)} has a bound of more than {RANGE_DIGITS} digits")
+            raise ValueError(f"range {_q(item, 20)} has a bound of more than {RANGE_DIGITS} digits")
         low, high = int(low_text), int(high_text)
         if low > high:
-            raise ValueError(f"range {_q(item)} goes backwards")
+            raise ValueError(f"range {_q(item, 20)} goes backwards")
         if high - low >= _MAX_EXPANSION:
-            raise ValueError(f"range {_q(item)} is too large")
+            raise ValueError(f"range {_q(item, 20)} is too large")
         ranges.append((low, high, len(low_text)))
     return ranges
 

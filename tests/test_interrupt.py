@@ -1,0 +1,239 @@
+"""Issue 19: interrupted runs leave nothing behind (aapcgen/measure/cleanup.py).
+
+The fast tests check the parts (the workdir, the sweep, files in use); the MPI tests interrupt
+`aapcgen bench` at random moments and kill it outright, then look for leftovers: its temporary
+folder, MPICH's /dev/shm segments, Hydra's /tmp files, processes. ``AAPC_INTERRUPT_RUNS`` sets
+how many random interruptions (4 in ``make test``, 50 in ``make fuzz``).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aapcgen.measure import cleanup
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+FIG1 = str(ROOT / "topologies" / "paper-fig1.yaml")
+RUNS = int(os.environ.get("AAPC_INTERRUPT_RUNS", "4"))
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """tempfile's folder is tmp_path/tmp: the sweep sees only this test's folders."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(folder))
+    monkeypatch.setattr(cleanup, "ORPHAN_GLOBS", (str(tmp_path / "orphan_*"),))
+    monkeypatch.setattr(cleanup, "_stale_emulations", lambda: [])
+    return folder
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+# --------------------------------------------------------------------------- the parts
+
+
+def test_workdir_removes_itself_and_its_files_when_interrupted(private_tmp, tmp_path):
+    segment = tmp_path / "segment"
+    segment.write_text("x")
+    with pytest.raises(KeyboardInterrupt):
+        with cleanup.workdir("aapc-bench-") as work:
+            assert json.loads((work.path / "owner.json").read_text())["pid"] == os.getpid()
+            work.record([str(segment)])
+            assert json.loads((work.path / "owner.json").read_text())["files"] == [str(segment)]
+            raise KeyboardInterrupt
+    assert not work.path.exists() and not segment.exists()
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_files_in_use_are_kept(private_tmp, tmp_path):
+    used = tmp_path / "orphan_used"
+    used.write_text("x")
+    with open(used) as held:
+        assert cleanup.in_use([str(used)]) == {str(used)}
+        assert cleanup.remove_unused([str(used)]) == []
+        assert used.exists()
+    del held
+    assert cleanup.remove_unused([str(used)]) == [str(used)]
+
+
+def test_orphans_are_old_unused_files(private_tmp, tmp_path):
+    old, new = tmp_path / "orphan_old", tmp_path / "orphan_new"
+    old.write_text("x")
+    new.write_text("x")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    assert cleanup.orphans() == [str(old)]
+
+
+def test_sweep_cleans_after_a_dead_owner_and_says_so_once(private_tmp, tmp_path):
+    segment = tmp_path / "segment"
+    segment.write_text("x")
+    dead = private_tmp / "aapc-bench-dead"
+    dead.mkdir()
+    record = {"pid": dead_pid(), "start": 1, "files": [str(segment)]}
+    (dead / "owner.json").write_text(json.dumps(record))
+    alive = private_tmp / "aapc-tune-alive"
+    alive.mkdir()
+    mine = {"pid": os.getpid(), "start": cleanup.process_start(os.getpid()), "files": []}
+    (alive / "owner.json").write_text(json.dumps(mine))
+    foreign = private_tmp / "aapc-bench-noowner"  # not made by this code: left alone
+    foreign.mkdir()
+    said: list[str] = []
+    removed = cleanup.sweep(said.append)
+    assert sorted(removed) == sorted([str(segment), str(dead)])
+    assert len(said) == 1 and said[0].startswith("removed what an interrupted run (pid ")
+    assert alive.exists() and foreign.exists() and not dead.exists()
+    assert cleanup.sweep(said.append) == [] and len(said) == 1
+
+
+def test_sigterm_inside_a_workdir_unwinds_and_cleans(tmp_path):
+    script = (
+        "import os, signal, sys\n"
+        "from aapcgen.measure import cleanup\n"
+        "from aapcgen.cli import failure\n"
+        "try:\n"
+        "    with cleanup.workdir('aapc-bench-') as w:\n"
+        "        print(w.path, flush=True)\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "except BaseException as exc:\n"
+        "    sys.exit(failure.report(exc))\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 143 and proc.stderr.splitlines()[-1] == "aapcgen: terminated"
+    assert not Path(proc.stdout.strip()).exists()
+
+
+# --------------------------------------------------------------------------- real runs
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains ``text``."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                if text in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(pid))
+            except OSError:
+                continue
+    return found
+
+
+def bench_argv(out: str, repeats: int = 3) -> list[str]:
+    argv = [str(BIN / "aapcgen"), "bench", FIG1, "--sizes", "1K,64K", "--repeats", str(repeats)]
+    return argv + ["--target-seconds", "0.05", "--max-iters", "5", "-o", out]
+
+
+def bench(tmp: Path, out: Path, repeats: int = 3) -> subprocess.Popen:
+    return subprocess.Popen(
+        bench_argv(str(out), repeats),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
+        start_new_session=True,
+    )
+
+
+def isolated(shm: Path, tmp: Path, argv: list[str]) -> subprocess.Popen:
+    """``argv`` in a mount namespace of its own whose /dev/shm and /tmp are the folders ``shm``
+    and ``tmp``: whatever it leaves there is its own, whatever else runs on this machine."""
+    script = f'mount --bind {shm} /dev/shm && mount --bind {tmp} /tmp && exec "$@"'
+    return subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd="/",  # the job's working folder must stay visible
+        start_new_session=True,
+    )
+
+
+@pytest.mark.mpi
+@pytest.mark.root
+def test_bench_interrupted_at_random_moments_leaves_nothing(tmp_path):
+    """``RUNS`` benches, each stopped by SIGINT or SIGTERM at a random moment: afterwards its
+    private /dev/shm and /tmp hold nothing but its -o folder, and none of its processes lives."""
+    rng = random.Random(int(os.environ.get("AAPC_INTERRUPT_SEED", "19")))
+    for run in range(RUNS):
+        shm, tmp = tmp_path / f"shm{run}", tmp_path / f"tmp{run}"
+        shm.mkdir(mode=0o1777)
+        tmp.mkdir(mode=0o1777)
+        sig = rng.choice([signal.SIGINT, signal.SIGTERM])
+        delay = rng.uniform(0.3, 8.0)  # the interpreter's own first 0.1 s is not ours
+        proc = isolated(shm, tmp, bench_argv("/tmp/out"))
+        time.sleep(delay)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+        what = f"run {run}: {sig.name} after {delay:.1f} s, exit {proc.returncode}: {err[-300:]}"
+        # finished, interrupted (130/143), or killed by SIGTERM before it had anything to clean
+        assert proc.returncode in (0, 130, 143, -signal.SIGTERM), what
+        assert "Traceback" not in err, what
+        assert [p.name for p in shm.iterdir()] == [], what
+        assert [p.name for p in tmp.iterdir() if p.name != "out"] == [], what
+        assert processes_mentioning("alltoall_timer --bytes 1024,65536") == [], what
+
+
+@pytest.mark.mpi
+def test_sigkill_leftovers_are_removed_by_the_next_run(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = bench(tmp, tmp_path / "out", repeats=20)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not glob.glob(str(tmp / "aapc-bench-*/alltoall_timer")):
+        time.sleep(0.1)
+    time.sleep(1.0)  # an MPI job is running
+    os.killpg(proc.pid, signal.SIGKILL)  # aapcgen and everything in its session, no cleanup
+    proc.communicate(timeout=60)
+    left = [p for p in tmp.iterdir() if p.name.startswith("aapc-bench-")]
+    assert len(left) == 1, "the killed run should have left its folder"
+    recorded = json.loads((left[0] / "owner.json").read_text())["files"]
+    again = bench(tmp, tmp_path / "out2", repeats=1)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    said = [line for line in err.splitlines() if "left behind" in line]
+    assert len(said) == 1 and str(left[0]) in said[0], err
+    assert not left[0].exists() and list(tmp.iterdir()) == []
+    assert not any(os.path.exists(f) for f in recorded)
+
+
+@pytest.mark.root
+def test_emulation_of_a_killed_run_is_removed_by_the_next(tmp_path):
+    script = (
+        "import sys, time\n"
+        "from aapcgen.core.topology import load_topology\n"
+        "from aapcgen.platforms.emulate import emulated\n"
+        "with emulated(load_topology(sys.argv[1]), prefix='aapck'):\n"
+        "    print('up', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, FIG1], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+    finally:
+        proc.kill()  # SIGKILL: the namespaces stay
+        proc.wait(timeout=60)
+    from aapcgen.platforms import emulate
+
+    assert emulate.emulate_status("aapck"), "the killed run should have left its namespaces"
+    removed = emulate.sweep_stale()
+    assert any("aapck" in r for r in removed)
+    assert emulate.emulate_status("aapck") == []
