@@ -1,24 +1,36 @@
-"""Generated MPI_Alltoallv routines (level 3) with real MPI: byte-identical to PMPI_Alltoallv.
+"""Generated MPI_Alltoallv routines (levels 1-3) with real MPI: byte-identical to PMPI_Alltoallv.
 
 One generated directory per (topology, scheduler) and one mpiexec job running every variant and
 case of tests/c/alltoallv_check.c: random patterns with zero rows and columns, gapped and
 reversed displacements, derived datatypes on either side, MPI_IN_PLACE, counts that differ from
-the compiled pattern (fallback), repeated calls and a duplicate communicator. Every MPI run has a
-timeout.
+the compiled pattern (fallback), repeated calls, a duplicate communicator and sub-communicators
+(reversed split, halves, thirds, grid rows and columns, all at once).
+
+Levels 1 and 2 on any communicator: jobs on subsets of a 16-machine cluster, several ranks per
+machine in blocks, round robin and unequal, placed with AAPC_MACHINE; every schedule they compute
+(AAPC_DUMP_SCHEDULE) is proved by the independent checker on the job tree and equals the Python
+scheduler's. Every MPI run has a timeout.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_cluster_mpi import n as machines
+from test_cluster_mpi import run as run_on
 from test_mpi import CFLAGS, MPICC, OPENMPI, ROOT, SANITIZE, run
 
+from aapcgen.alltoall.job import job_topology
+from aapcgen.alltoallv.schedule import run_scheduler
 from aapcgen.codegen.generate import AlltoallvRequest, generate, variant_specs
 from aapcgen.core.topology import load_topology
+from aapcgen.verify.alltoallv import verify_vschedule
 
 HARNESS = ROOT / "tests" / "c" / "alltoallv_check.c"
 VARIANTS = ("no-sync", "sender-all", "sender-partial", "receiver-all", "barrier-all")
@@ -71,7 +83,12 @@ def passed(proc, cases: int) -> None:
     assert failed == 0 and ok == cases, last
 
 
-CASES_PER_VARIANT = 12
+def cases(n: int) -> int:
+    """Cases per routine on n ranks: 15, and the grid's rows and columns when n has a divisor
+    1 < k <= sqrt(n)."""
+    return 15 + 2 * any(n % k == 0 for k in range(2, int(n**0.5) + 1))
+
+
 # every level-3 variant, the four level-1 and four level-2 routines and "native" run all cases
 ROUTINES = len(VARIANTS) + 4 + 4 + 1
 
@@ -89,7 +106,7 @@ def test_level3_matches_pmpi(tmp_path, topo_file, scheduler, threshold, seed, sy
     pattern = random_pattern(n, seed, symmetric=symmetric)
     exe = build(topo_file, pattern, scheduler, threshold, tmp_path)
     proc = run(exe, n, str(tmp_path / "pattern.txt"), env={"AAPC_QUIET": "1"}, timeout=400)
-    passed(proc, CASES_PER_VARIANT * ROUTINES)
+    passed(proc, cases(n) * ROUTINES)
 
 
 def test_level3_sanitizers(tmp_path):
@@ -98,7 +115,7 @@ def test_level3_sanitizers(tmp_path):
     env = {"AAPC_QUIET": "1", "ASAN_OPTIONS": "detect_leaks=0", "AAPC_PREPOST_WINDOW": "2"}
     passed(
         run(exe, 5, str(tmp_path / "pattern.txt"), env=env, timeout=400),
-        CASES_PER_VARIANT * ROUTINES,
+        cases(5) * ROUTINES,
     )
 
 
@@ -115,7 +132,133 @@ def test_level3_open_mpi(tmp_path):
         env={"AAPC_QUIET": "1"},
         timeout=400,
     )
-    passed(proc, CASES_PER_VARIANT * ROUTINES)
+    passed(proc, cases(5) * ROUTINES)
+
+
+# ---- levels 1 and 2 on any communicator of a cluster ------------------------------------------
+
+CHAIN = load_topology(ROOT / "topologies" / "chain-4x4.yaml")  # n0-n3 on s0, ..., n12-n15 on s3
+JOBS = {
+    "5 machines on 4 switches, reordered": machines(13, 2, 7, 3, 9),
+    "2 ranks per machine, blocks": machines(0, 0, 5, 5, 10, 10, 15, 15),
+    "2 ranks per machine, round robin": machines(0, 5, 10, 0, 5, 10),
+    "4 ranks on 2 machines": machines(2, 2, 2, 2, 12, 12, 12, 12),
+    "unequal ranks per machine": machines(3, 3, 3, 7, 11, 11),
+}
+
+
+def build_cluster(
+    out: Path, scheduler: str = "greedy", mpicc: Path = MPICC, extra: tuple[str, ...] = ()
+) -> Path:
+    """chain-4x4's directory (levels 1 and 2 by ``scheduler``) and the harness."""
+    gen = out / f"gen-{scheduler}"
+    if not gen.exists():
+        generate(CHAIN, variant_specs("receiver-all", None), gen, runtime_scheduler=scheduler)
+    exe = out / f"vcheck-{scheduler}-{len(extra)}-{mpicc.parent.parent.name}"
+    sources = sorted(str(p) for p in gen.glob("*.c"))
+    cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
+    subprocess.run(cmd, check=True, timeout=300)
+    return exe
+
+
+def check_dumps(dump: Path, job: list[str]) -> int:
+    """Every schedule a job's ranks computed: complete and contention-free on the job tree by
+    the independent checker, and the Python scheduler's own schedule piece for piece."""
+    index = {m: i for i, m in enumerate(CHAIN.machines)}
+    files = sorted(dump.glob("aapc-vschedule-*.json"))
+    for f in files:
+        d = json.loads(f.read_text())
+        tree = job_topology(CHAIN, [index[m] for m in d["rank_machines"]])
+        pattern = np.array(d["pattern"], dtype=np.int64)
+        small = np.zeros(d["n_phases"], bool)
+        if d["small_phase"] >= 0:
+            small[d["small_phase"]] = True
+        pieces = {
+            k: np.array(d[k], dtype=np.int64) for k in ("phase", "src", "dst", "offset", "length")
+        }
+        got = SimpleNamespace(**pieces, small=small, phase_time=np.array(d["phase_time"]),
+                              threshold=d["threshold"], cost=d["cost"])  # fmt: skip
+        verify_vschedule(tree, pattern, got)
+        want = run_scheduler(d["scheduler"], tree, pattern, d["threshold"])
+        for k, v in pieces.items():
+            assert np.array_equal(getattr(want, k), v), (f.name, k)
+        assert want.cost == d["cost"], f.name
+    assert json.loads(files[0].read_text())["rank_machines"] == job
+    return len(files)
+
+
+@pytest.fixture(scope="module")
+def cluster_exe(tmp_path_factory) -> Path:
+    return build_cluster(tmp_path_factory.mktemp("vcluster"))
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_levels_1_2_on_jobs_of_a_cluster(cluster_exe, job, tmp_path):
+    """Every level-1 and level-2 routine on a job's WORLD, dup, reversed split, halves, thirds
+    and grid rows and columns, scheduled on each communicator's job tree: nothing falls back,
+    and every schedule is proved and equals Python's."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    proc = run_on(cluster_exe, JOBS[job], "--random", "7", "--variant", "level*",
+                  env={"AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
+    passed(proc, 8 * cases(len(JOBS[job])))
+    assert "aapcgen:" not in proc.stderr, proc.stderr  # nothing fell back
+    assert check_dumps(dump, JOBS[job]) >= 8
+
+
+@pytest.mark.parametrize("scheduler", ["balanced", "alltoall"])
+def test_levels_1_2_other_schedulers(tmp_path, scheduler):
+    exe = build_cluster(tmp_path, scheduler)
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    job = machines(1, 1, 6, 14, 14, 14)
+    proc = run_on(exe, job, "--random", "3", "--variant", "level1-*",
+                  env={"AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
+    passed(proc, 4 * cases(6))
+    assert "aapcgen:" not in proc.stderr, proc.stderr
+    check_dumps(dump, job)
+
+
+def test_levels_1_2_on_the_4x4_grid(cluster_exe):
+    """16 ranks, rank r on machine r: the whole cluster, and its rows (one switch each) and
+    columns (four switches) at once."""
+    proc = run_on(
+        cluster_exe, machines(*range(16)), "--random", "11", "--variant", "level1-receiver-all"
+    )
+    passed(proc, cases(16))
+    assert "aapcgen:" not in proc.stderr, proc.stderr
+
+
+def test_levels_1_2_unknown_host_falls_back_on_every_rank(cluster_exe):
+    """A rank on an unknown host: the fixed whole-cluster tree does not fit 4 ranks either, so
+    every rank uses the library's MPI_Alltoallv, with one warning per reason."""
+    proc = run_on(
+        cluster_exe,
+        [*machines(0, 5, 9), "nowhere"],
+        "--random",
+        "5",
+        "--variant",
+        "level1-sender-all",
+    )
+    passed(proc, cases(4))
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
+    assert warnings and all("MPI_Alltoallv" in w for w in warnings), proc.stderr
+
+
+def test_levels_1_2_sanitizers(tmp_path):
+    exe = build_cluster(tmp_path, extra=tuple(SANITIZE))
+    proc = run_on(exe, machines(0, 0, 6, 11, 11, 15), "--random", "2", "--variant", "level*",
+                  env={"AAPC_PREPOST_WINDOW": "2"})  # fmt: skip
+    passed(proc, 8 * cases(6))
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+@pytest.mark.openmpi
+def test_levels_1_2_open_mpi(tmp_path):
+    exe = build_cluster(tmp_path, mpicc=OPENMPI / "mpicc")
+    proc = run_on(exe, machines(0, 4, 4, 9, 14), "--random", "4", "--variant", "level*", ompi=True)
+    passed(proc, 8 * cases(5))
+    assert "aapcgen:" not in proc.stderr, proc.stderr
 
 
 def test_dummy_variants_rejected_for_alltoallv(tmp_path):

@@ -45,7 +45,8 @@ static const aapc_schedule_t key = {
     NULL};
 
 static const aapc_vprog_t prog_no_sync = {
-    "chain_4x4_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE};
+    "chain_4x4_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE,
+    &aapc_chain_4x4_cluster};
 
 int aapc_alltoallv_chain_4x4_level1_no_sync(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -72,7 +73,8 @@ int aapc_alltoallv_chain_4x4_level2_no_sync(const long long *bytes, const void *
 }
 
 static const aapc_vprog_t prog_sender_all = {
-    "chain_4x4_level1_sender_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_SENDER};
+    "chain_4x4_level1_sender_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_SENDER,
+    &aapc_chain_4x4_cluster};
 
 int aapc_alltoallv_chain_4x4_level1_sender_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -99,7 +101,8 @@ int aapc_alltoallv_chain_4x4_level2_sender_all(const long long *bytes, const voi
 }
 
 static const aapc_vprog_t prog_receiver_all = {
-    "chain_4x4_level1_receiver_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_RECEIVER};
+    "chain_4x4_level1_receiver_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_RECEIVER,
+    &aapc_chain_4x4_cluster};
 
 int aapc_alltoallv_chain_4x4_level1_receiver_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -126,7 +129,8 @@ int aapc_alltoallv_chain_4x4_level2_receiver_all(const long long *bytes, const v
 }
 
 static const aapc_vprog_t prog_barrier_all = {
-    "chain_4x4_level1_barrier_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_BARRIER};
+    "chain_4x4_level1_barrier_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_BARRIER,
+    &aapc_chain_4x4_cluster};
 
 int aapc_alltoallv_chain_4x4_level1_barrier_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],

@@ -61,7 +61,8 @@ static const aapc_schedule_t key = {
     NULL};
 
 static const aapc_vprog_t prog_no_sync = {
-    "deep_unbalanced_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE};
+    "deep_unbalanced_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE,
+    &aapc_deep_unbalanced_cluster};
 
 int aapc_alltoallv_deep_unbalanced_level1_no_sync(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -88,7 +89,8 @@ int aapc_alltoallv_deep_unbalanced_level2_no_sync(const long long *bytes, const 
 }
 
 static const aapc_vprog_t prog_sender_all = {
-    "deep_unbalanced_level1_sender_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_SENDER};
+    "deep_unbalanced_level1_sender_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_SENDER,
+    &aapc_deep_unbalanced_cluster};
 
 int aapc_alltoallv_deep_unbalanced_level1_sender_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -115,7 +117,8 @@ int aapc_alltoallv_deep_unbalanced_level2_sender_all(const long long *bytes, con
 }
 
 static const aapc_vprog_t prog_receiver_all = {
-    "deep_unbalanced_level1_receiver_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_RECEIVER};
+    "deep_unbalanced_level1_receiver_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_RECEIVER,
+    &aapc_deep_unbalanced_cluster};
 
 int aapc_alltoallv_deep_unbalanced_level1_receiver_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -142,7 +145,8 @@ int aapc_alltoallv_deep_unbalanced_level2_receiver_all(const long long *bytes, c
 }
 
 static const aapc_vprog_t prog_barrier_all = {
-    "deep_unbalanced_level1_barrier_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_BARRIER};
+    "deep_unbalanced_level1_barrier_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_BARRIER,
+    &aapc_deep_unbalanced_cluster};
 
 int aapc_alltoallv_deep_unbalanced_level1_barrier_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],

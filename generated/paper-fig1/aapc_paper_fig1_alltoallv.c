@@ -32,7 +32,8 @@ static const aapc_schedule_t key = {
     NULL};
 
 static const aapc_vprog_t prog_no_sync = {
-    "paper_fig1_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE};
+    "paper_fig1_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE,
+    &aapc_paper_fig1_cluster};
 
 int aapc_alltoallv_paper_fig1_level1_no_sync(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -59,7 +60,8 @@ int aapc_alltoallv_paper_fig1_level2_no_sync(const long long *bytes, const void 
 }
 
 static const aapc_vprog_t prog_sender_all = {
-    "paper_fig1_level1_sender_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_SENDER};
+    "paper_fig1_level1_sender_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_SENDER,
+    &aapc_paper_fig1_cluster};
 
 int aapc_alltoallv_paper_fig1_level1_sender_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -86,7 +88,8 @@ int aapc_alltoallv_paper_fig1_level2_sender_all(const long long *bytes, const vo
 }
 
 static const aapc_vprog_t prog_receiver_all = {
-    "paper_fig1_level1_receiver_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_RECEIVER};
+    "paper_fig1_level1_receiver_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_RECEIVER,
+    &aapc_paper_fig1_cluster};
 
 int aapc_alltoallv_paper_fig1_level1_receiver_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -113,7 +116,8 @@ int aapc_alltoallv_paper_fig1_level2_receiver_all(const long long *bytes, const 
 }
 
 static const aapc_vprog_t prog_barrier_all = {
-    "paper_fig1_level1_barrier_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_BARRIER};
+    "paper_fig1_level1_barrier_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_BARRIER,
+    &aapc_paper_fig1_cluster};
 
 int aapc_alltoallv_paper_fig1_level1_barrier_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],

@@ -34,7 +34,8 @@ static const aapc_schedule_t key = {
     NULL};
 
 static const aapc_vprog_t prog_no_sync = {
-    "single_8_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE};
+    "single_8_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE,
+    &aapc_single_8_cluster};
 
 int aapc_alltoallv_single_8_level1_no_sync(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -61,7 +62,8 @@ int aapc_alltoallv_single_8_level2_no_sync(const long long *bytes, const void *s
 }
 
 static const aapc_vprog_t prog_sender_all = {
-    "single_8_level1_sender_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_SENDER};
+    "single_8_level1_sender_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_SENDER,
+    &aapc_single_8_cluster};
 
 int aapc_alltoallv_single_8_level1_sender_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -88,7 +90,8 @@ int aapc_alltoallv_single_8_level2_sender_all(const long long *bytes, const void
 }
 
 static const aapc_vprog_t prog_receiver_all = {
-    "single_8_level1_receiver_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_RECEIVER};
+    "single_8_level1_receiver_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_RECEIVER,
+    &aapc_single_8_cluster};
 
 int aapc_alltoallv_single_8_level1_receiver_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -115,7 +118,8 @@ int aapc_alltoallv_single_8_level2_receiver_all(const long long *bytes, const vo
 }
 
 static const aapc_vprog_t prog_barrier_all = {
-    "single_8_level1_barrier_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_BARRIER};
+    "single_8_level1_barrier_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_BARRIER,
+    &aapc_single_8_cluster};
 
 int aapc_alltoallv_single_8_level1_barrier_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],

@@ -65,7 +65,8 @@ static const aapc_schedule_t key = {
     NULL};
 
 static const aapc_vprog_t prog_no_sync = {
-    "tree_24_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE};
+    "tree_24_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE,
+    &aapc_tree_24_cluster};
 
 int aapc_alltoallv_tree_24_level1_no_sync(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -92,7 +93,8 @@ int aapc_alltoallv_tree_24_level2_no_sync(const long long *bytes, const void *se
 }
 
 static const aapc_vprog_t prog_sender_all = {
-    "tree_24_level1_sender_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_SENDER};
+    "tree_24_level1_sender_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_SENDER,
+    &aapc_tree_24_cluster};
 
 int aapc_alltoallv_tree_24_level1_sender_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -119,7 +121,8 @@ int aapc_alltoallv_tree_24_level2_sender_all(const long long *bytes, const void 
 }
 
 static const aapc_vprog_t prog_receiver_all = {
-    "tree_24_level1_receiver_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_RECEIVER};
+    "tree_24_level1_receiver_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_RECEIVER,
+    &aapc_tree_24_cluster};
 
 int aapc_alltoallv_tree_24_level1_receiver_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -146,7 +149,8 @@ int aapc_alltoallv_tree_24_level2_receiver_all(const long long *bytes, const voi
 }
 
 static const aapc_vprog_t prog_barrier_all = {
-    "tree_24_level1_barrier_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_BARRIER};
+    "tree_24_level1_barrier_all", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_BARRIER,
+    &aapc_tree_24_cluster};
 
 int aapc_alltoallv_tree_24_level1_barrier_all(const void *sendbuf, const int sendcounts[],
     const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],

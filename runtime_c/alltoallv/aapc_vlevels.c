@@ -2,7 +2,9 @@
  * aapc_vlevels.c: MPI_Alltoallv levels 1 and 2 (seed 000 section 4.2, CC-MPI's
  * MPI_Alltoallv_control1/control2 + data_trans2, generalised to switch trees).
  *
- * Algorithm: (level 1 only) MPI_Allgather of each rank's N send byte counts; the rank-order
+ * Algorithm: a communicator whose every rank is on a known machine of the cluster is scheduled
+ * on its own job tree (aapc_alltoallv_cluster.c); otherwise, on the whole cluster's fixed tree:
+ * (level 1 only) MPI_Allgather of each rank's N send byte counts; the rank-order
  * matrix is mapped to machine order; if it equals the cached one the cached tables run, else
  * aapc_vsched_run schedules it (greedy, all-to-all based or balanced, identical on every rank)
  * and aapc_vtables_build derives the executor tables and syncs; aapc_alltoallv_exec moves the
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aapc_alltoallv_cluster.h"
 #include "aapc_comm.h"
 
 /* The last schedule of each program (one entry per aapc_vprog_t used in the process). */
@@ -116,9 +119,13 @@ int aapc_alltoallv_level1(const aapc_vprog_t *prog, const void *sendbuf, const i
                           MPI_Comm comm)
 {
     aapc_comm_info_t info;
-    int rc, size, n;
+    int rc, size, n, handled;
     if (prog == NULL)
         return MPI_ERR_ARG;
+    rc = aapc_alltoallv_cluster(prog, NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                recvcounts, rdispls, recvtype, comm, &handled);
+    if (handled)
+        return rc;
     if ((rc = aapc_comm_lookup(prog->key, comm, &info)) != MPI_SUCCESS)
         return rc;
     if (!info.usable)
@@ -152,9 +159,13 @@ int aapc_alltoallv_level2(const aapc_vprog_t *prog, const long long *bytes, cons
                           MPI_Datatype recvtype, MPI_Comm comm)
 {
     aapc_comm_info_t info;
-    int rc;
+    int rc, handled;
     if (prog == NULL || bytes == NULL)
         return MPI_ERR_ARG;
+    rc = aapc_alltoallv_cluster(prog, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                recvcounts, rdispls, recvtype, comm, &handled);
+    if (handled)
+        return rc;
     if ((rc = aapc_comm_lookup(prog->key, comm, &info)) != MPI_SUCCESS)
         return rc;
     if (!info.usable)

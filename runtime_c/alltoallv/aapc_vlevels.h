@@ -9,6 +9,13 @@
  * known locally on every rank (for example from the application's own decomposition); no
  * communication beyond the data. The matrix must be the call's counts on every rank.
  *
+ * Any communicator (aapc_alltoallv_cluster.c): when prog->cluster is set and every rank of the
+ * communicator is on a known machine of the cluster (AAPC_MACHINE or its host name), both
+ * levels schedule on the communicator's job tree: subsets of the machines, any rank order,
+ * several ranks per machine, dups, splits. Otherwise they run on the whole cluster's fixed
+ * `tree` (one rank per machine, every machine), and any other communicator goes to
+ * PMPI_Alltoallv with one warning.
+ *
  * Not thread-safe: call from one thread per process (MPI_THREAD_FUNNELED use).
  */
 #ifndef AAPC_VLEVELS_H
@@ -16,6 +23,7 @@
 
 #include <mpi.h>
 
+#include "aapc_cluster.h"
 #include "aapc_phased.h"
 #include "aapc_vsched.h"
 #include "aapc_vtables.h"
@@ -32,6 +40,10 @@ typedef struct aapc_vprog {
     int scheduler;               /* AAPC_VSCHED_GREEDY, _ALLTOALL or _BALANCED */
     long long threshold, chunk;  /* as aapc_vsched_run */
     int sync;                    /* enum aapc_vsync */
+    const aapc_cluster_t *cluster; /* the cluster's whole tree: on a communicator whose every
+                                      rank is on a known machine of it, the schedule is
+                                      computed on that communicator's job tree
+                                      (aapc_alltoallv_cluster.c); NULL: `tree` only */
 } aapc_vprog_t;
 
 int aapc_alltoallv_level1(const aapc_vprog_t *prog, const void *sendbuf, const int sendcounts[],

@@ -1,0 +1,371 @@
+/*
+ * aapc_alltoallv_cluster.c: MPI_Alltoallv levels 1 and 2 on any intra-communicator (subsets of
+ * the cluster, any rank order, several ranks per machine), scheduled at run time on the
+ * communicator's job tree from the cluster's switch tree embedded in the library.
+ *
+ * Algorithm:
+ *   1. the machine of every rank, gathered once per communicator (common/aapc_cluster_comm.c,
+ *      shared with the run-time MPI_Alltoall); a rank on an unknown host hands the call back to
+ *      the caller (the whole cluster's fixed tree, aapc_vlevels.c);
+ *   2. once per communicator: the job tree (cluster/aapc_cluster_tree.c: leaf r = rank r, a
+ *      machine with several ranks an inner node above its ranks) as an aapc_vtree, and for the
+ *      greedy and all-to-all based schedulers the template, seed 002's phases on it
+ *      (aapc_job_phases_unit);
+ *   3. each call: the N x N byte matrix in rank order (level 1: one MPI_Allgather of N 64-bit
+ *      counts per rank; level 2: the caller's); when it differs from the last one of this
+ *      routine on this communicator, aapc_vsched_run schedules it on the job tree and
+ *      aapc_vtables_build derives the executor tables and syncs (the same on every rank; level
+ *      1 then agrees on success with one MPI_Allreduce, so a rank out of memory cannot leave
+ *      the others waiting);
+ *      AAPC_DUMP_SCHEDULE=DIR: rank 0 writes each new schedule as JSON (aapc-vschedule-*.json:
+ *      the ranks' machines, the matrix, the pieces, phase times and cost) for the independent
+ *      checker (aapcgen/verify/alltoallv.py on aapcgen/alltoall/job.py's job tree);
+ *   4. aapc_alltoallv_exec moves the data in the contention-free phases (machine m of the
+ *      schedule = rank m of the communicator's private dup).
+ * Everything is cached on the communicator (slots of aapc_cluster_comm.c) and freed with it.
+ * Cost: first call the dup and an Allgather of N ints (lg N alpha + 4 N beta), O(N^2 d) for the
+ * template (4 N^2 bytes); level 1 adds lg N alpha + 8 N (N - 1) beta per call; scheduling
+ * (when the counts change) as aapc_vsched_run and O(pieces d + S log S) for the tables; the data
+ * phase the schedule's sum over phases of (alpha + max piece bytes beta) plus its syncs.
+ * Not thread-safe (MPI_THREAD_FUNNELED use), like aapc_vlevels.c.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "aapc_alltoallv_cluster.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aapc_args.h"
+#include "aapc_cluster_comm.h"
+#include "aapc_comm.h"
+
+/* The job tree of a communicator as the Alltoallv schedulers take it (one slot, shared by
+   every level-1/2 routine on the communicator). */
+struct vjob_tree {
+    int n;
+    int *parent;
+    double *up_bw;
+    int *template_phase; /* n x n, built on first need; NULL until then */
+    int template_state;  /* 0: not built, 1: built, -1: refused (error says why) */
+    char error[160];
+    aapc_vtree vt;
+};
+
+/* The last schedule of one routine on one communicator. */
+struct vjob_sched {
+    int n;
+    long long *bytes; /* n x n, diagonal 0; NULL: none yet */
+    aapc_vsched vs;
+    aapc_vtables_t tab;
+};
+
+static const char tree_key;
+
+static void tree_free(void *p)
+{
+    struct vjob_tree *t = p;
+    free(t->parent);
+    free(t->up_bw);
+    free(t->template_phase);
+    free(t);
+}
+
+static void sched_clear(struct vjob_sched *s)
+{
+    if (s->bytes != NULL) {
+        aapc_vtables_free(&s->tab);
+        aapc_vsched_free(&s->vs);
+        free(s->bytes);
+        s->bytes = NULL;
+    }
+}
+
+static void sched_free(void *p)
+{
+    sched_clear(p);
+    free(p);
+}
+
+/* The aapc_vtree of the communicator's job tree (machines 0..n-1 = ranks, then the cluster's
+   switches, then the machines with several ranks). NULL when out of memory. */
+static struct vjob_tree *job_vtree(aapc_cluster_comm_t *cc, const aapc_job_tree_t *jt)
+{
+    aapc_cluster_slot_t *slot = aapc_cluster_comm_slot(cc, &tree_key, tree_free);
+    if (slot == NULL)
+        return NULL;
+    if (slot->data == NULL) {
+        struct vjob_tree *t = calloc(1, sizeof *t);
+        if (t == NULL)
+            return NULL;
+        t->parent = malloc(sizeof *t->parent * (size_t)jt->n_nodes);
+        t->up_bw = malloc(sizeof *t->up_bw * (size_t)jt->n_nodes);
+        if (t->parent == NULL || t->up_bw == NULL) {
+            tree_free(t);
+            return NULL;
+        }
+        for (int32_t v = 0; v < jt->n_nodes; v++) {
+            t->parent[v] = jt->parent[v];
+            t->up_bw[v] = jt->up_bw[v];
+        }
+        t->n = jt->n_leaves;
+        t->vt = (aapc_vtree){jt->n_leaves, jt->n_nodes, t->parent, t->up_bw, NULL};
+        slot->data = t;
+    }
+    return slot->data;
+}
+
+/* Seed 002's phases on the job tree as the template of greedy and all-to-all based: the phase
+   of message src*n+dst, -1 on the diagonal. Returns 0, -1 when out of memory (not
+   remembered), 1 when the phase scheduler refuses the communicator (t->error). */
+static int job_template(aapc_cluster_comm_t *cc, struct vjob_tree *t)
+{
+    if (t->template_state != 0)
+        return t->template_state == 1 ? 0 : 1;
+    aapc_job_phases_t ph;
+    int rc = aapc_job_phases_unit(cc->cluster, cc->rank_machine, cc->size, &ph);
+    if (rc == AAPC_JOB_ENOMEM)
+        return -1;
+    if (rc != AAPC_JOB_OK) {
+        snprintf(t->error, sizeof t->error, "%s", ph.error);
+        t->template_state = -1;
+        return 1;
+    }
+    size_t n = (size_t)t->n;
+    int *tp = malloc(sizeof *tp * n * n);
+    if (tp == NULL) {
+        aapc_job_phases_free(&ph);
+        return -1;
+    }
+    for (size_t i = 0; i < n * n; i++)
+        tp[i] = -1;
+    for (int64_t e = 0; e < ph.n_messages; e++)
+        tp[(size_t)ph.src[e] * n + (size_t)ph.dst[e]] = ph.phase[e];
+    aapc_job_phases_free(&ph);
+    t->template_phase = tp;
+    t->vt.template_phase = tp;
+    t->template_state = 1;
+    return 0;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s != NULL && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void json_ints(FILE *f, const char *key, const int *v, long long n)
+{
+    fprintf(f, ", \"%s\": [", key);
+    for (long long i = 0; i < n; i++)
+        fprintf(f, "%s%d", i ? ", " : "", v[i]);
+    fputc(']', f);
+}
+
+static void json_longs(FILE *f, const char *key, const long long *v, long long n)
+{
+    fprintf(f, ", \"%s\": [", key);
+    for (long long i = 0; i < n; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", v[i]);
+    fputc(']', f);
+}
+
+/* AAPC_DUMP_SCHEDULE: one new schedule of a communicator, from its rank 0. */
+static void dump_vschedule(const aapc_vprog_t *prog, const aapc_cluster_comm_t *cc,
+                           const long long *m, const aapc_vsched *vs)
+{
+    static int serial = 0;
+    const char *dir = getenv("AAPC_DUMP_SCHEDULE");
+    if (dir == NULL || dir[0] == '\0' || cc->rank != 0)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/aapc-vschedule-%ld-%d.json", dir, (long)getpid(), serial++);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "aapcgen: AAPC_DUMP_SCHEDULE: cannot write %s\n", path);
+        return;
+    }
+    int n = cc->size;
+    static const char *const names[] = {"greedy", "alltoall", "balanced"};
+    fprintf(f, "{\"routine\": ");
+    json_string(f, prog->name);
+    fprintf(f, ", \"topology\": ");
+    json_string(f, cc->cluster->name);
+    fprintf(f, ", \"scheduler\": \"%s\", \"threshold\": %lld, \"rank_machines\": [",
+            prog->scheduler >= 0 && prog->scheduler <= 2 ? names[prog->scheduler] : "?",
+            prog->threshold);
+    for (int r = 0; r < n; r++) {
+        fprintf(f, r ? ", " : "");
+        json_string(f, cc->cluster->machine_name[cc->rank_machine[r]]);
+    }
+    fprintf(f, "], \"pattern\": [");
+    for (int a = 0; a < n; a++) {
+        fprintf(f, "%s[", a ? ", " : "");
+        for (int b = 0; b < n; b++)
+            fprintf(f, "%s%lld", b ? ", " : "", m[(size_t)a * (size_t)n + (size_t)b]);
+        fputc(']', f);
+    }
+    fputc(']', f);
+    json_ints(f, "phase", vs->phase, vs->n_pieces);
+    json_ints(f, "src", vs->src, vs->n_pieces);
+    json_ints(f, "dst", vs->dst, vs->n_pieces);
+    json_longs(f, "offset", vs->offset, vs->n_pieces);
+    json_longs(f, "length", vs->length, vs->n_pieces);
+    fprintf(f, ", \"n_phases\": %d, \"small_phase\": %d, \"phase_time\": [", vs->n_phases,
+            vs->small_phase);
+    for (int p = 0; p < vs->n_phases; p++)
+        fprintf(f, "%s%.17g", p ? ", " : "", vs->phase_time[p]);
+    fprintf(f, "], \"cost\": %.17g, \"bound\": %.17g}\n", vs->cost, vs->bound);
+    fclose(f);
+}
+
+/* Status of a (re)scheduling: the same on every rank except running out of memory. */
+enum { BUILT = 0, REFUSED = 1, NOMEM = 2 };
+
+/* Schedule the rank-order matrix m (n x n, diagonal 0) into s unless it is the last one. */
+static int schedule(const aapc_vprog_t *prog, aapc_cluster_comm_t *cc, struct vjob_tree *t,
+                    struct vjob_sched *s, const long long *m, char *why, size_t whylen,
+                    int *fresh)
+{
+    size_t nn = (size_t)t->n * (size_t)t->n;
+    *fresh = 0;
+    if (s->bytes != NULL && s->n == t->n && memcmp(s->bytes, m, nn * sizeof *m) == 0)
+        return BUILT;
+    *fresh = 1;
+    sched_clear(s);
+    if (prog->scheduler != AAPC_VSCHED_BALANCED) {
+        int rc = job_template(cc, t);
+        if (rc < 0)
+            return NOMEM;
+        if (rc > 0) {
+            snprintf(why, whylen, "%s", t->error);
+            return REFUSED;
+        }
+    }
+    int rc = aapc_vsched_run(&t->vt, m, prog->scheduler, prog->threshold, prog->chunk, &s->vs);
+    if (rc == AAPC_VSCHED_ENOMEM)
+        return NOMEM;
+    if (rc != AAPC_VSCHED_OK) {
+        snprintf(why, whylen, "the Alltoallv scheduler refused the job: %s", s->vs.error);
+        return REFUSED;
+    }
+    if (aapc_vtables_build(&s->vs, &t->vt, prog->sync, prog->name, NULL, &s->tab) != 0) {
+        aapc_vsched_free(&s->vs);
+        return NOMEM;
+    }
+    s->bytes = malloc(nn * sizeof *m);
+    if (s->bytes == NULL) {
+        aapc_vtables_free(&s->tab);
+        aapc_vsched_free(&s->vs);
+        return NOMEM;
+    }
+    memcpy(s->bytes, m, nn * sizeof *m);
+    s->n = t->n;
+    dump_vschedule(prog, cc, m, &s->vs);
+    return BUILT;
+}
+
+int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
+                           const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                           void *recvbuf, const int recvcounts[], const int rdispls[],
+                           MPI_Datatype recvtype, MPI_Comm comm, int *handled)
+{
+    int rc, size = 0;
+    *handled = 0;
+    if (prog == NULL || prog->cluster == NULL)
+        return MPI_SUCCESS;
+    if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS) {
+        *handled = 1;
+        return rc;
+    }
+    if (size == 1) { /* a copy to itself: nothing to schedule */
+        *handled = 1;
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                              rdispls, recvtype, comm);
+    }
+    aapc_cluster_comm_t *cc = NULL;
+    rc = aapc_cluster_comm(prog->cluster, comm, prog->name, "MPI_Alltoallv", 0, &cc);
+    if (rc != MPI_SUCCESS) {
+        *handled = 1;
+        return rc;
+    }
+    if (cc == NULL || !cc->all_known)
+        return MPI_SUCCESS; /* the caller's fixed tree (or the library) */
+    *handled = 1;
+    aapc_args_private_returns(cc->dup);
+    int nomem = 0, n = cc->size;
+    const aapc_job_tree_t *jt = aapc_cluster_comm_tree(cc, &nomem);
+    if (nomem)
+        return MPI_ERR_NO_MEM;
+    if (jt == NULL) {
+        aapc_warn_fallback(comm, prog->name, cc->tree_error, "MPI_Alltoallv");
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                              rdispls, recvtype, comm);
+    }
+    struct vjob_tree *t = job_vtree(cc, jt);
+    aapc_cluster_slot_t *slot = aapc_cluster_comm_slot(cc, prog, sched_free);
+    if (t == NULL || slot == NULL)
+        return MPI_ERR_NO_MEM;
+    if (slot->data == NULL && (slot->data = calloc(1, sizeof(struct vjob_sched))) == NULL)
+        return MPI_ERR_NO_MEM;
+    struct vjob_sched *s = slot->data;
+
+    size_t nn = (size_t)n * (size_t)n;
+    long long *m = malloc(sizeof *m * nn);
+    if (m == NULL)
+        return MPI_ERR_NO_MEM;
+    int status = BUILT, fresh = 0;
+    char why[256] = "";
+    if (bytes == NULL) { /* level 1: every rank's send bytes */
+        int esize;
+        const int *counts = sendbuf == MPI_IN_PLACE ? recvcounts : sendcounts;
+        rc = PMPI_Type_size(sendbuf == MPI_IN_PLACE ? recvtype : sendtype, &esize);
+        long long *row = malloc(sizeof *row * (size_t)n);
+        if (rc == MPI_SUCCESS && row == NULL)
+            rc = MPI_ERR_NO_MEM;
+        if (rc == MPI_SUCCESS) {
+            for (int j = 0; j < n; j++)
+                row[j] = (long long)counts[j] * esize;
+            rc = PMPI_Allgather(row, n, MPI_LONG_LONG, m, n, MPI_LONG_LONG, cc->dup);
+        }
+        free(row);
+        if (rc != MPI_SUCCESS) {
+            free(m);
+            return rc;
+        }
+    } else {
+        memcpy(m, bytes, sizeof *m * nn);
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            long long *v = &m[(size_t)a * (size_t)n + (size_t)b];
+            *v = a == b || *v < 0 ? 0 : *v;
+        }
+    status = schedule(prog, cc, t, s, m, why, sizeof why, &fresh);
+    free(m);
+    if (bytes == NULL && fresh) { /* level 1: agree (the matrix, so `fresh`, is the same) */
+        if ((rc = PMPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, cc->dup)) !=
+            MPI_SUCCESS)
+            return rc;
+        if (status != BUILT)
+            sched_clear(s); /* another rank failed: do not keep a schedule it lacks */
+    }
+    if (status == NOMEM)
+        return MPI_ERR_NO_MEM;
+    if (status == REFUSED) {
+        aapc_warn_fallback(comm, prog->name, why[0] ? why : "the Alltoallv scheduler refused it",
+                           "MPI_Alltoallv");
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                              rdispls, recvtype, comm);
+    }
+    aapc_comm_info_t info = {1, cc->dup, cc->rank, NULL, NULL};
+    return aapc_alltoallv_exec(&s->tab.sched, &info, sendbuf, sendcounts, sdispls, sendtype,
+                               recvbuf, recvcounts, rdispls, recvtype);
+}
