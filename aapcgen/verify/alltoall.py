@@ -135,12 +135,12 @@ def _check_edges(
             if len(used) == 0:
                 continue
             key = phase[used] * n_nodes + end[used]
-            order = np.argsort(key, kind="stable")
-            skey = key[order]
+            skey = np.sort(key)
             starts = np.flatnonzero(np.r_[True, skey[1:] != skey[:-1]])
             sizes = np.diff(np.r_[starts, len(skey)])
             over = np.flatnonzero(sizes > cap[skey[starts] % n_nodes])
             if len(over):
+                order = np.argsort(key, kind="stable")  # only to name the messages
                 first = starts[over[0]]
                 e1, e2 = used[order[first]], used[order[first + 1]]
                 node = int(end[e1])
