@@ -17,7 +17,7 @@ from aapcgen.cli import main
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Link, Topology
 from aapcgen.core.topology import expand_ranges, load_topology
-from aapcgen.importers import discover, lldp, slurm
+from aapcgen.importers import discover, lldp, probing, slurm
 from aapcgen.importers.tree import compress_names, render_yaml, to_data, to_topology
 
 DATA = Path(__file__).parent / "data"
@@ -699,3 +699,109 @@ def test_discovered_hierarchy_as_a_topology_file():
     for m, s in zip(topo.machines, topo.machine_switch):
         truth.setdefault(s, []).append(m)
     assert sorted(placement.values()) == sorted(truth.values())
+
+
+# --------------------------------------------------------------------------- discovery (driver)
+
+
+def fake_network(topo: Topology, slow: dict | None = None) -> probing.Runner:
+    """The probe job's answers on ``topo`` in a fluid model: each flow takes as long as the
+    busiest link of its path needs for all the flows crossing it (line rate, so that the
+    driver's framing correction gives the links' bandwidths back)."""
+    paths = {}
+
+    def run(flows, size, reps):
+        units: dict = {}
+        for flow in flows:
+            if flow not in paths:
+                paths[flow] = discover.path(topo, topo.machines[flow[0]], topo.machines[flow[1]])
+            for a, b, _ in paths[flow]:
+                units[(a, b)] = units.get((a, b), 0) + 1
+        times = [
+            max(units[(a, b)] * size / bw for a, b, bw in paths[f]) * probing.FRAMING for f in flows
+        ]
+        if slow and tuple(flows) in slow:
+            times = [t * slow[tuple(flows)] for t in times]
+        return [list(times) for _ in range(reps)]
+
+    return run
+
+
+def test_discover_driver_finds_tree_speeds_and_resumes(tmp_path):
+    topo = load_topology(ROOT / "topologies" / "tree-24.yaml")
+    settings = probing.Settings()
+    state = tmp_path / "state.json"
+    report = probing.discover_with(fake_network(topo), topo.machines, "t", settings, state)
+    assert report.tree is not None
+    assert probing.compare(report, topo, settings) == [
+        "same tree as tree-24 up to switch names (7 switch links)"
+    ]
+    found = to_topology(report.tree, "<found>")
+    assert set(found.machine_bandwidth) == {100 * MBIT}
+    assert {ln.bandwidth for ln in found.links} == {100 * MBIT}
+
+    def no_network(flows, size, reps):
+        raise AssertionError("a resumed discovery measured again")
+
+    again = probing.discover_with(no_network, topo.machines, "t", settings, state)
+    assert discover.clusters_of(again.result.root) == discover.clusters_of(report.result.root)
+    with pytest.raises(InputError, match="state of another discovery"):
+        probing.discover_with(no_network, topo.machines[::-1], "t", settings, state)
+
+
+def test_discover_driver_slow_link_budget_and_undecided(tmp_path):
+    text = (ROOT / "topologies" / "two-switch-4-4.yaml").read_text()
+    slow = tmp_path / "slow.yaml"
+    slow.write_text(text.replace("  - [s0, s1]", "  - {ends: [s0, s1], bandwidth: 50Mbit}"))
+    topo = load_topology(slow)
+    settings = probing.Settings()
+    report = probing.discover_with(fake_network(topo), topo.machines, "t", settings)
+    found = to_topology(report.tree, "<found>")
+    assert [ln.bandwidth for ln in found.links] == [50 * MBIT]  # one flow shows a slower link
+    with pytest.raises(probing.BudgetExceeded):
+        probing.discover_with(fake_network(topo), topo.machines, "t", settings, budget=0)
+    # the loaded run of the first question takes 1.45 x as long, every time: undecided
+    unsure = fake_network(topo, slow={((3, 0), (1, 2)): 1.45})
+    report = probing.discover_with(unsure, topo.machines, "t", settings)
+    assert report.tree is None
+    assert report.lines[1].startswith("could not decide: is n3 beside n1: ratio 1.45")
+
+
+@pytest.mark.root
+@pytest.mark.mpi
+def test_discover_a_small_emulated_tree(tmp_path):
+    """aapcgen discover on six emulated machines in three switches (a chain): the same tree up
+    to switch names, within the two minutes the issue allows (after the CPU lock is ours)."""
+    import fcntl
+    import subprocess
+    import sys
+
+    out = tmp_path / "found.yaml"
+    topo_file = DATA / "discover" / "chain-3x2.yaml"
+    aapcgen = Path(sys.executable).with_name("aapcgen")
+    with open("/tmp/aapc-cpu.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run(
+            [
+                str(aapcgen),
+                "discover",
+                "--backend",
+                "emulate",
+                str(topo_file),
+                "-o",
+                str(out),
+                "-q",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 0, result.stderr
+    assert "same tree as chain-3x2 up to switch names (2 switch links)" in result.stderr
+    found, truth = load_topology(out), load_topology(topo_file)
+    groups = {}
+    for m, s in zip(found.machines, found.machine_switch):
+        groups.setdefault(s, set()).add(m)
+    assert sorted(map(sorted, groups.values())) == [["n0", "n1"], ["n2", "n3"], ["n4", "n5"]]
+    for speed in [*found.machine_bandwidth, *(ln.bandwidth for ln in found.links)]:
+        assert abs(speed - truth.bandwidth) <= 0.1 * truth.bandwidth

@@ -9,7 +9,7 @@ by the library packages (alltoall, alltoallv, verify, codegen, measure, tune, pl
 * measure.py: bench, bench-alltoallv, bench-mcast;
 * tune.py: tune;
 * platforms.py: emulate, export;
-* importers.py: import slurm|lldp, export slurm.
+* importers.py: import slurm|lldp, discover, export slurm.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     platforms.register_export(sub)
     alltoallv.register(sub)
     tune.register(sub)
-    importers.register_import(sub)
+    importers.register(sub)
     return parser
 
 

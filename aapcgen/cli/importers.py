@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from aapcgen.core.errors import InputError
-from aapcgen.core.hostlist import parse_hostlist
-from aapcgen.core.topology import topology_or_builtin
+from aapcgen.core.hostlist import parse_hostlist, read_hostfile
+from aapcgen.core.topology import load_topology, topology_or_builtin
 from aapcgen.core.units import format_bandwidth, parse_rate_option
-from aapcgen.importers import lldp, slurm
+from aapcgen.importers import lldp, probing, slurm
 from aapcgen.importers.tree import ImportedTree, render_yaml, to_data, to_topology
 
 
@@ -144,6 +145,12 @@ def _common_import_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def register(sub: argparse._SubParsersAction) -> None:
+    """``import`` and ``discover`` (``export slurm`` is registered by cli/platforms.py)."""
+    register_import(sub)
+    register_discover(sub)
+
+
 def register_import(sub: argparse._SubParsersAction) -> None:
     text = "Write a topology file from what the cluster already has (Slurm, LLDP)."
     p = sub.add_parser("import", help=text, description=text)
@@ -207,6 +214,117 @@ def cmd_export_slurm(args: argparse.Namespace) -> int:
     if args.output:
         print(f"wrote {args.output}: {topo.n_machines} nodes, {len(topo.switches)} switches")
     return 0
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    settings = probing.Settings(
+        bytes=_size(args.bytes, "--bytes"),
+        reps=args.reps,
+        speed_bytes=_size(args.speed_bytes, "--speed-bytes"),
+    )
+    state = Path(args.state) if args.state else None
+    if state is None and args.output:
+        state = Path(args.output + ".state")  # resumable by default
+    say = None if args.quiet else _say
+    try:
+        report, checks = _discover(args, settings, state, say)
+    except probing.BudgetExceeded:
+        where = f"; rerun with --state {state} to go on" if state else " (no --state: nothing kept)"
+        print(f"aapcgen: the --budget of {args.budget:.0f} s is spent{where}", file=sys.stderr)
+        return 1
+    for line in report.lines + checks:
+        print(f"aapcgen: {line}", file=sys.stderr)
+    print(
+        f"aapcgen: {report.result.probes} probes, {report.measurements} measurements, "
+        f"{report.seconds:.0f} s",
+        file=sys.stderr,
+    )
+    if report.tree is None:
+        print("aapcgen: no topology written: the discovery is incomplete", file=sys.stderr)
+        return 1
+    if args.name:
+        report.tree.name = args.name
+    comments = [
+        f"discovered by aapcgen discover ({report.result.probes} probes, "
+        f"{report.seconds:.0f} s); switch names are made up (d0 is machine 0's switch)",
+        *report.lines,
+    ]
+    emit_tree(report.tree, args.output, comments)
+    return 0
+
+
+def _say(text: str) -> None:
+    print(f"aapcgen: {text}", file=sys.stderr, flush=True)
+
+
+def _discover(
+    args: argparse.Namespace,
+    settings: probing.Settings,
+    state: Path | None,
+    say: Callable[[str], None] | None,
+) -> tuple[probing.Report, list[str]]:
+    if args.backend == "emulate":
+        if not args.topology:
+            raise InputError("discover --backend emulate needs TOPO.yaml, the network to emulate")
+        from aapcgen.platforms.emulate import check_prefix, parse_queue, require_root
+
+        truth = load_topology(args.topology)
+        prefix = check_prefix(args.prefix)
+        queue = parse_queue(args.queue) if args.queue else None
+        require_root()
+        rate = parse_rate_option(args.rate)
+        report = probing.discover_emulated(
+            truth, settings, rate, queue, prefix, state, args.budget, say
+        )
+        checks = probing.compare(report, truth, settings)
+    else:
+        if not args.hostfile:
+            raise InputError("discover needs --hostfile H (one host per line) or --backend emulate")
+        hosts = read_hostfile(args.hostfile)
+        name = _name(args, args.hostfile, "discovered")
+        report = probing.discover_hosts(
+            args.hostfile, hosts, name, settings, args.mpicc, state, args.budget, say
+        )
+        checks = []
+    return report, checks
+
+
+def _size(text: str, option: str) -> int:
+    match = re.fullmatch(r"(\d+)([KMG]?)", text.strip())
+    if match is None or int(match[1]) == 0:
+        raise InputError(f"{option}: '{text}' is not a size like 1M or 65536")
+    return int(match[1]) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match[2]]
+
+
+def register_discover(sub: argparse._SubParsersAction) -> None:
+    text = (
+        "Measure the switch tree: an MPI probe job times concurrent transfers (a probe flow "
+        "alone and beside a load flow) and builds the tree from which of them contend."
+    )
+    p = sub.add_parser("discover", help=text, description=text)
+    p.add_argument(
+        "topology", nargs="?", metavar="TOPO.yaml", help="--backend emulate: the network to emulate"
+    )
+    p.add_argument("--backend", choices=["mpiexec", "emulate"], default="mpiexec")
+    p.add_argument("--hostfile", metavar="H", help="mpiexec: the machines, one host per line")
+    p.add_argument("--mpicc", metavar="PATH", help="mpiexec: the MPI to probe with")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the YAML here (default stdout)")
+    p.add_argument("--name", help="topology name")
+    p.add_argument(
+        "--state",
+        metavar="FILE",
+        help="keep every measurement here; a rerun with the same FILE resumes without "
+        "measuring again",
+    )
+    p.add_argument("--budget", type=float, metavar="SECONDS", help="stop measuring after this long")
+    p.add_argument("--bytes", default="1M", help="bytes per flow in a probe (default 1M)")
+    p.add_argument("--speed-bytes", default="4M", help="bytes per flow when timing speeds (4M)")
+    p.add_argument("--reps", type=int, default=3, help="repetitions per measurement (median)")
+    p.add_argument("--rate", metavar="R", help="emulate: every link at this speed")
+    p.add_argument("--queue", metavar="BYTES", help="emulate: switch port buffer")
+    p.add_argument("--prefix", default="aapcd", help="emulate: namespace prefix (default aapcd)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=cmd_discover)
 
 
 def register_export_slurm(kinds: argparse._SubParsersAction) -> None:

@@ -38,6 +38,7 @@ from aapcgen.core.model import Link, Topology
 from aapcgen.importers.tree import ImportedTree, Machine, SwitchLink
 
 Flow = tuple[int, int]  # (source machine, destination machine)
+SIBLING_BATCH = 4  # siblings checked by one probe: a ring of loads that share no link
 
 
 @dataclass(frozen=True)
@@ -183,10 +184,11 @@ class _Builder:
 def infer(
     n: int,
     oracle: Oracle,
-    load: int = 3,
+    load: int = 1,
     name: Callable[[int], str] = str,
     order: Sequence[int] | None = None,
     checks: int | None = None,
+    on_insert: Callable[[int], None] | None = None,
 ) -> Discovery:
     """The hierarchy of machines 0..n-1 rooted at the switch of ``order[0]`` (default 0);
     ``checks`` random probes (default n) compare the result's predictions with the network."""
@@ -194,9 +196,11 @@ def infer(
     builder = _Builder(oracle, order[0], load, name)
     root = Cluster(order[:3])
     undecided: list[str] = []
-    for x in order[3:]:
+    for done, x in enumerate(order[3:], start=4):
         try:
             builder.insert(root, x)
+            if on_insert is not None:
+                on_insert(done)
         except Undecided as exc:
             undecided.append(str(exc))
             break  # the rest of the tree depends on this answer
@@ -238,8 +242,8 @@ def verify(root: Cluster, builder: _Builder) -> list[str]:
         for child in kids:
             x = _members(child)[-1]
             others = [c for c in kids if c is not child]
-            for start in range(0, len(others), builder.load):
-                batch = [_members(c)[-1] for c in others[start : start + builder.load]]
+            for start in range(0, len(others), SIBLING_BATCH):
+                batch = [_members(c)[-1] for c in others[start : start + SIBLING_BATCH]]
                 if len(batch) >= 2:  # each sibling sends to the next: every one is a source
                     loads = list(zip(batch, batch[1:] + batch[:1]))
                 else:
@@ -398,8 +402,9 @@ def path(topo: Topology, src: str, dst: str) -> list[tuple[str, str, float]]:
 
 
 def model_oracle(topo: Topology) -> Oracle:
-    """Exact answers of a fluid model: the probe slows down when a directed link on its path
-    carries more than its bandwidth, each flow offering its solo rate (its slowest link)."""
+    """Exact answers of a fluid model of the measurement: flows of one unit each take as long
+    as their busiest directed link needs (its units over its bandwidth); they contend when
+    together they take longer than the probe alone and the loads alone."""
     paths: dict[Flow, list[tuple[str, str, float]]] = {}
 
     def route(flow: Flow) -> list[tuple[str, str, float]]:
@@ -407,14 +412,20 @@ def model_oracle(topo: Topology) -> Oracle:
             paths[flow] = path(topo, topo.machines[flow[0]], topo.machines[flow[1]])
         return paths[flow]
 
+    def duration(flows: Sequence[Flow]) -> float:
+        units: dict[tuple[str, str], float] = {}
+        speed: dict[tuple[str, str], float] = {}
+        for flow in flows:
+            for a, b, bw in route(flow):
+                units[(a, b)] = units.get((a, b), 0.0) + 1.0
+                speed[(a, b)] = bw
+        return max(units[link] / speed[link] for link in units)
+
     def oracle(probe: Flow, loads: Sequence[Flow]) -> Answer:
-        offered: dict[tuple[str, str], float] = {}
-        for flow in (probe, *loads):
-            rate = min(bw for _, _, bw in route(flow))
-            for a, b, _ in route(flow):
-                offered[(a, b)] = offered.get((a, b), 0.0) + rate
-        slowed = any(offered[(a, b)] > bw * (1 + 1e-9) for a, b, bw in route(probe))
-        return Answer(slowed, 2.0 if slowed else 1.0)
+        together = duration([probe, *loads])
+        alone = max(duration([probe]), duration(loads) if loads else 0.0)
+        ratio = together / alone
+        return Answer(ratio > 1 + 1e-9, ratio)
 
     return oracle
 
@@ -432,7 +443,7 @@ def clusters_of(root: Cluster) -> set[frozenset[int]]:
     return found
 
 
-def identifiable(topo: Topology, rho: int = 0, load: int = 3) -> set[frozenset[int]]:
+def identifiable(topo: Topology, rho: int = 0, load: int = 1) -> set[frozenset[int]]:
     """The clusters (machines beyond a switch link, seen from machine ``rho``) that the probes
     can find: links with at least two machines on each side, slower than the flows that can
     cross them at once (one probe and ``load`` load flows, between distinct machines)."""

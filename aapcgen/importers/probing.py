@@ -1,0 +1,506 @@
+"""Running discovery's probes on a network: the MPI probe job (probe.c), the measured answers,
+their cache (a discovery resumes from it), the time budget, progress, and link speeds.
+
+An answer compares the time the probe flow and its load flows take together with the longer of
+the probe alone and the loads alone, each the shortest of a few repetitions (noise only adds
+time; a shared saturated link holds every repetition to twice): ``ratio >= high`` is contention, ``ratio <= low`` is none, anything between is measured
+again with more repetitions and, if it stays between, *undecided*: the discovery then says
+which question it could not settle instead of guessing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aapcgen.core.errors import AapcError, InputError
+from aapcgen.core.model import Topology
+from aapcgen.core.units import format_bandwidth
+from aapcgen.importers.discover import (
+    Answer,
+    Cluster,
+    Discovery,
+    Flow,
+    clusters_of,
+    identifiable,
+    infer,
+    switches_of,
+    to_tree,
+)
+from aapcgen.importers.tree import ImportedTree
+
+PROBE_SOURCE = Path(__file__).with_name("probe.c")
+FRAMING = 1514 / 1448  # Ethernet bytes per TCP payload byte in full 1500-byte frames
+
+
+class BudgetExceeded(AapcError):
+    """The time budget ran out; the measurements so far are in the state file."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    bytes: int = 1 << 20  # per flow and repetition
+    reps: int = 3
+    high: float = 1.6  # ratio at and above which the flows contended (equal links: 2)
+    low: float = 1.3  # ratio at and below which they did not (1)
+    retries: int = 2  # more measurements of an answer between the thresholds
+    load: int = 1  # load flows per probe (more see faster switch links, with a weaker ratio)
+    speed_bytes: int = 4 << 20  # per flow in speed measurements (TCP reaches its rate)
+
+
+def compile_probe(mpicc: str, directory: Path) -> Path:
+    """Build probe.c with ``mpicc`` into ``directory``; InputError with the compiler's words."""
+    exe = directory / "aapc_probe"
+    result = subprocess.run(
+        [mpicc, "-O2", "-o", str(exe), str(PROBE_SOURCE)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        words = " ".join((result.stderr or result.stdout).split())[:120]
+        raise InputError(f"{mpicc}: cannot build the probe: {words}")
+    return exe
+
+
+class ProbeJob:
+    """The running probe job: one experiment line in, one result line out."""
+
+    def __init__(self, command: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.command = list(command)
+        self.process = subprocess.Popen(
+            self.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            env={**os.environ, **(env or {})},
+        )
+
+    def run(self, flows: Sequence[Flow], size: int, reps: int, timeout: float) -> list[list[float]]:
+        """Seconds of each flow in each repetition (reps x flows)."""
+        line = f"X {size} {reps} {len(flows)} " + " ".join(f"{s} {d}" for s, d in flows)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write(line + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            raise AapcError(f"the probe job ended: {self._stderr()}") from None
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self.process.stdout], [], [], max(0.0, left))
+            if not ready:
+                raise AapcError(f"the probe job gave no answer in {timeout:.0f} s")
+            answer = self.process.stdout.readline()
+            if not answer:
+                raise AapcError(f"the probe job ended: {self._stderr()}")
+            if answer.startswith("E"):
+                raise AapcError(f"the probe job refused '{line[:80]}'")
+            if answer.startswith("R"):
+                values = [float(v) for v in answer.split()[1:]]
+                return [values[i : i + len(flows)] for i in range(0, len(values), len(flows))]
+
+    def _stderr(self) -> str:
+        self.process.poll()
+        text = self.process.stderr.read() if self.process.stderr else ""
+        return " ".join(text.split())[-160:] or f"exit status {self.process.returncode}"
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                assert self.process.stdin is not None
+                self.process.stdin.write("Q\n")
+                self.process.stdin.close()
+                self.process.wait(timeout=30)
+            except (BrokenPipeError, subprocess.TimeoutExpired, OSError):
+                self.process.kill()
+                self.process.wait()
+
+
+Runner = Callable[[Sequence[Flow], int, int], list[list[float]]]
+
+
+@dataclass
+class Progress:
+    """Counts, elapsed time and an estimate of the time left, printed through ``say``."""
+
+    n: int
+    say: Callable[[str], None] | None = None
+    started: float = field(default_factory=time.monotonic)
+    inserted: int = 3
+    probes: int = 0
+
+    def insert(self, done: int) -> None:
+        self.inserted = done
+
+    def eta(self) -> float:
+        """Insertion i costs about i/3 probes more than the first: time ~ inserted^2."""
+        spent = time.monotonic() - self.started
+        done = max(1, self.inserted - 2) ** 2
+        total = max(1, self.n - 2) ** 2 * 1.5  # the checks add about half
+        return max(0.0, spent * total / done - spent)
+
+    def note(self, text: str) -> None:
+        self.probes += 1
+        if self.say is not None:
+            spent = time.monotonic() - self.started
+            self.say(
+                f"probe {self.probes} (machine {self.inserted}/{self.n}): {text}; "
+                f"{spent:.0f} s, about {self.eta():.0f} s left"
+            )
+
+
+class MeasuredOracle:
+    """Answers of the network, cached by experiment: a rerun with the same state file asks the
+    same questions and gets the stored answers without measuring."""
+
+    def __init__(
+        self,
+        run: Runner,
+        settings: Settings,
+        state: dict,
+        budget: float | None = None,
+        progress: Progress | None = None,
+        save: Callable[[dict], None] | None = None,
+    ) -> None:
+        self.run = run
+        self.settings = settings
+        self.state = state
+        self.results: dict[str, list[list[float]]] = state.setdefault("results", {})
+        self.deadline = None if budget is None else time.monotonic() + budget
+        self.progress = progress
+        self.save = save
+        self.evidence: list[tuple[Flow, tuple[Flow, ...], Answer]] = []
+
+    def measure(self, flows: Sequence[Flow], attempt: int = 0) -> list[list[float]]:
+        """Times of ``flows`` together (reps x flows); attempt -1: a speed measurement with
+        ``speed_bytes`` per flow."""
+        key = f"{attempt}:" + ",".join(f"{s}>{d}" for s, d in flows)
+        if key not in self.results:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise BudgetExceeded("the --budget is spent")
+            size = self.settings.speed_bytes if attempt < 0 else self.settings.bytes
+            reps = self.settings.reps * (1 + max(0, attempt))
+            self.results[key] = self.run(flows, size, reps)
+            if self.save is not None:
+                self.save(self.state)
+        return self.results[key]
+
+    def slowest(self, flows: Sequence[Flow], attempt: int = 0) -> float:
+        """The shortest, over the repetitions, time until the last of ``flows`` arrived. Noise
+        (other processes, a lost packet) only ever adds time, while a shared link holds every
+        repetition to its bytes over its bandwidth: the minimum keeps the link, drops noise."""
+        return min(max(rep) for rep in self.measure(flows, attempt))
+
+    def __call__(self, probe: Flow, loads: Sequence[Flow]) -> Answer:
+        """Contention: the probe and its loads together take longer than the slower of the
+        probe alone and the loads alone. Together, a shared saturated link must carry all the
+        bytes whichever flow TCP favours, so this holds where the probe's own time may not
+        (a favoured probe can finish as if alone while its load starves)."""
+        ratios = []
+        answer = Answer(None, 0.0)
+        for attempt in range(self.settings.retries + 1):
+            together = self.slowest([probe, *loads], attempt)
+            alone = max(self.slowest([probe], attempt), self.slowest(loads, attempt))
+            ratios.append(together / alone)
+            ratio = statistics.median(ratios)
+            if ratio >= self.settings.high:
+                answer = Answer(True, ratio)
+                break
+            if ratio <= self.settings.low:
+                answer = Answer(False, ratio)
+                break
+            answer = Answer(None, ratio)
+        self.evidence.append((probe, tuple(loads), answer))
+        if self.progress is not None:
+            verdict = {True: "contention", False: "none", None: "undecided"}[answer.contend]
+            self.progress.note(f"ratio {answer.ratio:.2f}: {verdict}")
+        return answer
+
+    def flow_rates(self, flows: Sequence[Flow]) -> list[float]:
+        """Line rate (bytes/s) of each of ``flows`` run together (the best repetition)."""
+        times = self.measure(flows, attempt=-1)
+        return [
+            self.settings.speed_bytes / min(rep[i] for rep in times) * FRAMING
+            for i in range(len(flows))
+        ]
+
+    def rate(self, flows: Sequence[Flow]) -> float:
+        """Line rate (bytes/s) of ``flows`` together, with ``speed_bytes`` each: all their bytes
+        over the time until the last arrived (the best repetition)."""
+        slowest = min(max(rep) for rep in self.measure(flows, attempt=-1))
+        return len(flows) * self.settings.speed_bytes / slowest * FRAMING
+
+
+@dataclass(frozen=True)
+class LinkSpeed:
+    bandwidth: float  # bytes/s, line rate
+    saturated: bool  # False: a lower bound (the flows could not fill the link)
+    flows: int
+
+
+def link_speeds(
+    root: Cluster, oracle: MeasuredOracle, machine: float, rho: int
+) -> dict[int, LinkSpeed]:
+    """Speed of the link above each switch (index in ``switches_of``): one flow across it
+    (a link slower than the machines' shows there), and two at once from different children
+    to machines beside it (a link up to twice as fast); ``speed_bytes`` each."""
+    speeds: dict[int, LinkSpeed] = {}
+    for index, (node, parent) in enumerate(switches_of(root)):
+        if parent is None:
+            continue
+        inside = _spread(node)
+        beside = [m for c in parent.children if c is not node for m in _members_of(c)]
+        targets = [m for m in beside if m != rho] + ([rho] if rho in beside else [])
+        flows = list(zip(inside, targets))[:2]
+        if not flows:
+            continue
+        one = oracle.rate(flows[:1])
+        both = oracle.rate(flows) if len(flows) == 2 else one
+        if one < 0.9 * machine:
+            speeds[index] = LinkSpeed(one, True, 1)
+        else:
+            speeds[index] = LinkSpeed(max(one, both), both < 1.8 * machine, len(flows))
+    return speeds
+
+
+def machine_speeds(root: Cluster, oracle: MeasuredOracle, n: int, rho: int) -> list[float]:
+    """Line rate of every machine's own link: the machines of each switch send round a ring,
+    all at once (their links are private), a machine alone on its switch sends to ``rho``;
+    a machine's speed is the faster of its two flows (a flow runs at its slower end)."""
+    speed: list[float] = [0.0] * n
+    for node, _ in switches_of(root):
+        ring = [c for c in node.children if isinstance(c, int)]
+        if len(ring) < 2:
+            for m in ring:
+                partner = rho if m != rho else next(x for x in range(n) if x != rho)
+                speed[m] = oracle.rate([(m, partner)])
+            continue
+        flows = list(zip(ring, ring[1:] + ring[:1]))
+        rates = oracle.flow_rates(flows)
+        for i, m in enumerate(ring):
+            speed[m] = max(rates[i], rates[i - 1])
+    return speed
+
+
+def _members_of(child: int | Cluster) -> list[int]:
+    return [child] if isinstance(child, int) else child.machines()
+
+
+def _spread(node: Cluster) -> list[int]:
+    """The node's machines, one per child first, so that flows leave by different links."""
+    groups = [_members_of(c) for c in node.children]
+    order: list[int] = []
+    for depth in range(max(len(g) for g in groups)):
+        order += [g[depth] for g in groups if depth < len(g)]
+    return order
+
+
+def load_state(path: Path | None, machines: Sequence[str], settings: Settings) -> dict:
+    """The cached measurements of an earlier run with the same machines and settings."""
+    fresh = {"machines": list(machines), "settings": settings.__dict__, "results": {}}
+    if path is None or not path.exists():
+        return fresh
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a discovery state file ({exc})") from None
+    if state.get("machines") != list(machines) or state.get("settings") != settings.__dict__:
+        raise InputError(
+            f"{path}: state of another discovery (other machines or settings); remove it or "
+            "pass another --state"
+        )
+    return state
+
+
+def saver(path: Path | None) -> Callable[[dict], None] | None:
+    if path is None:
+        return None
+
+    def save(state: dict) -> None:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".discover-")
+        with os.fdopen(handle, "w") as out:
+            json.dump(state, out)
+        os.replace(temporary, path)
+
+    return save
+
+
+# --------------------------------------------------------------------------- a whole discovery
+
+
+@dataclass
+class Report:
+    """What a discovery found: the tree when it is complete, and the lines that explain it."""
+
+    result: Discovery
+    tree: ImportedTree | None
+    lines: list[str]
+    seconds: float
+    measurements: int
+
+
+def _round(value: float) -> float:
+    """Three significant digits in bits per second: measured speeds are not exact."""
+    bits = value * 8
+    scale = 10 ** max(0, len(str(int(bits))) - 3)
+    return round(bits / scale) * scale / 8
+
+
+def _common_speed(speeds: list[float]) -> float:
+    return _round(statistics.median(speeds))
+
+
+def discover_with(
+    run: Runner,
+    machines: Sequence[str],
+    name: str,
+    settings: Settings,
+    state_path: Path | None = None,
+    budget: float | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Report:
+    """Discover the tree of ``machines`` (rank r = machines[r]) through ``run``."""
+    started = time.monotonic()
+    n = len(machines)
+    state = load_state(state_path, machines, settings)
+    progress = Progress(n, say)
+    oracle = MeasuredOracle(run, settings, state, budget, progress, saver(state_path))
+    result = infer(
+        n, oracle, load=settings.load, name=lambda m: machines[m], on_insert=progress.insert
+    )
+    lines = [f"{result.probes} probes for {n} machines ({n * (n - 1)} flows)"]
+    if not result.complete:
+        lines += [f"could not decide: {q}" for q in result.undecided]
+        lines += [f"check failed: {q}" for q in result.failed_checks]
+        return Report(result, None, lines, time.monotonic() - started, len(oracle.results))
+    measured = machine_speeds(result.root, oracle, n, 0)
+    common = _common_speed(measured)
+    machine_speed = [common if abs(s - common) <= 0.1 * common else _round(s) for s in measured]
+    speeds = link_speeds(result.root, oracle, common, 0)
+    nodes = switches_of(result.root)
+    link_speed: dict[int, float] = {}
+    for index, (node, parent) in enumerate(nodes):
+        if parent is None:
+            continue
+        found = speeds.get(index)
+        ratios = ", ".join(f"{a.ratio:.2f}" for a in node.evidence)
+        label = f"d{nodes.index(next(x for x in nodes if x[0] is parent))} - d{index}"
+        if found is None:
+            link_speed[index] = common
+            lines.append(f"{label}: contention ratios {ratios}; speed not measured, assumed")
+            continue
+        value = common if abs(found.bandwidth - common) <= 0.1 * common else _round(found.bandwidth)
+        link_speed[index] = value
+        how = "measured" if found.saturated else "at least (not saturated)"
+        lines.append(
+            f"{label}: contention ratios {ratios}; {how} "
+            f"{format_bandwidth(_round(found.bandwidth))} with {found.flows} flow(s)"
+        )
+    lines.append(f"machine links: {format_bandwidth(common)} (median of {n})")
+    tree = to_tree(result.root, list(machines), name, machine_speed, link_speed)
+    return Report(result, tree, lines, time.monotonic() - started, len(oracle.results))
+
+
+def compare(report: Report, truth: Topology, settings: Settings) -> list[str]:
+    """How a discovery compares with the tree it ran on (emulated networks): the clusters seen
+    from machine 0 must be the ones bandwidth can show, and the speeds within 10%."""
+    if report.tree is None:
+        return ["no tree to compare"]
+    found = clusters_of(report.result.root)
+    visible = identifiable(truth, 0, settings.load)
+    every = identifiable(truth, 0, load=10**6)
+    lines = []
+    if found == visible:
+        lines.append(f"same tree as {truth.name} up to switch names ({len(found)} switch links)")
+    else:
+        names = truth.machines
+        missing = [sorted(names[m] for m in c) for c in visible - found]
+        extra = [sorted(names[m] for m in c) for c in found - visible]
+        lines.append(f"DIFFERS from {truth.name}: missing {missing}, extra {extra}")
+    hidden = every - visible
+    if hidden:
+        lines.append(f"{len(hidden)} link(s) of {truth.name} are faster than its machines can load")
+    return lines
+
+
+def _runner(job: ProbeJob, settings: Settings) -> Runner:
+    def run(flows: Sequence[Flow], size: int, reps: int) -> list[list[float]]:
+        # a generous timeout: every flow at 1 Mbit/s, plus start-up
+        return job.run(flows, size, reps, timeout=60 + reps * len(flows) * size / 125_000)
+
+    return run
+
+
+def discover_job(
+    command: Sequence[str],
+    machines: Sequence[str],
+    name: str,
+    settings: Settings,
+    state_path: Path | None = None,
+    budget: float | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Report:
+    """Start the probe job ``command`` (one rank per machine), discover, stop the job."""
+    job = ProbeJob(command, {"AAPC_QUIET": "1"})
+    try:
+        return discover_with(
+            _runner(job, settings), machines, name, settings, state_path, budget, say
+        )
+    finally:
+        job.close()
+
+
+def discover_emulated(
+    topo: Topology,
+    settings: Settings,
+    rate: float | None = None,
+    queue: int | None = None,
+    prefix: str = "aapcd",
+    state_path: Path | None = None,
+    budget: float | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Report:
+    """Bring ``topo`` up as an emulated network (root), discover it, tear it down."""
+    from aapcgen.measure.bench import bin_path
+    from aapcgen.platforms import emulate
+
+    with tempfile.TemporaryDirectory(prefix="aapc-discover-") as work:
+        exe = compile_probe(bin_path("mpicc"), Path(work))
+        kwargs = {} if queue is None else {"queue": queue}
+        with emulate.emulated(topo, rate=rate, prefix=prefix, **kwargs) as em:
+            command = emulate.mpiexec_command(em, bin_path("mpiexec"), [str(exe)])
+            return discover_job(
+                command, list(topo.machines), topo.name, settings, state_path, budget, say
+            )
+
+
+def discover_hosts(
+    hostfile: str,
+    hosts: Sequence[str],
+    name: str,
+    settings: Settings,
+    mpicc: str | None = None,
+    state_path: Path | None = None,
+    budget: float | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Report:
+    """Discover the network of ``hosts`` (one rank each, in hostfile order) with mpiexec -f;
+    the probe binary is built in the current directory, which the hosts must share."""
+    from aapcgen.measure.bench import bin_path
+
+    compiler = mpicc or bin_path("mpicc")
+    launcher = str(Path(compiler).with_name("mpiexec")) if mpicc else bin_path("mpiexec")
+    exe = compile_probe(compiler, Path.cwd())
+    command = [launcher, "-f", hostfile, "-n", str(len(hosts)), "-ppn", "1", str(exe)]
+    return discover_job(command, hosts, name, settings, state_path, budget, say)
