@@ -179,3 +179,96 @@ def test_default_mpi_alltoall_schedules_jobs_at_run_time(tmp_path):
     assert whole.returncode == 0 and "plain_alltoall: ok" in whole.stdout, whole.stderr
     assert len(list(dump.glob("*.json"))) == 1  # host names unknown: the precomputed schedule
     assert "aapcgen:" not in whole.stderr
+
+
+# ---- the leader-based path (ranks_per_machine): rounds past INT_MAX --------------------------
+
+
+def leader_topology(tmp: Path, machines: int, r: int, extra: tuple[str, ...] = ()) -> Path:
+    """``machines`` machines on two switches, ``r`` ranks each, generated and built with the
+    harness (the precomputed leader-based receiver-all)."""
+    names = [f"m{i}" for i in range(machines)]
+    yaml = (
+        f"name: lead-{machines}x{r}\nbandwidth: 100Mbit\nswitches: [s0, s1]\n"
+        f"ranks_per_machine: {r}\nlinks: [[s0, s1]]\nmachines:\n"
+        + "".join(f"  - {{name: {m}, switch: s{i % 2}}}\n" for i, m in enumerate(names))
+    )
+    (tmp / "t.yaml").write_text(yaml)
+    gen = tmp / "gen"
+    generate(load_topology(tmp / "t.yaml"), variant_specs("receiver-all", None), gen)
+    exe = tmp / "check"
+    sources = sorted(str(p) for p in gen.glob("*.c"))
+    cmd = [str(BIN / "mpicc"), *CFLAGS, "-O2", *extra, f"-I{gen}", str(HARNESS), *sources]
+    cmd += ["-o", str(exe)]
+    subprocess.run(cmd, check=True, timeout=300)
+    return exe
+
+
+def leader_warnings_only_for_other_sizes(stderr: str, r: int) -> None:
+    """The harness's sub-communicators fall back (their size is not machines x R); the leaders'
+    own exchange never does."""
+    for line in stderr.splitlines():
+        if line.startswith("aapcgen:"):
+            assert "communicator has" in line and f"machines x {r} ranks" in line, line
+
+
+@pytest.mark.parametrize("r, sanitize", [(2, False), (3, False), (2, True)])
+def test_leader_based_in_rounds_matches_pmpi(tmp_path, r, sanitize):
+    """AAPC_HIER_ROUND_BYTES=4096 forces every call above 4096 / (R P) bytes per block into
+    rounds (a 300000-byte block of 3 x 2 ranks takes 880 of them): every harness case (sizes,
+    derived datatypes, in place with a negative lower bound, repeats, dups) byte-exact, also
+    under ASan/UBSan."""
+    exe = leader_topology(tmp_path, 3, r, tuple(SANITIZE) if sanitize else ())
+    env = {**os.environ, "AAPC_HIER_ROUND_BYTES": "4096", "ASAN_OPTIONS": "detect_leaks=0"}
+    proc = subprocess.run([str(BIN / "mpiexec"), "-n", str(3 * r), str(exe), "--max-bytes",
+                           "65536"], capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    passed(proc, 14)
+    leader_warnings_only_for_other_sizes(proc.stderr, r)
+
+
+def test_round_arithmetic(tmp_path):
+    """aapc_hier_round_bytes: one round whenever R P b fits the limit, else rounds of c bytes
+    with R P c <= limit, at least one byte, covering b."""
+    gen = tmp_path / "gen"
+    generate(CHAIN, variant_specs("receiver-all", None), gen)
+    prog = tmp_path / "rounds.c"
+    prog.write_text(
+        '#include <stdio.h>\n#include "aapc_hier.h"\n'
+        "int main(void) {\n"
+        "    long long b[] = {1, 1000, 65536, 268435456, 300000000, 2147483647};\n"
+        "    int rp[][2] = {{2, 4}, {2, 16}, {4, 64}, {16, 4096}, {64, 8192}};\n"
+        "    long long lim[] = {4096, 65536, 268435456, 2147483647};\n"
+        "    for (int i = 0; i < 6; i++) for (int j = 0; j < 5; j++) for (int k = 0; k < 4; k++)\n"
+        '        printf("%lld %d %d %lld %lld\\n", b[i], rp[j][0], rp[j][1], lim[k],\n'
+        "               (long long)aapc_hier_round_bytes(b[i], rp[j][0], rp[j][1], lim[k]));\n"
+        '    printf("default %lld\\n", (long long)aapc_hier_round_limit());\n'
+        "    return 0;\n}\n"
+    )
+    exe = tmp_path / "rounds"
+    sources = sorted(str(p) for p in gen.glob("*.c"))
+    subprocess.run([str(BIN / "mpicc"), *CFLAGS, f"-I{gen}", str(prog), *sources, "-o", str(exe)],
+                   check=True, timeout=300)  # fmt: skip
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, check=True)
+    lines = out.stdout.split("\n")
+    assert lines[-2] == f"default {256 << 20}"
+    for line in lines[:-2]:
+        b, r, p, limit, c = map(int, line.split())
+        assert 1 <= c <= b
+        if r * p * b <= limit:
+            assert c == b, line  # small calls: one round, as before
+        elif r * p <= limit:
+            assert r * p * c <= limit < r * p * (c + 1), line  # the largest round that fits
+        else:
+            assert c == 1, line
+        assert -(-b // c) * c >= b  # the rounds cover the block
+
+
+@pytest.mark.slow
+def test_leader_based_past_int_max(tmp_path):
+    """2 machines x 2 ranks, blocks of 300,000,000 bytes in place: R^2 N b = 2.4e9 bytes through
+    the leaders (past INT_MAX), moved in rounds, checked byte for byte; no fallback."""
+    exe = leader_topology(tmp_path, 2, 2)
+    proc = subprocess.run([str(BIN / "mpiexec"), "-n", "4", str(exe), "--variant", "receiver-all",
+                           "--huge", "300000000"], capture_output=True, text=True, timeout=900)  # fmt: skip
+    passed(proc, 1)
+    assert "aapcgen:" not in proc.stderr, proc.stderr

@@ -351,7 +351,48 @@ static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_c
     return rc;
 }
 
+/* Rank m of comm runs machine m (the caller placed them): no host names, no WORLD check. */
+static int aapc_build_identity(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_comm_cache *c,
+                               struct aapc_comm_map *map)
+{
+    int rc, size = 0, rank = 0;
+    map->usable = 0;
+    map->my_machine = -1;
+    map->machine_rank = NULL;
+    if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS)
+        return rc;
+    if (size != s->nmachines) {
+        char why[160];
+        snprintf(why, sizeof why, "communicator has %d ranks, the topology %d machines", size,
+                 (int)s->nmachines);
+        aapc_warn(s, comm, why);
+        return MPI_SUCCESS;
+    }
+    if (c->dup == MPI_COMM_NULL && (rc = PMPI_Comm_dup(comm, &c->dup)) != MPI_SUCCESS) {
+        c->dup = MPI_COMM_NULL;
+        return rc;
+    }
+    map->usable = 1;
+    map->my_machine = rank;
+    return MPI_SUCCESS;
+}
+
+static int aapc_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info,
+                       int identity);
+
 int aapc_comm_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info)
+{
+    return aapc_lookup(s, comm, info, 0);
+}
+
+int aapc_comm_lookup_identity(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info)
+{
+    return aapc_lookup(s, comm, info, s != NULL && s->hosts == NULL);
+}
+
+static int aapc_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info,
+                       int identity)
 {
     struct aapc_comm_cache *c = NULL;
     int rc;
@@ -374,7 +415,7 @@ int aapc_comm_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *
         if (map == NULL)
             return MPI_ERR_NO_MEM;
         map->sched = s;
-        rc = aapc_build_map(s, comm, c, map);
+        rc = identity ? aapc_build_identity(s, comm, c, map) : aapc_build_map(s, comm, c, map);
         if (rc != MPI_SUCCESS) { /* not cached: a later call tries again */
             free(map->machine_rank);
             free(map);

@@ -34,6 +34,11 @@ typedef struct aapc_comm_info {
    (aapc_warn_fallback). Returns an MPI error code. */
 int aapc_comm_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info);
 
+/* The same for a communicator whose rank m the caller placed on machine m (the leaders of
+   hier/aapc_hier_alltoall.c, one per machine in machine order) when s has no host table; with
+   one, the host names place the ranks as in aapc_comm_lookup. */
+int aapc_comm_lookup_identity(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info);
+
 /* The communicator rank that runs machine m. */
 static inline int aapc_comm_rank_of(const aapc_comm_info_t *info, int m)
 {

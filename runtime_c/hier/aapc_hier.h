@@ -21,6 +21,33 @@ int aapc_hier_alltoall_run(const aapc_schedule_t *s, int ranks_per_machine, cons
                            int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                            MPI_Datatype recvtype, MPI_Comm comm);
 
+/* The leader-based all-to-all of one communicator (aapc_hier_alltoall.c): R ranks on every
+   machine, in any placement. node: the ranks of this rank's machine, local rank 0 its leader;
+   leaders: the leaders in machine order (MPI_COMM_NULL on other ranks); order[k*R + i]: the
+   rank of comm that is local rank i of machine k (NULL: blocks, order[q] = q); exchange: the
+   machine-level MPI_Alltoall among the leaders of one element of gt/st per machine. */
+typedef int (*aapc_hier_exchange_fn)(void *ctx, const void *g, MPI_Datatype gt, void *s,
+                                     MPI_Datatype st, MPI_Comm leaders);
+typedef struct aapc_hier_layout {
+    int r, p; /* ranks per machine, ranks of comm */
+    const int *order;
+    MPI_Comm node, leaders;
+    aapc_hier_exchange_fn exchange;
+    void *ctx;
+} aapc_hier_layout_t;
+
+/* MPI_Alltoall semantics on comm laid out as h says, in rounds (AAPC_HIER_ROUND_BYTES). */
+int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, int sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm);
+
+/* Round arithmetic: the bytes of every block one round moves, for blocks of b bytes, R ranks
+   per machine and P ranks, so that a leader's R*P*c bytes stay under `limit` (at least 1, at
+   most b: one round whenever R*P*b <= limit). aapc_hier_round_limit(): AAPC_HIER_ROUND_BYTES,
+   default 256 MiB, at most INT_MAX. */
+MPI_Aint aapc_hier_round_bytes(MPI_Aint b, int r, int p, MPI_Aint limit);
+MPI_Aint aapc_hier_round_limit(void);
+
 /* The communicators of the hierarchical collectives, created on first use (collective over
    comm) and cached on comm: node = the ranks of this rank's machine (rank / R), in rank order;
    leaders = local rank 0 of every machine, in machine order (MPI_COMM_NULL on other ranks). */

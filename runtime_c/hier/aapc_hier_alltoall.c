@@ -13,17 +13,30 @@
  *      the inter-machine traffic keeps the optimal phases of the one-rank-per-machine case;
  *   3. the leader scatters S[j] (P blocks) to local rank j, which unpacks into its receive
  *      buffer. Blocks between ranks of one machine never leave it.
+ * Large calls move in rounds: round k moves bytes [k c, (k + 1) c) of every block, c chosen so
+ * that a leader's R*P*c bytes (its gather and scatter buffers, and every count of an internal
+ * MPI call) stay under AAPC_HIER_ROUND_BYTES (default 256 MiB, at most INT_MAX): no internal
+ * count overflows whatever R^2 N b is, and the leaders' memory stays bounded. Dense datatypes
+ * (plain bytes) are read and written in place through indexed byte types; others are packed
+ * once into a P*b-byte buffer (MPI_Pack in pieces of at most INT_MAX bytes) and unpacked after
+ * the last round. A rank's blocks are taken in machine order (`order`: any placement of R
+ * ranks on each machine), so the leaders' aggregated blocks are the same for every layout.
  * Cost: intra-machine gather + scatter of R*P*b bytes each (shared memory or loopback), plus
  * the machine-level schedule with blocks of R^2 b: P_phases (alpha + R^2 b beta) on the
- * critical path, versus (P-1)(alpha + b beta) contended for a flat all-to-all.
+ * critical path, versus (P-1)(alpha + b beta) contended for a flat all-to-all; rounds add
+ * (rounds - 1)(2 lg R + P_phases) alpha.
  * The node and leader communicators are created on first use and cached on the user's
  * communicator (freed with it).
  */
 #include "aapc_hier.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "aapc_comm.h" /* aapc_warn_fallback */
+#include "aapc_exec.h" /* aapc_dense */
 
 struct aapc_hier_cache {
     MPI_Comm node, leaders; /* leaders: MPI_COMM_NULL on non-leaders */
@@ -92,8 +105,9 @@ static int hier_comms(MPI_Comm comm, int r, struct aapc_hier_cache **out)
     return MPI_SUCCESS;
 }
 
-/* The aggregated machine-to-machine block as datatypes over G (send) and S (receive):
-   send element c = {G[i][c*R + j] : i, j} (i outer); receive element a = {S[j][a*R + i]}. */
+/* The aggregated machine-to-machine block as datatypes over G (send) and S (receive), blocks
+   of b bytes: send element c = {G[i][c*R + j] : i, j} (i outer); receive element a =
+   {S[j][a*R + i]}. */
 static int hier_types(int r, int p, MPI_Aint b, MPI_Datatype *send, MPI_Datatype *recv)
 {
     MPI_Datatype row, inner, tmp;
@@ -124,15 +138,186 @@ static int hier_types(int r, int p, MPI_Aint b, MPI_Datatype *send, MPI_Datatype
     return rc;
 }
 
+MPI_Aint aapc_hier_round_limit(void)
+{
+    static MPI_Aint limit = 0;
+    if (limit == 0) {
+        const char *e = getenv("AAPC_HIER_ROUND_BYTES");
+        long long v = e != NULL ? atoll(e) : 0;
+        limit = v > 0 ? (MPI_Aint)v : (MPI_Aint)256 << 20;
+        if (limit > INT_MAX)
+            limit = INT_MAX;
+    }
+    return limit;
+}
+
+MPI_Aint aapc_hier_round_bytes(MPI_Aint b, int r, int p, MPI_Aint limit)
+{
+    MPI_Aint per = (MPI_Aint)r * (MPI_Aint)p, c = per > 0 ? limit / per : b;
+    if (c < 1)
+        c = 1;
+    return c < b ? c : b;
+}
+
+/* P blocks of `len` bytes at base + disp[q] (q in machine order), as one element. */
+static int hier_blocks(int p, MPI_Aint len, const MPI_Aint *disp, MPI_Datatype *t)
+{
+    int rc = PMPI_Type_create_hindexed_block(p, (int)len, disp, MPI_BYTE, t);
+    return rc == MPI_SUCCESS ? PMPI_Type_commit(t) : rc;
+}
+
+/* MPI_Pack (pack) or MPI_Unpack of n elements of `type` at buf (extent ext, size esize) to or
+   from `bytes`, in pieces of at most INT_MAX bytes. */
+static int hier_pack(int pack, char *buf, MPI_Aint n, MPI_Datatype type, MPI_Aint ext, int esize,
+                     char *bytes, MPI_Comm comm)
+{
+    MPI_Aint per = INT_MAX / (esize > 0 ? esize : 1);
+    for (MPI_Aint e = 0; e < n; e += per) {
+        int k = (int)(n - e < per ? n - e : per), len = k * esize, pos = 0, rc;
+        char *at = buf + e * ext, *packed = bytes + e * esize;
+        rc = pack ? PMPI_Pack(at, k, type, packed, len, &pos, comm)
+                  : PMPI_Unpack(packed, len, &pos, at, k, type, comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (pos != len) /* the packed form is not the raw bytes, or the signatures differ */
+            return MPI_ERR_TRUNCATE;
+    }
+    return MPI_SUCCESS;
+}
+
+int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, int sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm)
+{
+    int rc, rsize, ssize, lrank, r = h->r, p = h->p;
+    MPI_Aint lb, sext, rext, b, total;
+    char *mine = NULL, *back = NULL, *gathered = NULL, *scattered = NULL;
+    MPI_Aint *disp = NULL;
+    MPI_Datatype gtype = MPI_DATATYPE_NULL, stype = MPI_DATATYPE_NULL;
+    MPI_Datatype send1 = MPI_DATATYPE_NULL, recv1 = MPI_DATATYPE_NULL;
+    int inplace = sendbuf == MPI_IN_PLACE;
+    const char *sbase;
+    char *rbase;
+
+    if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_get_extent(recvtype, &lb, &rext)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(h->node, &lrank)) != MPI_SUCCESS)
+        return rc;
+    if (inplace) {
+        sendbuf = recvbuf;
+        sendcount = recvcount;
+        sendtype = recvtype;
+    }
+    if ((rc = PMPI_Type_size(sendtype, &ssize)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_get_extent(sendtype, &lb, &sext)) != MPI_SUCCESS)
+        return rc;
+    b = (MPI_Aint)recvcount * rsize;
+    if (b == 0)
+        return MPI_SUCCESS;
+    if ((MPI_Aint)sendcount * ssize != b)
+        return MPI_ERR_TRUNCATE; /* the send signature does not match recvcount x recvtype */
+    total = b * p; /* one rank's P blocks */
+    int sdense = !inplace && aapc_dense(sendtype), rdense = aapc_dense(recvtype);
+    int pack_in = !sdense && !(inplace && rdense);
+    MPI_Aint c = aapc_hier_round_bytes(b, r, p, aapc_hier_round_limit());
+
+    disp = malloc(sizeof *disp * (size_t)p);
+    if (pack_in)
+        mine = malloc((size_t)total);
+    if (!rdense)
+        back = malloc((size_t)total);
+    if (lrank == 0) {
+        gathered = malloc((size_t)((MPI_Aint)r * p * c));
+        scattered = malloc((size_t)((MPI_Aint)r * p * c));
+    }
+    if (disp == NULL || (pack_in && mine == NULL) || (!rdense && back == NULL) ||
+        (lrank == 0 && (gathered == NULL || scattered == NULL))) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    /* the bytes of my P blocks: the user's buffer when it is plain bytes, else packed once */
+    if (pack_in) {
+        rc = hier_pack(1, (char *)sendbuf, (MPI_Aint)sendcount * p, sendtype, sext, ssize, mine,
+                       comm);
+        if (rc != MPI_SUCCESS)
+            goto out;
+    }
+    sbase = pack_in ? mine : (const char *)sendbuf;
+    rbase = rdense ? (char *)recvbuf : back;
+    for (int q = 0; q < p; q++) /* my blocks in machine order */
+        disp[q] = (MPI_Aint)(h->order ? h->order[q] : q) * b;
+    for (MPI_Aint o = 0; o < b; o += c) {
+        MPI_Aint len = b - o < c ? b - o : c;
+        if (send1 == MPI_DATATYPE_NULL || len != c) { /* full rounds, then the last one */
+            if (send1 != MPI_DATATYPE_NULL) {
+                PMPI_Type_free(&send1);
+                PMPI_Type_free(&recv1);
+                if (gtype != MPI_DATATYPE_NULL) {
+                    PMPI_Type_free(&gtype);
+                    PMPI_Type_free(&stype);
+                }
+            }
+            if ((rc = hier_blocks(p, len, disp, &send1)) != MPI_SUCCESS ||
+                (rc = hier_blocks(p, len, disp, &recv1)) != MPI_SUCCESS)
+                goto out;
+            if (lrank == 0 && (rc = hier_types(r, p, len, &gtype, &stype)) != MPI_SUCCESS)
+                goto out;
+        }
+        /* 1. gather bytes [o, o + len) of every block: G[i][k*R + j] */
+        if ((rc = PMPI_Gather(sbase + o, 1, send1, gathered, (int)(p * len), MPI_BYTE, 0,
+                              h->node)) != MPI_SUCCESS)
+            goto out;
+        /* 2. leaders: the machine-level contention-free schedule on aggregated blocks */
+        if (lrank == 0 &&
+            (rc = h->exchange(h->ctx, gathered, gtype, scattered, stype, h->leaders)) !=
+                MPI_SUCCESS)
+            goto out;
+        /* 3. scatter S[j] to local rank j, into bytes [o, o + len) of its blocks */
+        if ((rc = PMPI_Scatter(scattered, (int)(p * len), MPI_BYTE, rbase + o, 1, recv1, 0,
+                               h->node)) != MPI_SUCCESS)
+            goto out;
+    }
+    if (!rdense)
+        rc = hier_pack(0, recvbuf, (MPI_Aint)recvcount * p, recvtype, rext, rsize, back, comm);
+out:
+    if (gtype != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&gtype);
+    if (stype != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&stype);
+    if (send1 != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&send1);
+    if (recv1 != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&recv1);
+    free(disp);
+    free(mine);
+    free(back);
+    free(gathered);
+    free(scattered);
+    return rc;
+}
+
+/* The precomputed machine-level schedule among the leaders: leader k runs machine k (they are
+   split from the blocks in machine order), or the machine of its host name with a host table. */
+static int run_schedule(void *ctx, const void *g, MPI_Datatype gt, void *s, MPI_Datatype st,
+                        MPI_Comm leaders)
+{
+    const aapc_schedule_t *sched = ctx;
+    aapc_comm_info_t info;
+    int rc = aapc_comm_lookup_identity(sched, leaders, &info);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (!info.usable)
+        return PMPI_Alltoall(g, 1, gt, s, 1, st, leaders);
+    aapc_args_private_returns(info.dup);
+    return aapc_alltoall_exec(sched, &info, g, 1, gt, s, 1, st);
+}
+
 int aapc_hier_alltoall_run(const aapc_schedule_t *s, int r, const void *sendbuf, int sendcount,
                            MPI_Datatype sendtype, void *recvbuf, int recvcount,
                            MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rc, size, rank, rsize, lrank;
+    int rc, size, inter = 0;
     struct aapc_hier_cache *c;
-    MPI_Aint b, total;
-    char *mine = NULL, *gathered = NULL, *scattered = NULL, *back = NULL;
-    MPI_Datatype gtype = MPI_DATATYPE_NULL, stype = MPI_DATATYPE_NULL;
 
     if (s == NULL || r < 1)
         return MPI_ERR_ARG;
@@ -141,72 +326,23 @@ int aapc_hier_alltoall_run(const aapc_schedule_t *s, int r, const void *sendbuf,
                                  comm);
     if (recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))
         return MPI_ERR_COUNT;
-    if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
-        (rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+    if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS)
         return rc;
-    int inter = 0;
     PMPI_Comm_test_inter(comm, &inter);
-    if (inter || size != s->nmachines * r) /* not this layout */
+    if (inter || size != s->nmachines * r) { /* not this layout */
+        if (!inter) {
+            char why[160];
+            snprintf(why, sizeof why, "communicator has %d ranks, the topology %d machines x %d "
+                     "ranks", size, (int)s->nmachines, r);
+            aapc_warn_fallback(comm, s->name, why, "MPI_Alltoall");
+        }
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    b = (MPI_Aint)recvcount * rsize;
-    if (b == 0)
+    }
+    if (recvcount == 0)
         return MPI_SUCCESS;
-    total = b * size; /* one rank's P blocks */
     if ((rc = hier_comms(comm, r, &c)) != MPI_SUCCESS)
         return rc;
-    if ((rc = PMPI_Comm_rank(c->node, &lrank)) != MPI_SUCCESS)
-        return rc;
-    if (total > INT_MAX || (MPI_Aint)r * total > INT_MAX)
-        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-
-    mine = malloc((size_t)total);
-    back = malloc((size_t)total);
-    if (lrank == 0) {
-        gathered = malloc((size_t)(r * total));
-        scattered = malloc((size_t)(r * total));
-    }
-    if (mine == NULL || back == NULL || (lrank == 0 && (gathered == NULL || scattered == NULL))) {
-        rc = MPI_ERR_NO_MEM;
-        goto out;
-    }
-    /* 1. pack my P blocks (MPI_IN_PLACE: the receive buffer holds them) and gather */
-    int pos = 0;
-    if (sendbuf == MPI_IN_PLACE)
-        rc = PMPI_Pack(recvbuf, recvcount * size, recvtype, mine, (int)total, &pos, comm);
-    else
-        rc = PMPI_Pack(sendbuf, sendcount * size, sendtype, mine, (int)total, &pos, comm);
-    if (rc != MPI_SUCCESS)
-        goto out;
-    if (pos != total) { /* the send signature does not match recvcount x recvtype */
-        rc = MPI_ERR_TRUNCATE;
-        goto out;
-    }
-    if ((rc = PMPI_Gather(mine, (int)total, MPI_BYTE, gathered, (int)total, MPI_BYTE, 0,
-                          c->node)) != MPI_SUCCESS)
-        goto out;
-    /* 2. leaders: the machine-level contention-free schedule on aggregated blocks */
-    if (lrank == 0) {
-        if ((rc = hier_types(r, size, b, &gtype, &stype)) != MPI_SUCCESS)
-            goto out;
-        rc = aapc_alltoall_run(s, gathered, 1, gtype, scattered, 1, stype, c->leaders);
-        if (rc != MPI_SUCCESS)
-            goto out;
-    }
-    /* 3. scatter S[j] to local rank j and unpack */
-    if ((rc = PMPI_Scatter(scattered, (int)total, MPI_BYTE, back, (int)total, MPI_BYTE, 0,
-                           c->node)) != MPI_SUCCESS)
-        goto out;
-    pos = 0;
-    rc = PMPI_Unpack(back, (int)total, &pos, recvbuf, recvcount * size, recvtype, comm);
-out:
-    if (gtype != MPI_DATATYPE_NULL)
-        PMPI_Type_free(&gtype);
-    if (stype != MPI_DATATYPE_NULL)
-        PMPI_Type_free(&stype);
-    free(mine);
-    free(back);
-    free(gathered);
-    free(scattered);
-    return rc;
+    aapc_hier_layout_t h = {r, size, NULL, c->node, c->leaders, run_schedule, (void *)s};
+    return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                   recvtype, comm);
 }

@@ -14,6 +14,10 @@
  *
  * Options: --max-bytes N (skip cases whose block is larger than N bytes), --variant NAME (run
  * only that variant), -v (one line per test on rank 0). See tests/c/README.md.
+ * --huge BYTES: instead of the cases, one in-place MPI_BYTE call with blocks of BYTES bytes
+ * (the P blocks of a rank may exceed INT_MAX bytes together), checked against the bytes every
+ * rank computes for every (source, destination, offset) instead of a reference call, so a
+ * rank holds one buffer of P x BYTES bytes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,7 @@
 #define MAX_SHOWN 10
 
 static long max_bytes = -1; /* -1: no limit */
+static long long huge_bytes = 0; /* --huge */
 static const char *only_variant = NULL;
 static int verbose = 0;
 
@@ -336,6 +341,10 @@ static int parse_args(int argc, char **argv, int rank)
                 goto usage;
         } else if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc) {
             only_variant = argv[++i];
+        } else if (strcmp(argv[i], "--huge") == 0 && i + 1 < argc) {
+            huge_bytes = atoll(argv[++i]);
+            if (huge_bytes <= 0 || huge_bytes > 0x7fffffff)
+                goto usage;
         } else if (strcmp(argv[i], "-v") == 0) {
             verbose = 1;
         } else {
@@ -345,8 +354,43 @@ static int parse_args(int argc, char **argv, int rank)
     return 1;
 usage:
     if (rank == 0)
-        fprintf(stderr, "usage: alltoall_check [--max-bytes N] [--variant NAME] [-v]\n");
+        fprintf(stderr, "usage: alltoall_check [--max-bytes N] [--huge BYTES] [--variant NAME] "
+                        "[-v]\n");
     return 0;
+}
+
+/* The byte at `offset` of the block from rank `src` to rank `dst` (--huge). */
+static unsigned char huge_byte(int src, int dst, size_t offset)
+{
+    return (unsigned char)(src * 37 + dst * 11 + offset * 7 + (offset >> 13));
+}
+
+/* --huge: one in-place call of the selected variant with blocks of huge_bytes bytes. */
+static int huge_case(aapc_alltoall_fn fn, int rank, int size)
+{
+    size_t b = (size_t)huge_bytes;
+    unsigned char *buf = malloc(b * (size_t)size);
+    int bad = buf == NULL;
+    if (!bad) {
+        for (int q = 0; q < size; q++)
+            for (size_t i = 0; i < b; i++)
+                buf[(size_t)q * b + i] = huge_byte(rank, q, i);
+        int rc = fn(MPI_IN_PLACE, 0, MPI_BYTE, buf, (int)b, MPI_BYTE, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) {
+            fprintf(stderr, "rank %d: error code %d\n", rank, rc);
+            bad = 1;
+        }
+        for (int q = 0; q < size && !bad; q++)
+            for (size_t i = 0; i < b && !bad; i++)
+                if (buf[(size_t)q * b + i] != huge_byte(q, rank, i)) {
+                    fprintf(stderr, "rank %d: block from %d differs at byte %zu\n", rank, q, i);
+                    bad = 1;
+                }
+    }
+    free(buf);
+    int any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return any;
 }
 
 int main(int argc, char **argv)
@@ -371,6 +415,16 @@ int main(int argc, char **argv)
                          : !by_default(aapc_variants[v].variant))
             continue;
         nrun++;
+        if (huge_bytes > 0) {
+            int bad = huge_case(aapc_variants[v].fn, rank, size);
+            passed += !bad;
+            failed += bad;
+            if (rank == 0 && (bad || verbose))
+                printf("%s %s huge-%lld\n", bad ? "FAIL" : "ok  ", aapc_variants[v].variant,
+                       huge_bytes);
+            shown += bad;
+            continue;
+        }
         for (int k = 0; k < ncases; k++) {
             if (max_bytes >= 0 && cases[k].bytes > max_bytes)
                 continue;
