@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -704,11 +705,15 @@ def test_discovered_hierarchy_as_a_topology_file():
 # --------------------------------------------------------------------------- discovery (driver)
 
 
-def fake_network(topo: Topology, slow: dict | None = None) -> probing.Runner:
+def fake_network(
+    topo: Topology, slow: dict | None = None, lie_once: tuple | None = None
+) -> probing.Runner:
     """The probe job's answers on ``topo`` in a fluid model: each flow takes as long as the
-    busiest link of its path needs for all the flows crossing it (line rate, so that the
-    driver's framing correction gives the links' bandwidths back)."""
+    busiest link of its path needs for all the flows crossing it (line rate: the driver's
+    framing correction gives the links' bandwidths back). ``slow``: flows -> a factor on every
+    measurement; ``lie_once``: flows whose first measurement takes 2.2 times as long."""
     paths = {}
+    pending = [lie_once]
 
     def run(flows, size, reps):
         units: dict = {}
@@ -722,9 +727,28 @@ def fake_network(topo: Topology, slow: dict | None = None) -> probing.Runner:
         ]
         if slow and tuple(flows) in slow:
             times = [t * slow[tuple(flows)] for t in times]
+        if pending[0] is not None and tuple(flows) == pending[0]:
+            pending[0] = None
+            times = [t * 2.2 for t in times]
         return [list(times) for _ in range(reps)]
 
     return run
+
+
+def test_discover_driver_outvotes_a_wrong_answer():
+    topo = load_topology(ROOT / "topologies" / "two-switch-4-4.yaml")
+    settings = probing.Settings()
+    # n3 -> n0 beside n1 -> n2 share no link; its first measurement says they do
+    liar = fake_network(topo, lie_once=((3, 0), (1, 2)))
+    report = probing.discover_with(liar, topo.machines, "t", settings)
+    assert report.tree is not None
+    assert " in 2 rounds " in report.lines[0]
+    assert probing.compare(report, topo, settings)[0].startswith("same tree as two-switch-4-4")
+    once = probing.discover_with(liar, topo.machines, "t", replace(settings, rounds=1))
+    assert once.tree is not None  # the liar lied already: a fresh network tells the truth
+    lying = fake_network(topo, lie_once=((3, 0), (1, 2)))
+    single = probing.discover_with(lying, topo.machines, "t", replace(settings, rounds=1))
+    assert single.tree is None and any("check failed" in line for line in single.lines)
 
 
 def test_discover_driver_finds_tree_speeds_and_resumes(tmp_path):

@@ -217,11 +217,8 @@ def cmd_export_slurm(args: argparse.Namespace) -> int:
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
-    settings = probing.Settings(
-        bytes=_size(args.bytes, "--bytes"),
-        reps=args.reps,
-        speed_bytes=_size(args.speed_bytes, "--speed-bytes"),
-    )
+    size = 0 if args.bytes == "auto" else _size(args.bytes, "--bytes")
+    settings = probing.Settings(bytes=size, reps=args.reps, speed_bytes=4 * size)
     state = Path(args.state) if args.state else None
     if state is None and args.output:
         state = Path(args.output + ".state")  # resumable by default
@@ -317,8 +314,12 @@ def register_discover(sub: argparse._SubParsersAction) -> None:
         "measuring again",
     )
     p.add_argument("--budget", type=float, metavar="SECONDS", help="stop measuring after this long")
-    p.add_argument("--bytes", default="1M", help="bytes per flow in a probe (default 1M)")
-    p.add_argument("--speed-bytes", default="4M", help="bytes per flow when timing speeds (4M)")
+    p.add_argument(
+        "--bytes",
+        default="auto",
+        help="bytes per flow in a probe, e.g. 1M (default auto: about 0.1 s per flow; speeds "
+        "are timed with 4 times as many)",
+    )
     p.add_argument("--reps", type=int, default=3, help="repetitions per measurement (median)")
     p.add_argument("--rate", metavar="R", help="emulate: every link at this speed")
     p.add_argument("--queue", metavar="BYTES", help="emulate: switch port buffer")

@@ -11,6 +11,7 @@ which question it could not settle instead of guessing.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import statistics
@@ -18,7 +19,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aapcgen.core.errors import AapcError, InputError
@@ -47,11 +48,12 @@ class BudgetExceeded(AapcError):
 
 @dataclass(frozen=True)
 class Settings:
-    bytes: int = 1 << 20  # per flow and repetition
+    bytes: int = 0  # per flow and repetition; 0: chosen by a first timed flow (calibrated)
     reps: int = 3
     high: float = 1.6  # ratio at and above which the flows contended (equal links: 2)
     low: float = 1.3  # ratio at and below which they did not (1)
     retries: int = 2  # more measurements of an answer between the thresholds
+    rounds: int = 2  # builds: when the checks fail, every question is asked again (majority)
     load: int = 1  # load flows per probe (more see faster switch links, with a weaker ratio)
     speed_bytes: int = 4 << 20  # per flow in speed measurements (TCP reaches its rate)
 
@@ -139,6 +141,7 @@ class Progress:
     started: float = field(default_factory=time.monotonic)
     inserted: int = 3
     probes: int = 0
+    round: int = 0
 
     def insert(self, done: int) -> None:
         self.inserted = done
@@ -154,10 +157,21 @@ class Progress:
         self.probes += 1
         if self.say is not None:
             spent = time.monotonic() - self.started
+            again = f", round {self.round + 1}" if self.round else ""
             self.say(
-                f"probe {self.probes} (machine {self.inserted}/{self.n}): {text}; "
+                f"probe {self.probes} (machine {self.inserted}/{self.n}{again}): {text}; "
                 f"{spent:.0f} s, about {self.eta():.0f} s left"
             )
+
+
+def _majority(votes: list[Answer]) -> Answer:
+    """The answer most votes gave (ratio: their median); a tie or no decided vote: undecided."""
+    yes = [v for v in votes if v.contend is True]
+    no = [v for v in votes if v.contend is False]
+    if len(yes) == len(no):
+        return Answer(None, statistics.median(v.ratio for v in votes))
+    side = yes if len(yes) > len(no) else no
+    return Answer(side[0].contend, statistics.median(v.ratio for v in side))
 
 
 class MeasuredOracle:
@@ -181,6 +195,8 @@ class MeasuredOracle:
         self.progress = progress
         self.save = save
         self.evidence: list[tuple[Flow, tuple[Flow, ...], Answer]] = []
+        self.round = 0  # a discovery that failed its checks asks everything again
+        self.votes: dict[tuple[Flow, tuple[Flow, ...]], list[Answer]] = {}
 
     def measure(self, flows: Sequence[Flow], attempt: int = 0) -> list[list[float]]:
         """Times of ``flows`` together (reps x flows); attempt -1: a speed measurement with
@@ -190,7 +206,7 @@ class MeasuredOracle:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise BudgetExceeded("the --budget is spent")
             size = self.settings.speed_bytes if attempt < 0 else self.settings.bytes
-            reps = self.settings.reps * (1 + max(0, attempt))
+            reps = self.settings.reps * (1 + max(0, attempt) % (self.settings.retries + 1))
             self.results[key] = self.run(flows, size, reps)
             if self.save is not None:
                 self.save(self.state)
@@ -202,25 +218,38 @@ class MeasuredOracle:
         repetition to its bytes over its bandwidth: the minimum keeps the link, drops noise."""
         return min(max(rep) for rep in self.measure(flows, attempt))
 
-    def __call__(self, probe: Flow, loads: Sequence[Flow]) -> Answer:
-        """Contention: the probe and its loads together take longer than the slower of the
+    def vote(self, probe: Flow, loads: Sequence[Flow], first: int) -> Answer:
+        """One measured answer: the probe and its loads together against the slower of the
         probe alone and the loads alone. Together, a shared saturated link must carry all the
         bytes whichever flow TCP favours, so this holds where the probe's own time may not
-        (a favoured probe can finish as if alone while its load starves)."""
+        (a favoured probe can finish as if alone while its load starves). Between the
+        thresholds: measured again with more repetitions (attempts ``first``, ``first+1``..)."""
         ratios = []
         answer = Answer(None, 0.0)
-        for attempt in range(self.settings.retries + 1):
+        for attempt in range(first, first + self.settings.retries + 1):
             together = self.slowest([probe, *loads], attempt)
             alone = max(self.slowest([probe], attempt), self.slowest(loads, attempt))
             ratios.append(together / alone)
             ratio = statistics.median(ratios)
             if ratio >= self.settings.high:
-                answer = Answer(True, ratio)
-                break
+                return Answer(True, ratio)
             if ratio <= self.settings.low:
-                answer = Answer(False, ratio)
-                break
+                return Answer(False, ratio)
             answer = Answer(None, ratio)
+        return answer
+
+    def __call__(self, probe: Flow, loads: Sequence[Flow]) -> Answer:
+        """The answer of round 0; in later rounds, the majority of one fresh vote per round
+        (and one more to break a tie): a wrong answer that made the checks fail is outvoted."""
+        question = (probe, tuple(loads))
+        votes = self.votes.setdefault(question, [])
+        step = self.settings.retries + 1
+        while len(votes) <= self.round:
+            votes.append(self.vote(probe, loads, len(votes) * step))
+        answer = _majority(votes)
+        if answer.contend is None and len(votes) > 1:
+            votes.append(self.vote(probe, loads, len(votes) * step))
+            answer = _majority(votes)
         self.evidence.append((probe, tuple(loads), answer))
         if self.progress is not None:
             verdict = {True: "contention", False: "none", None: "undecided"}[answer.contend]
@@ -350,6 +379,25 @@ class Report:
     measurements: int
 
 
+CALIBRATION_BYTES = 1 << 20
+TARGET_SECONDS = 0.1  # of one probe flow alone: long against noise and start-up, short in total
+
+
+def calibrated(settings: Settings, state: dict, run: Runner) -> Settings:
+    """With ``bytes == 0`` (auto): time one 1 MiB flow and choose the power of two that takes
+    about 0.1 s on this network (64 KiB .. 16 MiB; speeds with four times that); the choice is
+    kept in the state, so a resumed discovery asks the same questions."""
+    if settings.bytes > 0:
+        return settings
+    if "bytes" not in state:
+        seconds = min(max(rep) for rep in run([(1, 0)], CALIBRATION_BYTES, 2))
+        wanted = CALIBRATION_BYTES * TARGET_SECONDS / max(seconds, 1e-6)
+        size = 1 << max(16, min(24, round(math.log2(wanted))))
+        state["bytes"] = size
+    size = int(state["bytes"])
+    return replace(settings, bytes=size, speed_bytes=4 * size)
+
+
 def _round(value: float) -> float:
     """Three significant digits in bits per second: measured speeds are not exact."""
     bits = value * 8
@@ -374,12 +422,22 @@ def discover_with(
     started = time.monotonic()
     n = len(machines)
     state = load_state(state_path, machines, settings)
+    settings = calibrated(settings, state, run)
     progress = Progress(n, say)
     oracle = MeasuredOracle(run, settings, state, budget, progress, saver(state_path))
-    result = infer(
-        n, oracle, load=settings.load, name=lambda m: machines[m], on_insert=progress.insert
-    )
-    lines = [f"{result.probes} probes for {n} machines ({n * (n - 1)} flows)"]
+    probes = 0
+    for round_ in range(settings.rounds):
+        oracle.round = round_
+        progress.round = round_
+        result = infer(
+            n, oracle, load=settings.load, name=lambda m: machines[m], on_insert=progress.insert
+        )
+        probes += result.probes
+        if result.complete:
+            break
+    rounds = f" in {round_ + 1} rounds" if round_ else ""
+    lines = [f"{probes} probes{rounds} for {n} machines ({n * (n - 1)} flows)"]
+    result.probes = probes
     if not result.complete:
         lines += [f"could not decide: {q}" for q in result.undecided]
         lines += [f"check failed: {q}" for q in result.failed_checks]
