@@ -69,3 +69,11 @@ generated: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .venv-openmpi build dist *.egg-info
+
+# The long fuzz run (docs/performance.md, "Fuzzing"): 3,600 topology files, 600 patterns, 200
+# command lines, 400 hypothesis examples per property, 50 randomly interrupted benches (root).
+# `make test` runs the same tests with bounded counts (tests/test_fuzz.py, tests/test_interrupt.py).
+.PHONY: fuzz
+fuzz: $(STAMP)
+	AAPC_FUZZ_TOPOLOGIES=3600 AAPC_FUZZ_PATTERNS=600 AAPC_FUZZ_CLI=200 AAPC_FUZZ_EXAMPLES=400 \
+	AAPC_INTERRUPT_RUNS=50 $(BIN)/pytest -q tests/test_fuzz.py tests/test_interrupt.py

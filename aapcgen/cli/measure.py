@@ -205,7 +205,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--settle",
-        type=seconds(allow_zero=True),
+        type=seconds(allow_zero=True, high=3600),
         default=1.0,
         help="idle seconds before each candidate (default 1)",
     )
@@ -239,7 +239,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"multicast payload bytes per datagram (64 to {MAX_FRAG})",
     )
     p.add_argument(
-        "--target-seconds", type=seconds(), default=0.5, help="data time per job (sets the calls)"
+        "--target-seconds",
+        type=seconds(high=3600),
+        default=0.5,
+        help="data time per job (sets the calls)",
     )
     p.add_argument(
         "--prefix", type=prefix_name, default="mcb", help="emulation name prefix (default mcb)"

@@ -58,8 +58,11 @@ def whole(low: int, high: int = C_INT_MAX) -> Callable[[str], int]:
     return check
 
 
-def seconds(allow_zero: bool = False) -> Callable[[str], float]:
-    """A finite number of seconds, positive (or >= 0 with ``allow_zero``)."""
+WEEK_S = 7 * 24 * 3600.0
+
+
+def seconds(allow_zero: bool = False, high: float = WEEK_S) -> Callable[[str], float]:
+    """A number of seconds, positive (or >= 0 with ``allow_zero``) and at most ``high``."""
 
     def check(text: str) -> float:
         try:
@@ -68,9 +71,11 @@ def seconds(allow_zero: bool = False) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(
                 f"expected a number of seconds, got '{text[:40]}'"
             ) from None
-        if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-            least = "at least 0" if allow_zero else "positive"
-            raise argparse.ArgumentTypeError(f"must be a {least} finite number, got '{text}'")
+        if not (math.isfinite(value) and 0 <= value <= high) or (value == 0 and not allow_zero):
+            low = "0" if allow_zero else "more than 0"
+            raise argparse.ArgumentTypeError(
+                f"must be from {low} to {high:g} seconds, got '{text[:40]}'"
+            )
         return value
 
     return check
@@ -232,7 +237,10 @@ def run_options(
     p.add_argument("--backend", default="local", help=f"one of {backends} (default local)")
     p.add_argument("--repeats", type=whole(1, MAX_REPEATS), default=repeats, help=repeats_help)
     p.add_argument(
-        "--target-seconds", type=seconds(), default=1.0, help="timed seconds per measurement"
+        "--target-seconds",
+        type=seconds(high=3600),
+        default=1.0,
+        help="timed seconds per measurement",
     )
     p.add_argument(
         "--max-iters",
