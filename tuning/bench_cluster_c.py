@@ -31,20 +31,29 @@ from aapcgen.core.model import Topology  # noqa: E402
 from aapcgen.core.topology import load_topology  # noqa: E402
 
 TARGETS = {64: (5.0, None), 256: (50.0, None), 1024: (500.0, 64.0)}
+# (topology, ranks, speeds): speeds False runs every link at one speed (seed 002's phases);
+# True takes the file's speeds (fast uplinks: the capacity-aware phases of
+# runtime_c/cluster/aapc_cluster_capacity.c)
 JOBS = [
-    ("two-level-256", 64),
-    ("two-level-256", 256),
-    ("two-level-1024", 1024),
-    ("three-level-4096", 2048),
+    ("two-level-256", 64, False),
+    ("two-level-256", 256, False),
+    ("two-level-1024", 1024, False),
+    ("three-level-4096", 2048, False),
+    ("two-level-256-fat", 256, True),
+    ("two-level-1024", 1024, True),
+    ("three-level-4096", 2048, True),
 ]
 
 
-def driver_input(topo: Topology, ranks: int) -> str:
+def driver_input(topo: Topology, ranks: int, speeds: bool) -> str:
     index = {s: i for i, s in enumerate(topo.switches)}
     lines = [f"{len(topo.switches)} {topo.n_machines} {len(topo.links)} {ranks}"]
     lines.append(" ".join(str(index[s]) for s in topo.machine_switch))
     lines.append(" ".join(f"{index[ln.a]} {index[ln.b]}" for ln in topo.links))
     lines.append(" ".join(map(str, range(ranks))))
+    if speeds:
+        bws = [*topo.machine_bandwidth, *(ln.bandwidth for ln in topo.links)]
+        lines.append(" ".join(map(repr, bws)))
     return "\n".join(lines) + "\n"
 
 
@@ -75,13 +84,13 @@ def main() -> None:
         subprocess.run(cmd, check=True)
         print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}")
         print(
-            "| ranks (1 per machine) | tree | phases only, ms (min / median) "
+            "| ranks (1 per machine) | tree | link speeds | phases only, ms (min / median) "
             "| + one rank's receiver-all rows, ms (min / median) | peak RSS, MiB | target |"
         )
-        print("|---|---|---|---|---|---|")
-        for name, ranks in JOBS:
+        print("|---|---|---|---|---|---|---|")
+        for name, ranks, speeds in JOBS:
             topo = load_topology(ROOT / "topologies" / f"{name}.yaml")
-            text = driver_input(topo, ranks)
+            text = driver_input(topo, ranks, speeds)
             repeat = 9 if ranks <= 256 else 3
             p_min, p_med, _ = measure(exe, text, 0, repeat)
             s_min, s_med, rss = measure(exe, text, 2, repeat)
@@ -93,7 +102,8 @@ def main() -> None:
                 else (" (met)" if s_med <= ms and (mib is None or rss <= mib) else " (MISSED)")
             )
             print(
-                f"| {ranks} | {name} | {p_min:.2f} / {p_med:.2f} | "
+                f"| {ranks} | {name} | {'the file (capacities)' if speeds else 'one'} | "
+                f"{p_min:.2f} / {p_med:.2f} | "
                 f"{s_min:.2f} / {s_med:.2f} | {rss:.1f} | {target}{ok} |",
                 flush=True,
             )
