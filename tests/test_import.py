@@ -791,6 +791,26 @@ def test_discover_driver_slow_link_budget_and_undecided(tmp_path):
     assert report.lines[1].startswith("could not decide: is n3 beside n1: ratio 1.45")
 
 
+def test_discover_driver_asks_a_failed_check_again():
+    topo = load_topology(ROOT / "topologies" / "two-switch-4-4.yaml")
+    settings = probing.Settings()
+    asked = []
+    truth = fake_network(topo)
+
+    def recording(flows, size, reps):
+        asked.append((tuple(flows), size))
+        return truth(flows, size, reps)
+
+    clean = probing.discover_with(recording, topo.machines, "t", settings)
+    probe_size = 1 << 20  # calibrated: about 0.1 s at 100 Mbit/s
+    last_check = next(f for f, size in reversed(asked) if len(f) == 2 and size == probe_size)
+    report = probing.discover_with(
+        fake_network(topo, lie_once=last_check), topo.machines, "t", settings
+    )
+    assert report.tree is not None and "failed check(s) passed when asked again" in report.lines[1]
+    assert report.result.probes == clean.result.probes + 1  # the check, asked once more
+
+
 @pytest.mark.root
 @pytest.mark.mpi
 def test_discover_a_small_emulated_tree(tmp_path):

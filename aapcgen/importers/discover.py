@@ -84,6 +84,8 @@ class Discovery:
     probes: int
     undecided: list[str] = field(default_factory=list)
     failed_checks: list[str] = field(default_factory=list)
+    # the checks that failed, to ask again: (probe, loads, the answer the tree predicts)
+    failed_questions: list[tuple[Flow, tuple[Flow, ...], bool]] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -105,6 +107,7 @@ class _Builder:
         self.load = load  # load flows per probe (more saturate faster switch links)
         self.name = name
         self.probes = 0
+        self.failed: list[tuple[Flow, tuple[Flow, ...], bool]] = []
 
     def ask(self, probe: Flow, loads: Sequence[Flow], question: str) -> Answer:
         self.probes += 1
@@ -210,6 +213,7 @@ def infer(
     result = Discovery(root, builder.probes, undecided)
     if not undecided:
         result.failed_checks = verify(root, builder) + cross_check(root, n, builder, checks)
+        result.failed_questions = list(builder.failed)
         result.probes = builder.probes
     return result
 
@@ -239,6 +243,7 @@ def verify(root: Cluster, builder: _Builder) -> list[str]:
         if answer.contend != expect:
             said = "contention" if answer.contend else "no contention"
             failures.append(f"{question}: {said} (ratio {answer.ratio:.2f})")
+            builder.failed.append((probe, tuple(loads), expect))
 
     def siblings(node: Cluster) -> None:
         kids = [c for c in node.children if c != rho]
@@ -304,6 +309,7 @@ def cross_check(root: Cluster, n: int, builder: _Builder, checks: int | None) ->
             failures.append(
                 f"{question}: {said} (ratio {answer.ratio:.2f}), the tree says otherwise"
             )
+            builder.failed.append(((a, c), ((b, d),), bool(expect)))
     return failures
 
 

@@ -426,6 +426,7 @@ def discover_with(
     progress = Progress(n, say)
     oracle = MeasuredOracle(run, settings, state, budget, progress, saver(state_path))
     probes = 0
+    notes: list[str] = []
     for round_ in range(settings.rounds):
         oracle.round = round_
         progress.round = round_
@@ -435,8 +436,21 @@ def discover_with(
         probes += result.probes
         if result.complete:
             break
+        if not result.undecided and round_ + 1 < settings.rounds:
+            # a second opinion on the failed checks alone: noise fails one check, a wrong
+            # tree fails its checks again
+            oracle.round = round_ + 1
+            asked = [(q, oracle(q[0], q[1])) for q in result.failed_questions]
+            probes += len(asked)
+            if all(answer.contend == q[2] for q, answer in asked):
+                notes.append(
+                    f"{len(asked)} failed check(s) passed when asked again: "
+                    + "; ".join(result.failed_checks)
+                )
+                result.failed_checks, result.failed_questions = [], []
+                break
     rounds = f" in {round_ + 1} rounds" if round_ else ""
-    lines = [f"{probes} probes{rounds} for {n} machines ({n * (n - 1)} flows)"]
+    lines = [f"{probes} probes{rounds} for {n} machines ({n * (n - 1)} flows)", *notes]
     result.probes = probes
     if not result.complete:
         lines += [f"could not decide: {q}" for q in result.undecided]
