@@ -790,6 +790,9 @@ def cli_case(rng: random.Random, tmp: Path) -> tuple[list[str], str]:
         ([rng.choice(["frobnicate", "", "-x", "INFO"])], "unknown command"),
         (["generate", FIG1], "missing -o"),
         ([rng.choice(["info", "verify", "sync"]), rng.choice(["/nonexistent.yaml", "/proc", "/dev/null", str(tmp)])], "bad topology path"),
+        ([rng.choice(["info", "verify", "schedule"]), rng.choice(["/dev/zero", "/dev/urandom", "/dev/full", "/proc/self/mem"])], "device as topology"),
+        (["verify", FIG1, "--schedule", rng.choice(["/dev/zero", "/dev/urandom"])], "device as schedule"),
+        (["info", FIG1, "--hostfile", rng.choice(["/dev/zero", "/dev/urandom"])], "device as host file"),
     ]  # fmt: skip
     return rng.choice(cases)
 

@@ -54,7 +54,7 @@ def test_hostfile_formats(tmp_path):
     f = tmp_path / "hosts"
     f.write_text("# comment\nn1:4\nn2 slots=2\n\nn1\nn3  # trailing\n")
     assert read_hostfile(f) == ["n1", "n2", "n3"]
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="file not found"):
         read_hostfile(tmp_path / "missing")
 
 

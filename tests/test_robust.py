@@ -484,3 +484,39 @@ def test_one_line_keeps_the_start_and_the_end():
         and clipped.endswith("the end")
     )
     assert one_line("a\n  b") == "a b"
+
+
+# --------------------------------------------------------------------------- special files
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_devices_are_refused_not_read(tmp_path, capsys, device):
+    """/dev/zero never ends: reading it was a hang (then all the memory)."""
+    for name in ("t.yaml", "p.csv", "p.npy", "s.json", "hosts"):
+        (tmp_path / name).symlink_to(device)
+    assert one_error(capsys, "info", str(tmp_path / "t.yaml")).endswith(
+        "is a device, not a topology file"
+    )
+    for pattern in ("p.csv", "p.npy"):
+        line = one_error(capsys, "vschedule", FIG1, str(tmp_path / pattern))
+        assert line.endswith("is a device, not a pattern file")
+    line = one_error(capsys, "verify", FIG1, "--schedule", str(tmp_path / "s.json"))
+    assert line.endswith("is a device, not a schedule file")
+    line = one_error(capsys, "info", FIG1, "--hostfile", str(tmp_path / "hosts"))
+    assert line.endswith("is a device, not a host file")
+
+
+def test_a_fifo_nobody_writes_to_is_empty(tmp_path, capsys):
+    os.mkfifo(tmp_path / "t.yaml")
+    assert one_error(capsys, "info", str(tmp_path / "t.yaml")).endswith("t.yaml: empty file")
+
+
+def test_a_topology_through_a_pipe():
+    proc = subprocess.run(
+        [sys.executable, "-m", "aapcgen", "info", "/dev/stdin"],
+        input=Path(FIG1).read_text(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and "paper-fig1 (/dev/stdin): 5 machines" in proc.stdout

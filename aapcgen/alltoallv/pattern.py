@@ -4,8 +4,8 @@ rank order; the diagonal is a local copy and is set to 0).
 Formats: ``.yaml``/``.yml`` (a list of N lists), ``.csv`` (N lines of N numbers), ``.npy`` (a
 2-D numeric array), or ``builtin:table3`` (seed 000 Table 3). Every problem is a one-line
 :class:`InputError` ``<file>[:<line>]: <what>``, found before anything of the pattern's size is
-allocated where it can be: the file size (``limits.INPUT_BYTES``), a .npy header's shape, the CSV
-rows and fields as they are read.
+allocated where it can be: the file (core/inputs.py: its size, no device), a .npy header's shape,
+the CSV rows and fields as they are read.
 
 A count is at most ``MAX_COUNT`` bytes and all counts together at most ``MAX_TOTAL``, so that no
 sum a scheduler forms overflows 64 bits.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aapcgen.core import limits
 from aapcgen.core.errors import InputError
+from aapcgen.core.inputs import read_bytes, read_text
 from aapcgen.core.model import Topology
 from aapcgen.core.safeyaml import read_yaml
 
@@ -71,7 +71,9 @@ def _count(value: object, where: str) -> int:
 def _check_total(matrix: np.ndarray, source: str) -> np.ndarray:
     np.fill_diagonal(matrix, 0)
     if float(matrix.sum(dtype=np.float64)) > MAX_TOTAL:
-        raise InputError(f"{source}: the counts add up to more than 2^62 bytes")
+        raise InputError(
+            f"{source}: the counts add up to more than 2^{MAX_TOTAL.bit_length() - 1} bytes"
+        )
     return matrix
 
 
@@ -127,7 +129,8 @@ def _validate_array(arr: np.ndarray, n: int, source: str) -> np.ndarray:
 
 def _npy(path: str, n: int) -> np.ndarray:
     """Read a .npy pattern after checking its header: an N x N numeric array."""
-    with open(path, "rb") as f:
+    data = read_bytes(path, path, "pattern file")
+    with io.BytesIO(data) as f:
         try:
             version = np.lib.format.read_magic(f)
             if version == (1, 0):
@@ -146,7 +149,7 @@ def _npy(path: str, n: int) -> np.ndarray:
     if dtype.kind not in "iuf":
         raise InputError(f"{path}: pattern dtype {dtype} is not numeric")
     try:
-        return np.load(path, allow_pickle=False)
+        return np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, EOFError, OSError) as exc:
         raise InputError(f"{path}: not a readable .npy array ({_reason(exc)})") from None
 
@@ -194,13 +197,6 @@ def _csv(text: str, source: str, n: int) -> tuple[list[list[object]], dict[int, 
     return rows, lines
 
 
-def _read_text(source: str) -> str:
-    try:
-        return Path(source).read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{source}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-
-
 def load_pattern(source: str | os.PathLike[str], topo: Topology) -> np.ndarray:
     """Read a pattern (YAML list of lists, CSV, or .npy) or ``builtin:table3``."""
     source = os.fspath(source)
@@ -213,18 +209,9 @@ def load_pattern(source: str | os.PathLike[str], topo: Topology) -> np.ndarray:
         raise InputError(
             f"{source}: unknown pattern format '{shown}' (use .yaml, .yml, .csv or .npy)"
         )
-    try:
-        info = os.stat(source)
-        if os.path.isdir(source):
-            raise InputError(f"{source}: is a directory, not a pattern file")
-        limits.check(limits.INPUT_BYTES, info.st_size, source)
-        if ext == ".npy":
-            return _validate_array(_npy(source, n), n, source)
-        text = _read_text(source)
-    except FileNotFoundError:
-        raise InputError(f"{source}: file not found") from None
-    except OSError as exc:
-        raise InputError(f"{source}: cannot read file: {exc.strerror or exc}") from None
+    if ext == ".npy":
+        return _validate_array(_npy(source, n), n, source)
+    text = read_text(source, source, "pattern file")
     if ext == ".csv":
         rows, lines = _csv(text, source, n)
         return validate_pattern(rows, n, source, lines)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Iterable
@@ -31,6 +30,7 @@ from aapcgen.cli.options import (
 from aapcgen.codegen.generate import parse_block_sizes, variant_specs
 from aapcgen.core import limits
 from aapcgen.core.errors import InputError, VerificationError
+from aapcgen.core.inputs import read_bytes
 from aapcgen.core.model import Topology
 from aapcgen.core.topology import topology_or_builtin
 from aapcgen.verify.alltoall import (
@@ -99,17 +99,14 @@ SCHEDULE_BYTES_PER_PAIR = 128  # a schedule JSON file larger than this per rank 
 
 def _read_json(path: str, max_bytes: int) -> object:
     """A JSON file of at most ``max_bytes``; any failure is a one-line InputError."""
+    data = read_bytes(path, path, "schedule file")
+    if len(data) > max_bytes:
+        raise InputError(
+            f"{path}: {len(data):,} bytes is more than a schedule of this topology needs "
+            f"({max_bytes:,})"
+        )
     try:
-        size = os.stat(path).st_size
-        if size > max_bytes:
-            raise InputError(
-                f"{path}: {size:,} bytes is more than a schedule of this topology needs "
-                f"({max_bytes:,}); set {limits.INPUT_BYTES.env} to read bigger files"
-            )
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        return json.loads(data.decode("utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
     except UnicodeDecodeError as exc:

@@ -12,9 +12,9 @@ the same machine. The runtime matches ``MPI_Get_processor_name`` the same way.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from aapcgen.core.errors import InputError
+from aapcgen.core.inputs import read_bytes
 from aapcgen.core.model import Topology
 from aapcgen.core.topology import expand_ranges
 
@@ -51,10 +51,7 @@ def parse_hostlist(text: str, what: str = "--hosts") -> list[str]:
 
 def read_hostfile(path: str | os.PathLike[str]) -> list[str]:
     """Hosts of a host file, one per line, in order (a host repeated for slots counts once)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    text = read_bytes(path, os.fspath(path), "host file").decode("utf-8", errors="replace")
     hosts: list[str] = []
     for line in text.splitlines():
         word = line.split("#", 1)[0].strip().split()

@@ -11,7 +11,6 @@ import itertools
 import math
 import os
 import re
-import stat
 import sys
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from aapcgen.core import limits
 from aapcgen.core.errors import InputError
+from aapcgen.core.inputs import read_text
 from aapcgen.core.model import Link, Topology
 from aapcgen.core.resources import resource_dir
 from aapcgen.core.safeyaml import Lines, read_yaml
@@ -45,24 +45,9 @@ _MAX_EXPANSION = 1_000_000
 
 
 def _read_text(path: str | os.PathLike[str], source: str) -> str:
-    """The file's text; every failure (missing, a folder, too big, not UTF-8) as InputError."""
-    try:
-        info = os.stat(path)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError
-        message = limits.exceeded(limits.INPUT_BYTES, info.st_size)
-        if message is not None:
-            raise InputError(f"{source}: {message}")
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{source}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{source}: is a directory, not a topology file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{source}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError(f"{source}: cannot read file: {reason}") from None
+    """The file's text; every failure (missing, a folder, a device, too big, not UTF-8) as
+    InputError (core/inputs.py)."""
+    return read_text(path, source, "topology file")
 
 
 def load_topology(path: str | os.PathLike[str]) -> Topology:
