@@ -157,6 +157,11 @@ def test_long_names_and_values_are_clipped(tmp_path):
     assert "switch must be a string, got a list of 1000 items" in message
 
 
+def test_topology_name_fits_c_names_and_file_names(tmp_path):
+    message = topo_error(tmp_path, f"name: {'n' * 300}\n" + BASE)
+    assert message.startswith(":1: name: 'nnn") and "longer than 64 characters" in message
+
+
 def test_ranks_per_machine_guard_before_the_rank_level_proof(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = Path("rpm.yaml")
@@ -173,6 +178,17 @@ def test_phase_slot_guard(tmp_path, capsys, monkeypatch):
     for argv in (["sync", TWO], ["generate", TWO, "-o", str(tmp_path / "g")]):
         line = one_error(capsys, *argv)
         assert "16 phases x 8 machines" in line and "AAPC_MAX_PHASE_SLOTS" in line
+
+
+def test_proof_work_guard(tmp_path, capsys):
+    """A chain of 1024 switches, a machine on each: 3.6e8 link crossings to prove (40 s)."""
+    path = tmp_path / "chain.yaml"
+    path.write_text(
+        "switches: ['c[0-1023]']\nmachines:\n  - {name: 'n[0-1023]', switch: 'c[0-1023]'}\n"
+        "links:\n  - ['c[0-1022]', 'c[1-1023]']\n"
+    )
+    line = one_error(capsys, "verify", str(path))
+    assert "360,008,704 link crossings" in line and "AAPC_MAX_CROSSINGS" in line
 
 
 def test_limits_are_documented():

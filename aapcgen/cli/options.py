@@ -172,6 +172,14 @@ def check_phase_slots(topo: Topology, phases: int) -> None:
     limits.check_memory(need, f"scheduling {n:,} machines in {phases:,} phases", topo.source)
 
 
+def check_proof_work(topo: Topology) -> None:
+    """The guard of the proof of `verify`: every message checked on every link of its path."""
+    from aapcgen.alltoall.tree import analyze
+
+    crossings = 2 * sum(link.load for link in analyze(topo).links)
+    limits.check(limits.CROSSINGS, crossings, topo.source)
+
+
 def check_schedule_memory(topo: Topology) -> None:
     """The memory guard of schedule and verify: every ordered machine pair is a message."""
     n = topo.n_machines

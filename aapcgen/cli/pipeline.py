@@ -20,6 +20,7 @@ from aapcgen.alltoall.variants import VariantSpec
 from aapcgen.cli.options import (
     check_output_file,
     check_phase_slots,
+    check_proof_work,
     check_ranks,
     check_schedule_memory,
     command,
@@ -173,12 +174,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         topo = job_topology_of(args, topo)
         check_schedule_memory(topo)
+        check_proof_work(topo)
         if topo.ranks_per_machine > 1:
             check_ranks(topo)  # before anything is scheduled
         _, sched = pipeline(topo)
         phase, src, dst, listed = sched.phase, sched.src, sched.dst, sched.n_phases
         what = topo.name
     check_schedule_memory(topo)
+    check_proof_work(topo)
     if topo.ranks_per_machine > 1:
         check_ranks(topo)  # before the rank-level proof allocates its rank pairs
     start = time.perf_counter()

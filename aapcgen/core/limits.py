@@ -36,6 +36,9 @@ RANKS = Limit("AAPC_MAX_RANKS", 4096, "MPI ranks")
 # two-level-1024 (3.3e7) 9 s and 0.8 GiB; two switches of 256 machines (2^25) 50 s, 1.1 GiB;
 # of 362 machines (9.5e7) 33 s, 2.9 GiB. Memory is guarded apart (check_memory).
 PHASE_SLOTS = Limit("AAPC_MAX_PHASE_SLOTS", 2**25, "phase x machine slots")
+# Messages x links they cross (2 x the sum of the link loads): the work of the proof of `verify`
+# (three-level-4096: 9.6e7; a chain of 1024 switches, a machine on each: 3.6e8, 40 s).
+CROSSINGS = Limit("AAPC_MAX_CROSSINGS", 2**27, "link crossings (messages x links on their path)")
 # YAML nodes after alias expansion (a 4096-machine file written out in full has about 30000).
 YAML_NODES = Limit("AAPC_MAX_YAML_NODES", 250_000, "YAML nodes")
 # YAML nesting depth (a topology file needs 4).
@@ -43,7 +46,7 @@ YAML_DEPTH = Limit("AAPC_MAX_YAML_DEPTH", 64, "levels of YAML nesting")
 # Bytes of one input file (topology, pattern, schedule JSON) read into memory.
 INPUT_BYTES = Limit("AAPC_MAX_INPUT_BYTES", 256 * 2**20, "bytes")
 
-ALL = (MACHINES, SWITCHES, RANKS, PHASE_SLOTS, YAML_NODES, YAML_DEPTH, INPUT_BYTES)
+ALL = (MACHINES, SWITCHES, RANKS, PHASE_SLOTS, CROSSINGS, YAML_NODES, YAML_DEPTH, INPUT_BYTES)
 
 
 def value(limit: Limit) -> int:

@@ -340,16 +340,23 @@ class _Machine:
     rank: int | None
 
 
+NAME_CHARS_MAX = 64  # a topology name is part of C identifiers and file names
+
+
 def _topology_name(ctx: _Context, top: dict) -> str:
     if "name" not in top:
         stem = Path(ctx.source).stem
-        if _NAME_RE.fullmatch(stem) is None:
+        if _NAME_RE.fullmatch(stem) is None or len(stem) > NAME_CHARS_MAX:
             raise ctx.error(
                 "name", f"missing, and the file stem {_q(stem)} is not a valid name; add name:"
             )
         return stem
     name = _expect_str(ctx, "name", "name", top["name"])
     _check_name(ctx, "name", "topology name", name, _NAME_RE)
+    if len(name) > NAME_CHARS_MAX:
+        raise ctx.error(
+            "name", f"{_q(name)} is longer than {NAME_CHARS_MAX} characters (C names, file names)"
+        )
     return name
 
 
