@@ -7,9 +7,10 @@
  *      -> R <t[0][0]> .. <t[0][flows-1]> <t[1][0]> ...   (seconds, reps x flows)
  *   Q  -> quit
  *
- * One repetition: MPI_Barrier, then every rank posts its receives and sends (each flow one
- * message of <bytes>), and the receiver of a flow records the time from leaving the barrier to
- * its message's arrival. The first repetition warms the connections up and is not reported.
+ * One repetition: MPI_Barrier; the receiver of each flow posts its receive, starts its clock and
+ * sends the sender an empty "go"; the sender then sends one message of <bytes>; the receiver
+ * records the time until it arrived. No data can be on its way before the receiver's clock
+ * runs. The first repetition warms the connections up and is not reported.
  * Cost per repetition: the barrier plus the slowest flow, about bytes / bandwidth.
  */
 #include <mpi.h>
@@ -89,29 +90,44 @@ int main(int argc, char **argv)
         }
         double *times = calloc((reps + 1) * flows, sizeof(double));
         double *all = calloc((reps + 1) * flows, sizeof(double));
-        MPI_Request req[2 * MAX_FLOWS];
-        int recv_flow[2 * MAX_FLOWS];
+        MPI_Request wait[2 * MAX_FLOWS], sends[MAX_FLOWS], gos[MAX_FLOWS];
+        int flow_of[2 * MAX_FLOWS];
         for (long r = 0; r <= reps; r++) {
-            int nreq = 0, nrecv = 0, slot = 0;
+            int nrecv = 0, nwait = 0, nsend = 0, ngo = 0, slot = 0;
             MPI_Barrier(MPI_COMM_WORLD);
-            double start = MPI_Wtime();
+            /* receivers: post the data receive, start the clock, then let the sender go (no
+             * byte can be on its way before the clock runs, whatever the barrier's skew or
+             * the MPI's eager protocol) */
             for (int f = 0; f < flows; f++)
                 if (cmd[4 + 2 * f] == rank) {
-                    recv_flow[nrecv] = f;
+                    flow_of[nwait] = f;
                     MPI_Irecv(recv_buf + bytes * slot++, (int)bytes, MPI_BYTE,
-                              (int)cmd[3 + 2 * f], f, MPI_COMM_WORLD, &req[nrecv++]);
+                              (int)cmd[3 + 2 * f], f, MPI_COMM_WORLD, &wait[nwait++]);
                 }
-            nreq = nrecv;
+            nrecv = nwait;
             for (int f = 0; f < flows; f++)
-                if (cmd[3 + 2 * f] == rank)
-                    MPI_Isend(send_buf, (int)bytes, MPI_BYTE, (int)cmd[4 + 2 * f], f,
-                              MPI_COMM_WORLD, &req[nreq++]);
-            for (int done = 0; done < nrecv; done++) {
+                if (cmd[3 + 2 * f] == rank) {
+                    flow_of[nwait] = f;
+                    MPI_Irecv(NULL, 0, MPI_BYTE, (int)cmd[4 + 2 * f], MAX_FLOWS + f,
+                              MPI_COMM_WORLD, &wait[nwait++]);
+                }
+            double start = MPI_Wtime();
+            for (int f = 0; f < flows; f++)
+                if (cmd[4 + 2 * f] == rank)
+                    MPI_Isend(NULL, 0, MPI_BYTE, (int)cmd[3 + 2 * f], MAX_FLOWS + f,
+                              MPI_COMM_WORLD, &gos[ngo++]);
+            for (int done = 0; done < nwait; done++) {
                 int index;
-                MPI_Waitany(nrecv, req, &index, MPI_STATUS_IGNORE);
-                times[r * flows + recv_flow[index]] = MPI_Wtime() - start;
+                MPI_Waitany(nwait, wait, &index, MPI_STATUS_IGNORE);
+                int f = flow_of[index];
+                if (index < nrecv)
+                    times[r * flows + f] = MPI_Wtime() - start;
+                else /* the receiver is ready: send */
+                    MPI_Isend(send_buf, (int)bytes, MPI_BYTE, (int)cmd[4 + 2 * f], f,
+                              MPI_COMM_WORLD, &sends[nsend++]);
             }
-            MPI_Waitall(nreq - nrecv, req + nrecv, MPI_STATUSES_IGNORE);
+            MPI_Waitall(nsend, sends, MPI_STATUSES_IGNORE);
+            MPI_Waitall(ngo, gos, MPI_STATUSES_IGNORE);
         }
         MPI_Reduce(times, all, (int)((reps + 1) * flows), MPI_DOUBLE, MPI_MAX, 0,
                    MPI_COMM_WORLD);
