@@ -122,7 +122,7 @@ def test_two_level_integer_ratios_link_bound_exact():
 def test_two_level_full_permutation_regime_within_one_phase():
     """Where (almost) every phase must be a full permutation (bound <= machines, the uplinks
     bind too), the scheduler reaches the bound or misses it by one phase (docs/scheduling.md:
-    13 of 275 uniform two-level trees up to 6 x 10 machines miss by one, all of this kind)."""
+    3 of 275 uniform two-level trees up to 6 x 10 machines miss by one, all of this kind)."""
     exact = total = 0
     for k in range(2, 6):
         for n in range(3, 10):
@@ -136,7 +136,7 @@ def test_two_level_full_permutation_regime_within_one_phase():
                 assert proof.n_phases <= proof.lower_bound + 1, (k, n, c)
                 exact += proof.optimal
                 total += 1
-    assert total > 10 and exact > total // 2
+    assert total > 10 and exact >= total - 2
 
 
 @st.composite

@@ -4,6 +4,7 @@ rank order and any number of ranks per machine; the independent verifier proves 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import subprocess
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from trees import switch_trees
+from trees import MBIT100, star_of_subtrees, switch_trees
 
 from aapcgen.alltoall.capacity import schedule_phases
 from aapcgen.alltoall.cjob import job_phases
@@ -21,7 +22,7 @@ from aapcgen.alltoall.job import job_topology
 from aapcgen.alltoall.phases import build_phases
 from aapcgen.alltoall.tree import analyze
 from aapcgen.core.errors import InputError
-from aapcgen.core.model import Topology
+from aapcgen.core.model import Link, Topology
 from aapcgen.core.topology import load_topology
 from aapcgen.verify.alltoall import verify_schedule
 
@@ -127,13 +128,25 @@ def test_sanitizers_clean(tmp_path):
         *map(str, src.glob("*.c")),
     ]
     subprocess.run([*cmd, "-o", str(exe)], check=True, timeout=300)
-    topo = load_topology(TOPOS / "chain-4x4.yaml")
-    index = {s: i for i, s in enumerate(topo.switches)}
-    for ranks in ([0, 5, 9, 13], [3, 3, 3, 7, 12, 12], list(range(16)), [1, 1]):
+    chain = load_topology(TOPOS / "chain-4x4.yaml")
+    jobs = [(chain, r) for r in ([0, 5, 9, 13], [3, 3, 3, 7, 12, 12], list(range(16)), [1, 1])]
+    # capacities: the exact two-level construction (4 x 5, c = 4), the general scheduler with
+    # its repair (trunk and fat trees, subsets and shared machines)
+    fast = dataclasses.replace(
+        star_of_subtrees([5] * 4),
+        links=tuple(Link(x.a, x.b, 4 * MBIT100) for x in star_of_subtrees([5] * 4).links),
+    )
+    jobs += [(fast, list(range(20)))]
+    for name, ranks in (("trunk-8-8", list(range(16))), ("fat-4-4", [0, 0, 2, 5, 6, 6, 7])):
+        jobs.append((load_topology(TOPOS / f"{name}.yaml"), ranks))
+    for topo, ranks in jobs:
+        index = {s: i for i, s in enumerate(topo.switches)}
         head = f"{len(topo.switches)} {topo.n_machines} {len(topo.links)} {len(ranks)}\n"
         body = " ".join(str(index[s]) for s in topo.machine_switch) + "\n"
         body += " ".join(f"{index[ln.a]} {index[ln.b]}" for ln in topo.links) + "\n"
         body += " ".join(map(str, ranks)) + "\n"
+        speeds = [*topo.machine_bandwidth, *(ln.bandwidth for ln in topo.links)]
+        body += " ".join(map(repr, speeds)) + "\n"
         proc = subprocess.run(
             [str(exe)], input=head + body, capture_output=True, text=True, timeout=60
         )

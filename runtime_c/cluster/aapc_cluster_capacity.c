@@ -10,7 +10,8 @@
  * link's load is |leaves below| x |leaves above|. With c = 1 everywhere LB is seed 002's L and
  * aapc_job_phases() keeps seed 002's construction; this file is used when LB < L.
  *
- * Algorithm (T = LB to start with):
+ * Algorithm (T = LB to start with). Uniform two-level trees where (almost) every phase must be a
+ * full permutation take the exact construction of aapc_cluster_twolevel.c when it fits; else:
  *   1. order: hang the tree from seed 002's root; every subtree lists its leaves in a
  *      proportional interleave of its children's lists (consecutive leaves spread over the
  *      children, so a run of c of them loads every link below evenly). For every node v, root
@@ -805,6 +806,11 @@ int job_phases_capacity(const job_analysis *a, aapc_job_phases_t *out, int64_t r
     if (!pos || !osrc || !odst || !src || !dst || !phase || !queue || !links || !vlinks ||
         !tight || !leaf_at || !f.depth || !f.lo || !f.hi || !f.leafpos || !f.ptr || !f.cnt)
         goto nomem;
+    rc = job_phases_two_level(a, phase, src, dst); /* exact where it applies */
+    if (rc == AAPC_JOB_ENOMEM)
+        goto nomem;
+    if (rc == AAPC_JOB_OK)
+        goto sort;
     if ((rc = fit_tree(a, &f, leaf_at)) != AAPC_JOB_OK || (rc = interleave(&r, pos)) != AAPC_JOB_OK ||
         (rc = order_messages(&r, pos, osrc, odst)) != AAPC_JOB_OK)
         goto fail;
@@ -897,7 +903,7 @@ int job_phases_capacity(const job_analysis *a, aapc_job_phases_t *out, int64_t r
             nq = repair(&f, queue, nq, phase, src, dst, last, leaf_at,
                         40000000 / ((int64_t)f.T * 8), links, vlinks, kpath);
     }
-    /* step 4 */
+sort: /* step 4 */
     tmp = malloc((size_t)nm * sizeof *tmp);
     idx = malloc((size_t)nm * sizeof *idx);
     count = malloc(((size_t)(f.T > P ? f.T : P) + 1) * sizeof *count);

@@ -32,5 +32,8 @@ int job_capacities(job_analysis *a, const aapc_cluster_t *c, const int32_t *rank
 /* Capacity-aware phases reaching or near lower_bound; repair (step 3) runs when P x phases
    <= repair_cells. Returns 0 or an AAPC_JOB_* code (out->error says why). */
 int job_phases_capacity(const job_analysis *a, aapc_job_phases_t *out, int64_t repair_cells);
+/* The exact construction of aapc_cluster_twolevel.c into phase/src/dst (P(P-1) each), or
+   AAPC_JOB_EINVAL when the tree is not a uniform two-level tree in its regime. */
+int job_phases_two_level(const job_analysis *a, int32_t *phase, int32_t *src, int32_t *dst);
 
 #endif
