@@ -10,7 +10,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from aapcgen.alltoall.tree import analyze
 from aapcgen.alltoall.variants import RUNTIME_PREFIX, RUNTIME_SYNC_C, variant_spec
 from aapcgen.alltoallv.schedule import SCHEDULERS, load_pattern
 from aapcgen.cli.options import (
@@ -73,7 +72,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
     cfg = BenchConfig.from_args(a, topo, sizes, specs, natives, out_dir)
     if runtime and not specs:
         raise InputError("--variants: name a generated variant besides the runtime-* ones")
-    check_phase_slots(topo, analyze(topo).load)
+    check_phase_slots(topo)
     check_output_dir(out_dir)  # before the benchmark, not after it
     cfg = replace(cfg, runtime=runtime)
     peak = peak_of(topo, cfg.rate)
@@ -107,7 +106,7 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
     if not pattern.any():
         raise InputError(f"{a.pattern}: every count off the diagonal is 0: nothing to measure")
     pattern = pattern * a.scale
-    check_phase_slots(topo, analyze(topo).load)
+    check_phase_slots(topo)
     check_output_dir(cfg.out_dir)
     request = VBenchRequest(
         pattern, f"{a.pattern} x {a.scale}", a.pattern, a.scale, a.scheduler,

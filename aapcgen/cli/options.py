@@ -159,9 +159,19 @@ def _cannot(option: str, path: str | os.PathLike[str], exc: OSError) -> NoReturn
     raise InputError(f"{option} {path}: cannot write there: {exc.strerror or exc}") from None
 
 
-def check_phase_slots(topo: Topology, phases: int) -> None:
+def phase_count(topo: Topology) -> int:
+    """The phases the pipeline schedules for ``topo`` (the capacity lower bound, which the
+    schedule reaches), computed without scheduling."""
+    from aapcgen.alltoall.capacity import capacity_model
+    from aapcgen.alltoall.tree import analyze
+
+    return capacity_model(analyze(topo)).lower_bound
+
+
+def check_phase_slots(topo: Topology, phases: int | None = None) -> None:
     """The guards of the commands that build per-phase tables of every machine (sync, generate,
     build, bench, tune): phases x machines, and the memory that takes."""
+    phases = phase_count(topo) if phases is None else phases
     n = topo.n_machines
     message = limits.exceeded(limits.PHASE_SLOTS, phases * n)
     if message is not None:

@@ -7,7 +7,6 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from aapcgen.alltoall.tree import analyze
 from aapcgen.alltoall.variants import VariantSpec
 from aapcgen.cli.options import (
     MAX_REPEATS,
@@ -64,7 +63,7 @@ def plan_tune(a: argparse.Namespace) -> TunePlan:
     specs = _specs(a.variants, parse_block_sizes(a.block_sizes))
     out_dir = Path(a.output or f"tuning/{topo.name}")
     bcfg = BenchConfig.from_args(a, topo, sizes, specs, (), out_dir.resolve())
-    check_phase_slots(topo, analyze(topo).load)
+    check_phase_slots(topo)
     if not a.dry_run:
         check_output_dir(out_dir)  # before the sweep, not after it
     if a.backend == "simulate":
