@@ -31,10 +31,10 @@ SWITCHES = Limit("AAPC_MAX_SWITCHES", 4096, "switches")
 # MPI ranks (machines x ranks_per_machine) for the rank-level proof of `verify` (it holds every
 # rank pair: about 200 bytes each, 0.85 GiB at 4096 ranks).
 RANKS = Limit("AAPC_MAX_RANKS", 4096, "MPI ranks")
-# Phases x machines for the commands that build per-phase tables of every machine (sync,
-# generate, build, bench, tune). Measured with --variant sender-all on 2 busy cores:
-# two-level-1024 (3.3e7) 9 s and 0.8 GiB; two switches of 256 machines (2^25) 50 s, 1.1 GiB;
-# of 362 machines (9.5e7) 33 s, 2.9 GiB. Memory is guarded apart (check_memory).
+# Phases (the capacity lower bound the pipeline schedules) x machines, for the commands that build
+# per-phase tables of every machine (sync, generate, build, bench, tune). Two switches of 256
+# machines (2^25): generate --variant sender-all 50 s and 1.1 GiB on 2 busy cores; two-level-1024
+# has 3.3e6. Memory is guarded apart (check_memory).
 PHASE_SLOTS = Limit("AAPC_MAX_PHASE_SLOTS", 2**25, "phase x machine slots")
 # Messages x links they cross (2 x the sum of the link loads): the work of the proof of `verify`
 # (three-level-4096: 9.6e7; a chain of 1024 switches, a machine on each: 3.6e8, 40 s).
