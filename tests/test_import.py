@@ -782,6 +782,7 @@ def test_discover_driver_slow_link_budget_and_undecided(tmp_path):
     report = probing.discover_with(fake_network(topo), topo.machines, "t", settings)
     found = to_topology(report.tree, "<found>")
     assert [ln.bandwidth for ln in found.links] == [50 * MBIT]  # one flow shows a slower link
+    assert set(found.machine_bandwidth) == {100 * MBIT}  # not the slow link behind them
     with pytest.raises(probing.BudgetExceeded):
         probing.discover_with(fake_network(topo), topo.machines, "t", settings, budget=0)
     # the loaded run of the first question takes 1.45 x as long, every time: undecided

@@ -256,14 +256,6 @@ class MeasuredOracle:
             self.progress.note(f"ratio {answer.ratio:.2f}: {verdict}")
         return answer
 
-    def flow_rates(self, flows: Sequence[Flow]) -> list[float]:
-        """Line rate (bytes/s) of each of ``flows`` run together (the best repetition)."""
-        times = self.measure(flows, attempt=-1)
-        return [
-            self.settings.speed_bytes / min(rep[i] for rep in times) * FRAMING
-            for i in range(len(flows))
-        ]
-
     def rate(self, flows: Sequence[Flow]) -> float:
         """Line rate (bytes/s) of ``flows`` together, with ``speed_bytes`` each: all their bytes
         over the time until the last arrived (the best repetition)."""
@@ -303,23 +295,33 @@ def link_speeds(
     return speeds
 
 
-def machine_speeds(root: Cluster, oracle: MeasuredOracle, n: int, rho: int) -> list[float]:
-    """Line rate of every machine's own link: the machines of each switch send round a ring,
-    all at once (their links are private), a machine alone on its switch sends to ``rho``;
-    a machine's speed is the faster of its two flows (a flow runs at its slower end)."""
-    speed: list[float] = [0.0] * n
+def machine_speeds(root: Cluster, oracle: MeasuredOracle, n: int) -> list[float]:
+    """Line rate of every machine's own link: its fastest flow timed alone to or from a machine
+    of the same switch (such a flow crosses only the two machines' links), measured one flow
+    at a time (flows at once share the CPU of an emulation) where the discovery timed none;
+    a machine alone on its switch: its fastest lone flow."""
+    local: dict[int, set[int]] = {}
     for node, _ in switches_of(root):
         ring = [c for c in node.children if isinstance(c, int)]
-        if len(ring) < 2:
-            for m in ring:
-                partner = rho if m != rho else next(x for x in range(n) if x != rho)
-                speed[m] = oracle.rate([(m, partner)])
-            continue
-        flows = list(zip(ring, ring[1:] + ring[:1]))
-        rates = oracle.flow_rates(flows)
-        for i, m in enumerate(ring):
-            speed[m] = max(rates[i], rates[i - 1])
-    return speed
+        for m in ring:
+            local[m] = set(ring) - {m}
+    rates: dict[Flow, float] = {}
+    for key, reps in list(oracle.results.items()):
+        attempt, flows = key.split(":", 1)
+        if int(attempt) >= 0 and "," not in flows:
+            s, d = (int(v) for v in flows.split(">"))
+            rates[(s, d)] = oracle.settings.bytes / min(rep[0] for rep in reps) * FRAMING
+    best = [0.0] * n
+    for m in range(n):
+        mine = [r for (s, d), r in rates.items() if m in (s, d) and ({s, d} - {m}) <= local[m]]
+        if not mine and local[m]:
+            partner = min(local[m])
+            seconds = oracle.slowest([(m, partner)])
+            mine = [oracle.settings.bytes / seconds * FRAMING]
+        if not mine:
+            mine = [r for (s, d), r in rates.items() if m in (s, d)]
+        best[m] = max(mine)
+    return best
 
 
 def _members_of(child: int | Cluster) -> list[int]:
@@ -456,7 +458,7 @@ def discover_with(
         lines += [f"could not decide: {q}" for q in result.undecided]
         lines += [f"check failed: {q}" for q in result.failed_checks]
         return Report(result, None, lines, time.monotonic() - started, len(oracle.results))
-    measured = machine_speeds(result.root, oracle, n, 0)
+    measured = machine_speeds(result.root, oracle, n)
     common = _common_speed(measured)
     machine_speed = [common if abs(s - common) <= 0.1 * common else _round(s) for s in measured]
     speeds = link_speeds(result.root, oracle, common, 0)
