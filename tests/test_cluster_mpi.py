@@ -12,11 +12,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
+from aapcgen.alltoall.job import job_topology
+from aapcgen.alltoallv.schedule import run_scheduler
 from aapcgen.codegen.generate import generate, variant_specs
 from aapcgen.core.topology import load_topology
+from aapcgen.verify.alltoallv import verify_vschedule
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -123,7 +128,7 @@ def test_dumped_schedules_verify(exe, tmp_path):
         env={"AAPC_DUMP_SCHEDULE": str(dump)},
     )
     passed(proc, 15)
-    files = sorted(dump.glob("*.json"))
+    files = sorted(dump.glob("aapc-schedule-*.json"))  # (aapc-union-*: test_union_*)
     assert len(files) >= 5  # WORLD, its dup, halves, thirds, ...
     first = json.loads(files[0].read_text())
     assert first["rank_machines"] == job and first["machines"][:2] == ["n0#0", "n0#1"]
@@ -272,3 +277,111 @@ def test_leader_based_past_int_max(tmp_path):
                            "--huge", "300000000"], capture_output=True, text=True, timeout=900)  # fmt: skip
     passed(proc, 1)
     assert "aapcgen:" not in proc.stderr, proc.stderr
+
+
+# ---- sibling communicators: the union of their schedules -------------------------------------
+
+
+def check_unions(dump: Path) -> list[int]:
+    """Every union schedule dumped: complete and contention-free on the parent's job tree (the
+    independent Alltoallv checker, one byte per message), and the Python greedy's schedule.
+    Returns the phase counts."""
+    index = {m: i for i, m in enumerate(CHAIN.machines)}
+    counts = []
+    for f in sorted(dump.glob("aapc-union-*.json")):
+        d = json.loads(f.read_text())
+        tree = job_topology(CHAIN, [index[m] for m in d["rank_machines"]])
+        color = np.array(d["colors"])
+        pattern = ((color[:, None] == color[None, :]) & (color[:, None] >= 0)).astype(np.int64)
+        np.fill_diagonal(pattern, 0)
+        msg = np.array(d["messages"], dtype=np.int64).reshape(-1, 3)
+        ones = np.ones(len(msg), dtype=np.int64)
+        got = SimpleNamespace(phase=msg[:, 0], src=msg[:, 1], dst=msg[:, 2], offset=0 * ones,
+                              length=ones)  # fmt: skip
+        proof = verify_vschedule(tree, pattern, got)
+        want = run_scheduler("greedy", tree, pattern)
+        for k, col in (("phase", 0), ("src", 1), ("dst", 2)):
+            assert np.array_equal(getattr(want, k), msg[:, col]), (f.name, k)
+        assert proof.n_phases == d["n_phases"]
+        counts.append(d["n_phases"])
+    return counts
+
+
+def test_union_of_grid_rows_and_columns(exe, tmp_path):
+    """16 ranks, rank r on machine r: the rows and the columns of the 4x4 grid (and thirds with
+    reversed keys) split as siblings (aapc_comm_split_siblings) run the union of their schedules,
+    all at once, for every run-time variant (barrier-all: each alone), byte-exact; the unions
+    are proved contention-free and the columns' takes 16 phases, its bound (4 columns x 2 x 2
+    messages cross the middle link each way), against 4 phases of 4 contending messages
+    scheduled alone."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    proc = run(exe, n(*range(16)), "--variant", "runtime-*", "--max-bytes", "1000",
+               env={"AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
+    passed(proc, 4 * 16)
+    assert "aapcgen:" not in proc.stderr, proc.stderr
+    phases = check_unions(dump)
+    assert sorted(set(phases)) == [3, 16, 21], phases  # rows, columns, thirds
+
+
+def test_union_on_a_job_with_several_ranks_per_machine(exe, tmp_path):
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    proc = run(exe, n(0, 0, 5, 9, 13, 13, 2), "--variant", "runtime-*", "--max-bytes", "1000",
+               env={"AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
+    passed(proc, 4 * 16)
+    assert "aapcgen:" not in proc.stderr, proc.stderr
+    assert len(check_unions(dump)) >= 3
+
+
+def test_intercepted_split_records_siblings_under_aapc_siblings_union(tmp_path):
+    """The generated MPI_Comm_split (-DAAPC_INTERCEPT) records the siblings only under
+    AAPC_SIBLINGS=union: then the harness's own MPI_Comm_split calls (halves, reversed, grid,
+    thirds) run union schedules too, besides its aapc_comm_split_siblings cases."""
+    exe = build(tmp_path, extra=("-DAAPC_INTERCEPT",))
+    found = {}
+    for mode in ("", "union"):
+        dump = tmp_path / f"dump-{mode}"
+        dump.mkdir()
+        proc = run(exe, n(1, 6, 6, 11, 14), "--variant", "runtime-receiver-all", "--max-bytes",
+                   "1000", env={"AAPC_SIBLINGS": mode, "AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
+        passed(proc, 16)
+        assert "aapcgen:" not in proc.stderr, proc.stderr
+        found[mode] = len(check_unions(dump))
+    assert found[""] == 2 and found["union"] > found[""], found  # grid rows+columns, thirds
+
+
+def test_sanitizers_union(tmp_path):
+    exe = build(tmp_path, extra=tuple(SANITIZE))
+    proc = run(exe, n(0, 0, 6, 11, 11, 15, 3, 3), "--variant", "runtime-*", "--max-bytes", "1000")
+    passed(proc, 4 * 16)
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+def test_timer_times_split_communicators_at_once(tmp_path):
+    """alltoall_timer --split columns:4: native, each column scheduled alone and the union of
+    the columns, every column calling at once."""
+    gen = tmp_path / "gen"
+    generate(CHAIN, variant_specs("receiver-all", None), gen)
+    exe = tmp_path / "timer"
+    sources = sorted(str(p) for p in gen.glob("*.c"))
+    timer = ROOT / "runtime_c" / "bench" / "alltoall_timer.c"
+    subprocess.run([str(BIN / "mpicc"), *CFLAGS, f"-I{gen}", str(timer), *sources, "-o", str(exe)],
+                   check=True, timeout=300)  # fmt: skip
+    proc = run(exe, n(*range(16)), "--bytes", "1000", "--iters", "2", "--warmup", "1",
+               "--repeats", "1", "--split", "columns:4", "--only", "native,runtime-receiver-all")  # fmt: skip
+    assert proc.returncode == 0 and "done" in proc.stdout.split(), proc.stderr[-2000:]
+    names = {ln.split()[1] for ln in proc.stdout.splitlines() if ln.startswith("time ")}
+    assert names == {"native", "runtime-receiver-all", "runtime-receiver-all+union"}
+
+
+def test_split_peak():
+    from aapcgen.measure.bench import split_colors, split_peak
+
+    assert split_colors("columns:4", 8) == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert split_colors("rows:4", 8) == [0, 0, 0, 0, 1, 1, 1, 1]
+    # columns of chain-4x4 at 100 Mbit/s: 48 pairs, 16 of them on the middle link each way
+    pairs, peak = split_peak(CHAIN, "columns:4", None)
+    assert pairs == 48 and abs(peak - 48 / 16 * 12.5e6) < 1
+    with pytest.raises(Exception, match="rows:K or columns:K"):
+        split_colors("diagonals:2", 8)

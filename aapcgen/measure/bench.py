@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from aapcgen.alltoall.tree import analyze
 from aapcgen.alltoall.variants import VariantSpec
 from aapcgen.codegen.generate import generate
@@ -133,8 +135,11 @@ def parse_timer_output(text: str, rename: dict[str, str], repeat: int) -> list[M
     ]
 
 
-def summarize(rows: list[Measurement], n_machines: int, peak: float) -> list[Summary]:
-    """Median and spread per (candidate, size); pure."""
+def summarize(
+    rows: list[Measurement], n_machines: int, peak: float, pairs: int | None = None
+) -> list[Summary]:
+    """Median and spread per (candidate, size); pure. Throughput counts n(n-1) pairs of blocks,
+    or ``pairs`` (the sibling communicators of a split: split_peak)."""
     groups: dict[tuple[str, int], list[Measurement]] = {}
     for r in rows:
         groups.setdefault((r.candidate, r.bytes), []).append(r)
@@ -143,7 +148,8 @@ def summarize(rows: list[Measurement], n_machines: int, peak: float) -> list[Sum
         times = [m.seconds for m in ms]
         med = statistics.median(times)
         cpu = median_known([m.cpu_busy for m in ms])
-        tput = n_machines * (n_machines - 1) * size / med if med > 0 else 0.0
+        moved = n_machines * (n_machines - 1) if pairs is None else pairs
+        tput = moved * size / med if med > 0 else 0.0
         out.append(
             Summary(
                 cand,
@@ -223,6 +229,9 @@ class BenchConfig:
     prefix: str = "aapc"  # emulate: name prefix of namespaces and interfaces
     mpicc: str | None = None  # the MPI's compiler wrapper (None: the venv's, then PATH's)
     runtime: tuple[str, ...] = ()  # run-time scheduled routines to time too (runtime-<sync>)
+    # "rows:K" | "columns:K": time on MPI_COMM_WORLD's sub-communicators, all at once
+    # (alltoall_timer.c --split; the runtime-* routines also as "<name>+union")
+    split: str | None = None
 
     @classmethod
     def from_args(
@@ -387,6 +396,8 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
         if cfg.runtime:  # the timer skips runtime-* unless named
             names = ["native", *(v.label for v in cfg.variants), *cfg.runtime]
             jobs[0] = replace(jobs[0], args=(*jobs[0].args, "--only", ",".join(names)))
+        if cfg.split:
+            jobs = [replace(j, args=(*j.args, "--split", cfg.split)) for j in jobs]
         gen_dir = Path(tmp) / "gen"
         generate(cfg.topology, cfg.variants, gen_dir)
         exe = Path(tmp) / "alltoall_timer"
@@ -418,8 +429,14 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
 
 
 def write_outputs(
-    cfg: BenchConfig, rows: list[Measurement], summary: list[Summary], peak: float
+    cfg: BenchConfig,
+    rows: list[Measurement],
+    summary: list[Summary],
+    peak: float,
+    pairs: int | None = None,
 ) -> list[Path]:
+    """CSV, JSON and plot; ``pairs``: the pairs of blocks a call moves when not n(n-1) (a split,
+    split_peak)."""
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     n = cfg.topology.n_machines
     csv_path, json_path, png_path = (
@@ -443,7 +460,8 @@ def write_outputs(
             ]
         )
         for r in rows:
-            tput = n * (n - 1) * r.bytes / r.seconds if r.seconds > 0 else 0.0
+            moved = n * (n - 1) if pairs is None else pairs
+            tput = moved * r.bytes / r.seconds if r.seconds > 0 else 0.0
             w.writerow(
                 [
                     r.candidate,
@@ -472,6 +490,7 @@ def write_outputs(
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "mpi": _mpi_version(),
         "tcp_congestion_control": tcp_congestion_control(),
+        "split": cfg.split,
     }
     json_path.write_text(
         json.dumps(
@@ -588,6 +607,29 @@ def _size(b: int) -> str:
         if b >= factor and b % factor == 0:
             return f"{b // factor}{unit}"
     return str(b)
+
+
+def split_colors(spec: str, ranks: int) -> list[int]:
+    """The colour of every rank of a ``--split`` spec (alltoall_timer.c): ``rows:K`` (rank / K)
+    or ``columns:K`` (rank mod K)."""
+    kind, _, k = spec.partition(":")
+    if kind not in ("rows", "columns") or not k.isdigit() or int(k) < 1:
+        raise InputError(f"--split: '{spec}' is not rows:K or columns:K")
+    return [r // int(k) if kind == "rows" else r % int(k) for r in range(ranks)]
+
+
+def split_peak(topo: Topology, spec: str, rate: float | None) -> tuple[int, float]:
+    """For sibling communicators of a split all calling at once (rank r on machine r): the
+    rank pairs they exchange, sum of n(n-1), and the peak (bytes/s) of that union: its pairs
+    over the lower bound of the union's bytes on the busiest link."""
+    from aapcgen.alltoallv.schedule import lower_bound
+
+    n = topo.n_machines
+    colors = np.array(split_colors(spec, n))
+    pattern = (colors[:, None] == colors[None, :]).astype(np.int64)
+    np.fill_diagonal(pattern, 0)
+    pairs = int(pattern.sum())
+    return pairs, pairs / lower_bound(with_rate(topo, rate), pattern)
 
 
 def peak_of(topo: Topology, rate: float | None) -> float:

@@ -3,6 +3,11 @@
  * AAPC_VARIANT picks a variant at run time; the default is auto. Do not edit. */
 #include "aapc_chain_4x4.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "aapc_cluster_comm.h"
+
 const aapc_variant_t aapc_variants[] = {
     {"no-sync", aapc_alltoall_chain_4x4_no_sync},
     {"dummy", aapc_alltoall_chain_4x4_dummy},
@@ -23,7 +28,25 @@ const aapc_variant_t aapc_variants[] = {
 const int aapc_nvariants = 15;
 const char *const aapc_topology_name = "chain-4x4";
 
+/* MPI_Comm_split recording the siblings, whose MPI_Alltoall then runs the union of their
+   schedules (every sibling calling at once: docs/generate.md, "Sibling communicators") */
+int aapc_comm_split_siblings(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    return aapc_cluster_split(&aapc_chain_4x4_cluster, comm, color, key, newcomm);
+}
+
 #ifdef AAPC_INTERCEPT
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *s = getenv("AAPC_SIBLINGS");
+        on = s != NULL && strcmp(s, "union") == 0;
+    }
+    return on ? aapc_comm_split_siblings(comm, color, key, newcomm)
+              : PMPI_Comm_split(comm, color, key, newcomm);
+}
+
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {

@@ -15,11 +15,26 @@
  *      plus the machine of every rank) for `aapcgen verify TOPO --schedule FILE`;
  *   6. the result (or the decision to fall back) is cached on the communicator, in a slot per
  *      variant of aapc_cluster_comm.c, and freed with it. Later calls: one attribute lookup.
+ * Siblings (a communicator from a recorded MPI_Comm_split: common/aapc_cluster_comm.c
+ * aapc_cluster_split, the generated MPI_Comm_split under AAPC_SIBLINGS=union): the schedule is
+ * the union of every sibling's all-to-all on the parent's job tree, so that all of them calling
+ * at once are contention-free together: the messages (a, b) of ranks of one colour, scheduled
+ * by the greedy of vsched/ (first fit, largest first, ties in the order of seed 002's phases of
+ * the parent: every phase puts at most one message on every directed link), and the syncs of
+ * the variant along every link across the siblings (aapc_alltoall_rows.c on the parent's
+ * numbering). The data and the syncs travel on the family's dup of the parent, each block
+ * addressed by the sender's rank in its own communicator (aapc_comm_info_t machine_block).
+ * Every sibling must then call MPI_Alltoall together, the same number of times (a 2-D FFT's
+ * transposes): a sibling that does not call leaves the others waiting for its syncs. Not for
+ * barrier-all (a barrier would span the parent); a union the scheduler refuses (a parent of more
+ * than AAPC_JOB_MAX_RANKS ranks) leaves each communicator its own schedule.
  * Then the phase executor (common/aapc_exec.c) runs this rank's rows.
  * Cost of the first call: one MPI_Comm_dup, one Allgather of P ints (lg P alpha + 4 P beta),
  * O(P^2 d) local work and about 16 P^2 bytes for P ranks of a depth-d tree (119 ms, 34 MiB at
  * 1024 ranks: docs/performance.md); each call: the
- * executor's P_phases (alpha + n beta) on the critical path plus its syncs.
+ * executor's P_phases (alpha + n beta) on the critical path plus its syncs. A union adds, on its
+ * first call, O(P^2) memory for the parent's P ranks (its count matrix and template) and the
+ * greedy over the M = sum of the siblings' n(n-1) messages.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "aapc_alltoall_cluster.h"
@@ -33,11 +48,13 @@
 #include "aapc_cluster_comm.h"
 #include "aapc_comm.h"
 #include "aapc_exec.h" /* aapc_alltoall_block */
+#include "aapc_vsched.h"
 
 /* One variant's schedule on one communicator (a slot of aapc_cluster_comm_t). */
 struct cluster_entry {
     int usable;
     aapc_rows_t rows;
+    aapc_comm_info_t info; /* where the rows run (the family's dup for a union) */
 };
 
 static void entry_free(void *p)
@@ -116,6 +133,124 @@ static void dump_schedule(const aapc_cluster_t *cl, const int *rm, int P,
     free(count);
 }
 
+/* AAPC_DUMP_SCHEDULE for a union: the parent's machines, every rank's colour, the messages. */
+static void dump_union(const aapc_cluster_t *cl, const aapc_split_family_t *f,
+                       const aapc_vsched *vs)
+{
+    const char *dir = getenv("AAPC_DUMP_SCHEDULE");
+    static int serial = 0;
+    if (dir == NULL || dir[0] == '\0')
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/aapc-union-%ld-%d.json", dir, (long)getpid(), serial++);
+    FILE *f_out = fopen(path, "w");
+    if (f_out == NULL) {
+        fprintf(stderr, "aapcgen: AAPC_DUMP_SCHEDULE: cannot write %s\n", path);
+        return;
+    }
+    fprintf(f_out, "{\"topology\": ");
+    json_string(f_out, cl->name);
+    fprintf(f_out, ", \"rank_machines\": [");
+    for (int r = 0; r < f->size; r++) {
+        fprintf(f_out, r ? ", " : "");
+        json_string(f_out, cl->machine_name[f->rank_machine[r]]);
+    }
+    fprintf(f_out, "], \"colors\": [");
+    for (int r = 0; r < f->size; r++)
+        fprintf(f_out, "%s%d", r ? ", " : "", f->color[r] == MPI_UNDEFINED ? -1 : f->color[r]);
+    fprintf(f_out, "], \"n_phases\": %d, \"messages\": [", vs->n_phases);
+    for (long long k = 0; k < vs->n_pieces; k++)
+        fprintf(f_out, "%s[%d, %d, %d]", k ? ", " : "", vs->phase[k], vs->src[k], vs->dst[k]);
+    fprintf(f_out, "]}\n");
+    fclose(f_out);
+}
+
+/* The union of the siblings' all-to-alls (see the top). Returns MPI_SUCCESS with e->usable set
+   when built, MPI_SUCCESS with it clear when the scheduler refuses the parent (the caller
+   then schedules the communicator alone), MPI_ERR_NO_MEM. */
+static int build_union(struct cluster_entry *e, aapc_cluster_comm_t *cc, int sync,
+                       const char *name)
+{
+    const aapc_split_family_t *f = cc->family;
+    const aapc_cluster_t *cl = cc->cluster;
+    int32_t P = f->size;
+    size_t n = (size_t)P;
+    char err[160];
+    aapc_job_tree_t tree;
+    aapc_job_phases_t unit;
+    aapc_vsched vs;
+    memset(&tree, 0, sizeof tree);
+    memset(&unit, 0, sizeof unit);
+    memset(&vs, 0, sizeof vs);
+    int rc = aapc_job_tree(cl, f->rank_machine, P, &tree, err, (int)sizeof err);
+    if (rc != AAPC_JOB_OK)
+        return rc == AAPC_JOB_ENOMEM ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    rc = aapc_job_phases_unit(cl, f->rank_machine, P, &unit);
+    if (rc != AAPC_JOB_OK) {
+        aapc_job_tree_free(&tree);
+        return rc == AAPC_JOB_ENOMEM ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    }
+    int *parent = malloc(sizeof *parent * (size_t)tree.n_nodes);
+    int *tmpl = malloc(sizeof *tmpl * n * n);
+    long long *counts = calloc(n * n, sizeof *counts);
+    int32_t *phase = NULL, *src = NULL, *dst = NULL;
+    int out = MPI_ERR_NO_MEM;
+    if (parent == NULL || tmpl == NULL || counts == NULL)
+        goto done;
+    for (int32_t v = 0; v < tree.n_nodes; v++)
+        parent[v] = tree.parent[v];
+    for (size_t i = 0; i < n * n; i++)
+        tmpl[i] = -1;
+    for (int64_t k = 0; k < unit.n_messages; k++)
+        tmpl[(size_t)unit.src[k] * n + (size_t)unit.dst[k]] = unit.phase[k];
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = 0; b < n; b++)
+            counts[a * n + b] = a != b && f->color[a] != MPI_UNDEFINED && f->color[a] == f->color[b];
+    aapc_vtree vt = {P, tree.n_nodes, parent, tree.up_bw, tmpl};
+    rc = aapc_vsched_run(&vt, counts, AAPC_VSCHED_GREEDY, 0, 0, &vs);
+    if (rc != AAPC_VSCHED_OK) {
+        out = rc == AAPC_VSCHED_ENOMEM ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+        goto done;
+    }
+    size_t m = (size_t)vs.n_pieces;
+    phase = malloc(sizeof *phase * (m ? m : 1));
+    src = malloc(sizeof *src * (m ? m : 1));
+    dst = malloc(sizeof *dst * (m ? m : 1));
+    if (phase == NULL || src == NULL || dst == NULL)
+        goto done;
+    for (size_t k = 0; k < m; k++) { /* sorted by (phase, src, dst), as the rows want */
+        phase[k] = vs.phase[k];
+        src[k] = vs.src[k];
+        dst[k] = vs.dst[k];
+    }
+    aapc_job_phases_t ph;
+    memset(&ph, 0, sizeof ph);
+    ph.n_ranks = P;
+    ph.n_phases = vs.n_phases;
+    ph.n_messages = (int64_t)m;
+    ph.phase = phase;
+    ph.src = src;
+    ph.dst = dst;
+    if (f->rank == 0)
+        dump_union(cl, f, &vs);
+    if (aapc_rows_build(&ph, &tree, sync, f->rank, name, &e->rows) != 0)
+        goto done;
+    e->info = (aapc_comm_info_t){1, f->dup, f->rank, NULL, NULL, f->child_rank, cc->size};
+    e->usable = 1;
+    out = MPI_SUCCESS;
+done:
+    free(phase);
+    free(src);
+    free(dst);
+    free(parent);
+    free(tmpl);
+    free(counts);
+    aapc_vsched_free(&vs);
+    aapc_job_phases_free(&unit);
+    aapc_job_tree_free(&tree);
+    return out;
+}
+
 /* Steps 3-5 for a communicator whose ranks are all on known machines. */
 static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int sync,
                        const char *name, MPI_Comm comm)
@@ -127,6 +262,11 @@ static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
     if (tree == NULL) {
         aapc_warn_fallback(comm, name, cc->tree_error, "MPI_Alltoall");
         return MPI_SUCCESS; /* usable stays 0: the library's routine runs */
+    }
+    if (cc->family != NULL && sync != AAPC_VSYNC_BARRIER) {
+        int rc = build_union(e, cc, sync, name);
+        if (rc != MPI_SUCCESS || e->usable)
+            return rc;
     }
     aapc_job_phases_t ph;
     int rc = aapc_job_phases(cc->cluster, cc->rank_machine, cc->size, &ph);
@@ -142,6 +282,7 @@ static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
     aapc_job_phases_free(&ph);
     if (rc != 0)
         return MPI_ERR_NO_MEM;
+    e->info = (aapc_comm_info_t){1, cc->dup, cc->rank, NULL, NULL, NULL, 0};
     e->usable = 1;
     return MPI_SUCCESS;
 }
@@ -201,8 +342,8 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return otherwise(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e == NULL || !e->usable || bytes == 0)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    aapc_comm_info_t info = {1, state->dup, state->rank, NULL, NULL};
-    return aapc_alltoall_exec(&e->rows.sched, &info, sendbuf, sendcount, sendtype, recvbuf,
+    aapc_args_private_returns(e->info.dup);
+    return aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype);
 }
 

@@ -34,6 +34,11 @@ int aapc_alltoall_cluster_auto(const aapc_cluster_t *cluster, int sync, const ch
                                int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
+/* MPI_Comm_split that records the siblings for their union schedule (defined by the generated
+   aapc_<topology>_intercept.c with its cluster: common/aapc_cluster_comm.c aapc_cluster_split);
+   the generated MPI_Comm_split calls it under AAPC_SIBLINGS=union, PMPI_Comm_split otherwise. */
+int aapc_comm_split_siblings(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+
 #ifdef __cplusplus
 }
 #endif

@@ -72,6 +72,8 @@ int aapc_alltoall_exec(const aapc_schedule_t *s, const struct aapc_comm_info *in
         (rc = PMPI_Comm_size(st.dup, &size)) != MPI_SUCCESS ||
         (rc = PMPI_Type_get_extent(recvtype, &lb, &rext)) != MPI_SUCCESS)
         return rc;
+    if (st.info.machine_block != NULL)
+        size = st.info.nblocks; /* the blocks of the caller's communicator */
     st.rbuf = recvbuf;
     st.rcount = recvcount;
     st.rtype = recvtype;

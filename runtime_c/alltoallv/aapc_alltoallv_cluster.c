@@ -365,7 +365,7 @@ int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, con
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
     }
-    aapc_comm_info_t info = {1, cc->dup, cc->rank, NULL, NULL};
+    aapc_comm_info_t info = {1, cc->dup, cc->rank, NULL, NULL, NULL, 0};
     return aapc_alltoallv_exec(&s->tab.sched, &info, sendbuf, sendcounts, sdispls, sendtype,
                                recvbuf, recvcounts, rdispls, recvtype);
 }

@@ -18,8 +18,15 @@
  * With --target-seconds T the number of timed calls adapts: iters = T / (time of the warm-up
  * calls), clamped to [--min-iters, --iters].
  *
+ * --split rows:K | columns:K: every candidate runs on sub-communicators of MPI_COMM_WORLD, all
+ * of them at once (as a 2-D FFT's transposes): colour rank / K (rows of K ranks) or rank mod K
+ * (K columns), key rank; the time is still the slowest rank's. The run-time routines run twice:
+ * under their name on a split of PMPI_Comm_split (each communicator scheduled alone) and as
+ * "<name>+union" on the same split recorded by aapc_comm_split_siblings (the union of the
+ * siblings' schedules, alltoall/aapc_alltoall_cluster.c).
+ *
  * usage: alltoall_timer --bytes B[,B...] [--iters N] [--min-iters N] [--target-seconds T]
- *                       [--warmup N] [--repeats R] [--only a,b] [--seed K]
+ *                       [--warmup N] [--repeats R] [--only a,b] [--seed K] [--split rows:K]
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* readlink in timer_common.h */
@@ -29,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aapc_alltoall_cluster.h" /* aapc_comm_split_siblings */
 #include "aapc_registry.h"
 
 /* Under SimGrid SMPI (smpicc), all ranks share one process: back the send and receive buffers
@@ -53,12 +61,29 @@ struct call_args {
     const char *sb;
     char *rb;
     int bytes;
+    MPI_Comm comm;
 };
 
 static void call_one(void *p)
 {
     struct call_args *a = p;
-    a->fn(a->sb, a->bytes, MPI_BYTE, a->rb, a->bytes, MPI_BYTE, MPI_COMM_WORLD);
+    a->fn(a->sb, a->bytes, MPI_BYTE, a->rb, a->bytes, MPI_BYTE, a->comm);
+}
+
+/* The colour of `rank` in the --split spec (rows:K or columns:K); -1: a bad spec. */
+static int split_color(const char *spec, int rank)
+{
+    int k = 0;
+    if (sscanf(spec, "rows:%d", &k) == 1 && k > 0)
+        return rank / k;
+    if (sscanf(spec, "columns:%d", &k) == 1 && k > 0)
+        return rank % k;
+    return -1;
+}
+
+static int runtime_routine(const char *name)
+{
+    return strncmp(name, "runtime-", 8) == 0 || strcmp(name, "auto") == 0;
 }
 
 int main(int argc, char **argv)
@@ -67,7 +92,7 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const char *bytes_list = "65536", *only = NULL;
+    const char *bytes_list = "65536", *only = NULL, *split = NULL;
     int iters = 20, min_iters = 3, warmup = 2, repeats = 5, seed = 0;
     double target = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -79,6 +104,19 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
         else if (strcmp(argv[i], "--seed") == 0) seed = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--split") == 0) split = argv[i + 1];
+    }
+    MPI_Comm comm = MPI_COMM_WORLD, siblings = MPI_COMM_NULL;
+    int csize = size;
+    if (split != NULL) {
+        int color = split_color(split, rank);
+        if (color < 0) {
+            if (rank == 0) fprintf(stderr, "alltoall_timer: --split %s: use rows:K or columns:K\n", split);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        PMPI_Comm_split(MPI_COMM_WORLD, color, rank, &comm);
+        aapc_comm_split_siblings(MPI_COMM_WORLD, color, rank, &siblings);
+        MPI_Comm_size(comm, &csize);
     }
     const struct timer_opts opts = {iters, min_iters, warmup, target};
     int ncand = aapc_nvariants + 1;
@@ -100,7 +138,7 @@ int main(int argc, char **argv)
             *next++ = '\0';
         }
         long bytes = atol(tok);
-        size_t total = (size_t)bytes * (size_t)size;
+        size_t total = (size_t)bytes * (size_t)csize;
         char *sb = BUF_MALLOC(total ? total : 1), *rb = BUF_MALLOC(total ? total : 1);
         for (size_t k = 0; k < total; k++) sb[k] = (char)(k * 7 + (size_t)rank);
         for (int r = 0; r < repeats; r++) {
@@ -108,14 +146,24 @@ int main(int argc, char **argv)
             for (int k = 0; k < ncand; k++) {
                 int c = order[k];
                 if (!selected(only, names[c])) continue;
-                struct call_args args = {fns[c], sb, rb, (int)bytes};
+                struct call_args args = {fns[c], sb, rb, (int)bytes, comm};
                 time_candidate(call_one, &args, &opts, names[c], bytes, r, rank);
+                if (siblings != MPI_COMM_NULL && runtime_routine(names[c])) {
+                    char uname[256];
+                    snprintf(uname, sizeof uname, "%s+union", names[c]);
+                    args.comm = siblings;
+                    time_candidate(call_one, &args, &opts, uname, bytes, r, rank);
+                }
             }
         }
         BUF_FREE(sb);
         BUF_FREE(rb);
     }
     if (rank == 0) printf("done\n");
+    if (split != NULL) {
+        MPI_Comm_free(&comm);
+        MPI_Comm_free(&siblings);
+    }
     free(list);
     free(order);
     free(fns);

@@ -11,8 +11,13 @@
  *   3. on demand, the job tree of those ranks;
  *   4. the state is an attribute of the user's communicator (MPI_COMM_NULL_COPY_FN: a user's dup
  *      gathers again; a delete callback frees the dup, the tree and every routine's slot).
+ * aapc_cluster_split (the generated MPI_Comm_split under AAPC_SIBLINGS=union, and
+ * aapc_comm_split_siblings): PMPI_Comm_split, then, when every rank of the parent is on a known
+ * machine, one MPI_Allgather of (colour, rank in the child) over the parent's dup and one
+ * MPI_Comm_dup of it, shared by the siblings of this rank as their family (freed with the last).
  * Cost: first use lg P alpha + 4 P beta (the Allgather) plus the dup, and O(P + S + M) for the
- * tree (cluster/aapc_cluster_tree.c); later uses one attribute lookup.
+ * tree (cluster/aapc_cluster_tree.c); later uses one attribute lookup. A recorded split adds
+ * lg P alpha + 8 P beta and a dup of the parent.
  * Not thread-safe on first use (MPI forbids concurrent collectives on one communicator).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -25,6 +30,20 @@
 #include "aapc_comm.h" /* aapc_warn_fallback */
 
 static int keyval = MPI_KEYVAL_INVALID;
+
+static int family_release(aapc_split_family_t *f)
+{
+    int rc = MPI_SUCCESS;
+    if (f == NULL || --f->refs > 0)
+        return MPI_SUCCESS;
+    if (f->dup != MPI_COMM_NULL)
+        rc = PMPI_Comm_free(&f->dup);
+    free(f->rank_machine);
+    free(f->color);
+    free(f->child_rank);
+    free(f);
+    return rc;
+}
 
 static int comm_delete(MPI_Comm comm, int kv, void *attr, void *extra)
 {
@@ -46,8 +65,9 @@ static int comm_delete(MPI_Comm comm, int kv, void *attr, void *extra)
     }
     aapc_job_tree_free(&cc->tree);
     free(cc->rank_machine);
+    int rf = family_release(cc->family);
     free(cc);
-    return rc;
+    return rc != MPI_SUCCESS ? rc : rf;
 }
 
 static int state_of(MPI_Comm comm, aapc_cluster_comm_t **out)
@@ -178,4 +198,75 @@ aapc_cluster_slot_t *aapc_cluster_comm_slot(aapc_cluster_comm_t *cc, const void 
         cc->slots = s;
     }
     return s;
+}
+
+int aapc_cluster_split(const aapc_cluster_t *cl, MPI_Comm comm, int color, int key,
+                       MPI_Comm *newcomm)
+{
+    int rc, inter = 0;
+    if ((rc = PMPI_Comm_split(comm, color, key, newcomm)) != MPI_SUCCESS)
+        return rc;
+    if (cl == NULL || comm == MPI_COMM_NULL ||
+        (rc = PMPI_Comm_test_inter(comm, &inter)) != MPI_SUCCESS || inter)
+        return rc;
+    aapc_cluster_comm_t *pc = NULL;
+    if ((rc = aapc_cluster_comm(cl, comm, "MPI_Comm_split", "MPI_Alltoall", 0, &pc)) !=
+            MPI_SUCCESS ||
+        pc == NULL || !pc->all_known) /* the same on every rank: no family */
+        return rc;
+    int mine[2] = {color, -1}, P = pc->size;
+    if (*newcomm != MPI_COMM_NULL && (rc = PMPI_Comm_rank(*newcomm, &mine[1])) != MPI_SUCCESS)
+        return rc;
+    aapc_split_family_t *f = calloc(1, sizeof *f);
+    int *both = malloc(sizeof *both * 2 * (size_t)P);
+    int nomem = f == NULL || both == NULL;
+    if (!nomem) {
+        f->dup = MPI_COMM_NULL;
+        f->size = P;
+        f->rank = pc->rank;
+        f->rank_machine = malloc(sizeof *f->rank_machine * (size_t)P);
+        f->color = malloc(sizeof *f->color * (size_t)P);
+        f->child_rank = malloc(sizeof *f->child_rank * (size_t)P);
+        nomem = !f->rank_machine || !f->color || !f->child_rank;
+    }
+    /* agree on memory first, so that every rank takes part in the same collectives; short of
+       memory anywhere: the split stands, unrecorded */
+    int any_nomem = nomem;
+    if ((rc = PMPI_Allreduce(MPI_IN_PLACE, &any_nomem, 1, MPI_INT, MPI_MAX, pc->dup)) !=
+            MPI_SUCCESS ||
+        any_nomem) {
+        if (f != NULL) {
+            f->refs = 1;
+            family_release(f);
+        }
+        free(both);
+        return rc;
+    }
+    MPI_Comm dup = MPI_COMM_NULL;
+    if ((rc = PMPI_Allgather(mine, 2, MPI_INT, both, 2, MPI_INT, pc->dup)) == MPI_SUCCESS)
+        rc = PMPI_Comm_dup(pc->dup, &dup);
+    if (rc == MPI_SUCCESS && *newcomm != MPI_COMM_NULL) {
+        aapc_cluster_comm_t *cc;
+        if ((rc = state_of(*newcomm, &cc)) == MPI_SUCCESS) {
+            for (int r = 0; r < P; r++) {
+                f->rank_machine[r] = pc->rank_machine[r];
+                f->color[r] = both[2 * r];
+                f->child_rank[r] = both[2 * r + 1];
+            }
+            f->dup = dup;
+            f->refs = 1;
+            family_release(cc->family); /* a state recorded before (none: a fresh comm) */
+            cc->family = f;
+            f = NULL;
+            dup = MPI_COMM_NULL;
+        }
+    }
+    if (dup != MPI_COMM_NULL)
+        PMPI_Comm_free(&dup);
+    if (f != NULL) {
+        f->refs = 1;
+        family_release(f);
+    }
+    free(both);
+    return rc;
 }

@@ -24,6 +24,18 @@ typedef struct aapc_cluster_slot {
     struct aapc_cluster_slot *next;
 } aapc_cluster_slot_t;
 
+/* The sibling communicators of one MPI_Comm_split, recorded on each of them by
+   aapc_cluster_split: enough to schedule the union of their all-to-alls on the parent's ranks
+   (alltoall/aapc_alltoall_cluster.c). Shared by the children of this rank (one per split),
+   freed with the last of them. */
+typedef struct aapc_split_family {
+    int refs;
+    MPI_Comm dup;             /* a private duplicate of the parent: the union's traffic */
+    int size, rank;           /* the parent's size and this rank's rank in it */
+    int32_t *rank_machine;    /* machine of every parent rank (all known) */
+    int *color, *child_rank;  /* colour (MPI_UNDEFINED: no child) and rank in the child */
+} aapc_split_family_t;
+
 typedef struct aapc_cluster_comm {
     MPI_Comm dup;                  /* private duplicate: all traffic of the routines */
     int size, rank;
@@ -34,6 +46,7 @@ typedef struct aapc_cluster_comm {
     aapc_job_tree_t tree;
     char tree_error[160];
     aapc_cluster_slot_t *slots;
+    aapc_split_family_t *family;   /* NULL unless the communicator came from a recorded split */
 } aapc_cluster_comm_t;
 
 /* The communicator's state for `cluster`, collective on its first use (one MPI_Comm_dup, one
@@ -42,6 +55,13 @@ typedef struct aapc_cluster_comm {
    code. */
 int aapc_cluster_comm(const aapc_cluster_t *cluster, MPI_Comm comm, const char *name,
                       const char *routine, int warn_unknown, aapc_cluster_comm_t **out);
+
+/* MPI_Comm_split (PMPI) that records the siblings on the new communicator when every rank of
+   comm is on a known machine of `cluster`: collective over comm, one MPI_Allgather of two ints
+   and one MPI_Comm_dup on top of the split (plus, on comm's first use, what aapc_cluster_comm
+   does). Inter-communicators: the split alone. Returns an MPI error code. */
+int aapc_cluster_split(const aapc_cluster_t *cluster, MPI_Comm comm, int color, int key,
+                       MPI_Comm *newcomm);
 
 /* The job tree of the communicator (built once): NULL when the scheduler refuses it (the
    reason is in cc->tree_error) or when out of memory (*nomem set). */

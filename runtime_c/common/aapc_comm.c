@@ -402,6 +402,8 @@ static int aapc_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t
     info->my_machine = -1;
     info->machine_rank = NULL;
     info->cache = NULL;
+    info->machine_block = NULL;
+    info->nblocks = 0;
     if (comm == MPI_COMM_NULL)
         return MPI_ERR_COMM;
     if ((rc = aapc_get_cache(comm, &c)) != MPI_SUCCESS)

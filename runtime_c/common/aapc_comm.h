@@ -27,6 +27,11 @@ typedef struct aapc_comm_info {
     int my_machine;           /* the machine this rank runs */
     const int *machine_rank;  /* machine -> rank of dup; NULL means the identity */
     struct aapc_comm_cache *cache;
+    /* NULL: the user's buffers hold one block per rank of dup, in its rank order. Otherwise
+       they hold nblocks blocks and machine_block[m] is the block of machine m (the siblings of
+       one split run their union schedule on the parent's dup: alltoall/aapc_alltoall_cluster.c) */
+    const int *machine_block;
+    int nblocks;
 } aapc_comm_info_t;
 
 /* Look up (collectively on first use of s on comm: dup, allgather of host names) how this

@@ -49,6 +49,13 @@ int aapc_rank(const struct aapc_run *st, int32_t peer)
     return aapc_comm_rank_of(&st->info, peer >= 0 ? peer : -(peer + 1));
 }
 
+/* Block of the user's buffers that a data peer's message uses (its rank, unless the caller
+   numbers the blocks itself: aapc_comm_info_t machine_block). */
+static MPI_Aint aapc_block(const struct aapc_run *st, int32_t peer, int rank)
+{
+    return st->info.machine_block != NULL ? st->info.machine_block[peer] : rank;
+}
+
 /* Complete the outstanding dummy receive, if any. */
 static int aapc_dummy_wait(struct aapc_run *st)
 {
@@ -137,7 +144,8 @@ static int aapc_start_send(struct aapc_run *st, int e)
     if (peer >= 0 && st->vmode)
         return aapc_isend_piece(st, e, dest);
     if (peer >= 0)
-        return PMPI_Isend(st->sbuf + (MPI_Aint)dest * st->sblock, st->scount, st->stype, dest,
+        return PMPI_Isend(st->sbuf + aapc_block(st, peer, dest) * st->sblock, st->scount,
+                          st->stype, dest,
                           AAPC_TAG_DATA, st->dup, &st->sreq);
     return PMPI_Isend(st->dsend, st->dcount, st->dtype, dest, AAPC_TAG_DUMMY, st->dup,
                       &st->sreq);
@@ -253,7 +261,8 @@ static int aapc_post_recvs(struct aapc_run *st, int32_t upto)
         if (st->vmode)
             rc = aapc_irecv_piece(st, r, src, &st->rreq[r - st->r0]);
         else
-            rc = PMPI_Irecv(st->rbuf + (MPI_Aint)src * st->rblock, st->rcount, st->rtype, src,
+            rc = PMPI_Irecv(st->rbuf + aapc_block(st, peer, src) * st->rblock, st->rcount,
+                            st->rtype, src,
                             AAPC_TAG_DATA, st->dup, &st->rreq[r - st->r0]);
         if (rc != MPI_SUCCESS)
             return rc;
@@ -356,8 +365,9 @@ static int aapc_check_rows(const struct aapc_run *st)
 /* The rank's own block: one memcpy for dense types, else a local copy through the library. */
 static int aapc_copy_own(struct aapc_run *st, int me)
 {
-    const char *sb = st->sbuf + (MPI_Aint)me * st->sblock;
-    char *rb = st->rbuf + (MPI_Aint)me * st->rblock;
+    MPI_Aint own = aapc_block(st, st->m, me);
+    const char *sb = st->sbuf + own * st->sblock;
+    char *rb = st->rbuf + own * st->rblock;
     int sc = st->scount, rcnt = st->rcount, size;
     if (st->vmode) {
         sb = st->sbuf + (MPI_Aint)st->sdispls[me] * st->sext;

@@ -7,7 +7,9 @@
  * pattern). Cases: MPI_BYTE blocks of 0, 1, 7, 1000, 65536, 300000 bytes; strided derived
  * datatypes on either side; MPI_IN_PLACE (contiguous and with a negative lower bound); three
  * repeated calls with different data; a duplicate of MPI_COMM_WORLD; a sub-communicator from
- * MPI_Comm_split (falls back to the library). A test (case x variant) fails when any rank sees
+ * MPI_Comm_split (falls back to the library); the rows and columns of a grid and thirds split
+ * as recorded siblings (aapc_comm_split_siblings: the run-time routines run the union of their
+ * schedules). A test (case x variant) fails when any rank sees
  * a difference or an error code. Rank 0 prints the first failures and finally
  *     alltoall_check: N passed, M failed
  * Exit status 0 only if M == 0.
@@ -25,6 +27,7 @@
 
 #include <mpi.h>
 
+#include "aapc_alltoall_cluster.h" /* aapc_comm_split_siblings */
 #include "aapc_registry.h"
 
 #define DESC_LEN 200
@@ -230,6 +233,44 @@ static void split_and_call(aapc_alltoall_fn fn, long n, int div, int mod, int re
     MPI_Comm_free(&sub);
 }
 
+/* The same through aapc_comm_split_siblings (the siblings run the union of their schedules,
+   every one calling at once): a call of MPI_BYTE blocks, then one in place with MPI_INT. */
+static void siblings_call(aapc_alltoall_fn fn, long n, int div, int mod, int reversed, int tag,
+                          char *desc)
+{
+    MPI_Comm sub;
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int color = div > 0 ? (rank / div) % mod : rank % mod;
+    aapc_comm_split_siblings(MPI_COMM_WORLD, color, reversed ? -rank : rank, &sub);
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    compare_once(fn, sub, MPI_BYTE, (int)n, MPI_BYTE, (int)n, 0, tag, desc);
+    if (desc[0] == '\0')
+        compare_once(fn, sub, MPI_INT, (int)(n / 4), MPI_INT, (int)(n / 4), 1, tag + 1, desc);
+    MPI_Comm_free(&sub);
+}
+
+/* Rows, then columns, of the grid of case_grid as recorded siblings. */
+static void case_siblings_grid(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    int size, k = 1;
+    (void)c;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int d = 2; d * d <= size; d++)
+        if (size % d == 0)
+            k = d;
+    siblings_call(fn, n, size / k, k, 0, 70, desc);
+    if (desc[0] == '\0')
+        siblings_call(fn, n, 0, size / k, 0, 72, desc);
+}
+
+/* Thirds with reversed keys as recorded siblings (unequal sizes when 3 does not divide p). */
+static void case_siblings_thirds(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)c;
+    siblings_call(fn, n, 0, 3, 1, 80, desc);
+}
+
 /* A split whose keys reverse the rank order: one communicator of every rank. */
 static void case_split_reversed(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
 {
@@ -298,6 +339,8 @@ static const struct test_case cases[] = {
     {"repeat-3", case_repeat, 1000, 1000},
     {"dup-comm", case_dup, 1000, 1000},
     {"split-comm-fallback", case_split, 1000, 1000},
+    {"siblings-grid", case_siblings_grid, 1000, 1000},
+    {"siblings-thirds", case_siblings_thirds, 1000, 1000},
     {"split-reversed", case_split_reversed, 1000, 1000},
     {"grid-rows-columns", case_grid, 1000, 1000},
     {"split-thirds", case_thirds, 1000, 1000},
