@@ -15,7 +15,8 @@
  *     sendbuf == recvbuf (no MPI_IN_PLACE) with data on both sides (MPI_ERR_BUFFER; + MPICH
  *     reports aliasing only when the two types and counts are equal, the standard forbids it
  *     whenever the buffers overlap);
- * then across the ranks of the communicator, one MPI_Allreduce on it (the agreement):
+ * then across the ranks of the communicator, one MPI_Iallreduce on it, waited for with
+ * common/aapc_wait.c (the agreement):
  *   - whether any rank found an error above: every rank then raises (the first such rank's
  *     class, named in the message), so a misuse on one rank ends the call on all of them
  *     instead of leaving the others waiting for its messages;
@@ -29,8 +30,8 @@
  * MPI_ERRORS_ARE_FATAL aborts with that message and MPI_ERRORS_RETURN returns the code.
  *
  * Cost per call, p ranks: O(1) local work for MPI_Alltoall, O(p) for MPI_Alltoallv, two
- * zero-element MPI_Pack calls (tens of ns), and the agreement: one MPI_Allreduce of 40 bytes
- * with MPI_MAX (MPI_Alltoall) or 24 bytes with a user-defined operation (MPI_Alltoallv), about
+ * zero-element MPI_Pack calls (tens of ns), and the agreement: one reduction of 40 bytes with
+ * MPI_MAX (MPI_Alltoall) or 24 bytes with a user-defined operation (MPI_Alltoallv), about
  * lg(p) alpha (docs/performance.md: its share of a 64 KB call on the emulated 4+4 tree).
  * AAPC_AGREE=0 leaves the agreement out: the local checks stay and are raised at once on the
  * rank that finds them, but a misuse on some ranks only, or counts that differ, can then hang.
@@ -38,6 +39,7 @@
 #include "aapc_args.h"
 
 #include "aapc_comm.h" /* aapc_warn_fallback */
+#include "aapc_wait.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -89,6 +91,16 @@ static int agree_enabled(void)
     return enabled;
 }
 
+/* The agreement's reduction: nonblocking, completed with aapc_waitall, so a rank waiting for
+   the others sleeps between tests instead of spinning (what MPI_Allreduce does) and leaves the
+   CPU to them when ranks share cores. Errors are the library's, raised on comm. */
+static int agree(void *v, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = PMPI_Iallreduce(MPI_IN_PLACE, v, count, type, op, comm, &req);
+    return rc != MPI_SUCCESS ? rc : aapc_waitall(1, &req);
+}
+
 /* ---- raising ------------------------------------------------------------------------------ */
 
 /* A code of class cls whose string is msg (cls itself when the library cannot add codes). */
@@ -101,7 +113,10 @@ static int code_of(int cls, char *msg)
         if (classes[i] == cls)
             code = codes[i];
     if (code < 0) {
-        if (n == KEEP || PMPI_Add_error_code(cls, &code) != MPI_SUCCESS)
+        int back = -1;
+        /* a library without user codes (SimGrid's returns success and no code): the class */
+        if (n == KEEP || PMPI_Add_error_code(cls, &code) != MPI_SUCCESS || code < 0 ||
+            PMPI_Error_class(code, &back) != MPI_SUCCESS || back != cls)
             return cls;
         classes[n] = cls;
         codes[n++] = code;
@@ -294,7 +309,7 @@ int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount,
     }
     int64_t v[5] = {f.cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f.cls : 0, sb, -sb, rb,
                     -rb};
-    if ((rc = PMPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_INT64_T, MPI_MAX, comm)) != MPI_SUCCESS) {
+    if ((rc = agree(v, 5, MPI_INT64_T, MPI_MAX, comm)) != MPI_SUCCESS) {
         *done = 1; /* raised by the library on comm */
         return rc;
     }
@@ -444,7 +459,7 @@ int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcou
     }
     int64_t v[3] = {f.cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f.cls : 0, 0, data};
     memcpy(&v[1], &h, sizeof h);
-    if ((rc = PMPI_Allreduce(MPI_IN_PLACE, v, 1, vtype, vop, comm)) != MPI_SUCCESS) {
+    if ((rc = agree(v, 1, vtype, vop, comm)) != MPI_SUCCESS) {
         *done = 1;
         return rc;
     }

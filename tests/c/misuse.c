@@ -277,8 +277,8 @@ static const struct {
     {"v-alias", c_v_alias, LIB_RUN, 0},
     {"v-alias-arrays-differ", c_v_alias_arrays_differ, LIB_RUN, 0},
     {"v-comm-null", c_v_comm_null, LIB_RUN, 0},
-    {"v-length-long-send", c_v_length_long_send, LIB_FAILS_OMPI, 0},
-    {"v-length-short-send", c_v_length_short_send, LIB_FAILS_OMPI, 0},
+    {"v-length-long-send", c_v_length_long_send, LIB_RUN, 0},
+    {"v-length-short-send", c_v_length_short_send, LIB_RUN, 0},
     {"v-valid-in-place", c_v_valid_in_place, LIB_RUN, 1},
     {"v-valid-after-errors", c_v_valid_after_errors, LIB_RUN, 1},
 };
