@@ -730,7 +730,7 @@ def fake_network(
         if pending[0] is not None and tuple(flows) == pending[0]:
             pending[0] = None
             times = [t * 2.2 for t in times]
-        return [list(times) for _ in range(reps)]
+        return [[[0.0, t] for t in times] for _ in range(reps)]
 
     return run
 
@@ -790,6 +790,19 @@ def test_discover_driver_slow_link_budget_and_undecided(tmp_path):
     report = probing.discover_with(unsure, topo.machines, "t", settings)
     assert report.tree is None
     assert report.lines[1].startswith("could not decide: is n3 beside n1: ratio 1.45")
+
+
+def test_repetitions_whose_flows_did_not_start_together_do_not_count():
+    assert probing.simultaneous([[0.0, 0.1], [0.005, 0.2]])
+    assert not probing.simultaneous([[0.0, 0.1], [0.05, 0.15]])  # the second started late
+    late = [[[0.0, 0.1], [0.09, 0.19]]] * 3  # one after the other: no contention to see
+    oracle = probing.MeasuredOracle(lambda flows, size, reps: late, probing.Settings(), {})
+    assert oracle.slowest([(0, 1), (2, 3)]) is None
+    lone = [[[0.0, 0.1]]] * 3
+    oracle = probing.MeasuredOracle(
+        lambda flows, size, reps: late if len(flows) == 2 else lone, probing.Settings(), {}
+    )
+    assert oracle((0, 1), [(2, 3)]).contend is None  # never "no contention"
 
 
 def test_discover_driver_asks_a_failed_check_again():

@@ -81,7 +81,8 @@ def run(name: str, topo: Path) -> dict:
         timeout=1800,
     )
     seconds = time.monotonic() - started
-    state.unlink(missing_ok=True)
+    if result.returncode == 0:
+        state.unlink(missing_ok=True)  # a failed run keeps its measurements for a look
     lines = [line.removeprefix("aapcgen: ") for line in result.stderr.splitlines()]
     entry = {
         "tree": name,

@@ -4,8 +4,14 @@
  * experiment; all ranks take part. An experiment is a set of concurrent flows, flow 0 the probe:
  *
  *   X <bytes> <reps> <flows> <src0> <dst0> <src1> <dst1> ...
- *      -> R <t[0][0]> .. <t[0][flows-1]> <t[1][0]> ...   (seconds, reps x flows)
+ *      -> R <start[0][0]> <end[0][0]> .. <start[0][flows-1]> <end[0][flows-1]> <start[1][0]> ..
+ *         (reps x flows pairs, seconds on rank 0's clock)
  *   Q  -> quit
+ *
+ * Every rank's clock is set against rank 0's by ping-pong (the exchange with the shortest round
+ * trip of ten: offset = remote time - mid-point), at the start and every 30 s, so that the
+ * starts of different flows can be compared: a repetition whose flows did not start together
+ * (one receiver was not scheduled in time) shows it.
  *
  * One repetition: MPI_Barrier; the receiver of each flow posts its receive, starts its clock and
  * sends the sender an empty "go"; the sender then sends one message of <bytes>; the receiver
@@ -20,6 +26,39 @@
 
 #define MAX_FLOWS 64
 #define MAX_LINE 4096
+#define SYNC_ROUNDS 10
+#define SYNC_EVERY 30.0 /* seconds */
+
+/* offset of this rank's MPI_Wtime against rank 0's (0 on rank 0) */
+static double clock_offset(int rank, int size)
+{
+    double offset = 0.0, mine;
+    for (int r = 1; r < size; r++) {
+        if (rank == 0) {
+            double best_rtt = 1e30, best = 0.0;
+            for (int i = 0; i < SYNC_ROUNDS; i++) {
+                double t0 = MPI_Wtime(), remote;
+                MPI_Send(&t0, 1, MPI_DOUBLE, r, 77, MPI_COMM_WORLD);
+                MPI_Recv(&remote, 1, MPI_DOUBLE, r, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double t1 = MPI_Wtime();
+                if (t1 - t0 < best_rtt) {
+                    best_rtt = t1 - t0;
+                    best = remote - (t0 + t1) / 2;
+                }
+            }
+            MPI_Send(&best, 1, MPI_DOUBLE, r, 79, MPI_COMM_WORLD);
+        } else if (rank == r) {
+            for (int i = 0; i < SYNC_ROUNDS; i++) {
+                double t0;
+                MPI_Recv(&t0, 1, MPI_DOUBLE, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                mine = MPI_Wtime();
+                MPI_Send(&mine, 1, MPI_DOUBLE, 0, 78, MPI_COMM_WORLD);
+            }
+            MPI_Recv(&offset, 1, MPI_DOUBLE, 0, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    return offset;
+}
 
 static int read_command(long *cmd, int max)
 {
@@ -53,16 +92,24 @@ int main(int argc, char **argv)
     long cmd[3 + 2 * MAX_FLOWS];
     char *send_buf = NULL, *recv_buf = NULL;
     long capacity = 0;
+    double offset = clock_offset(rank, size), synced = MPI_Wtime();
     for (;;) {
-        int n = 0;
+        int n = 0, resync = 0;
         if (rank == 0) {
             n = read_command(cmd, 3 + 2 * MAX_FLOWS);
             while (n == 0)
                 n = read_command(cmd, 3 + 2 * MAX_FLOWS);
+            resync = MPI_Wtime() - synced > SYNC_EVERY;
         }
-        MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        int header[2] = {n, resync};
+        MPI_Bcast(header, 2, MPI_INT, 0, MPI_COMM_WORLD);
+        n = header[0];
         if (n < 0)
             break;
+        if (header[1]) {
+            offset = clock_offset(rank, size);
+            synced = MPI_Wtime();
+        }
         MPI_Bcast(cmd, n, MPI_LONG, 0, MPI_COMM_WORLD);
         long bytes = cmd[0], reps = cmd[1], flows = cmd[2];
         int bad = n < 3 || bytes <= 0 || reps <= 0 || flows <= 0 || flows > MAX_FLOWS ||
@@ -88,8 +135,9 @@ int main(int argc, char **argv)
                 MPI_Abort(MPI_COMM_WORLD, 2);
             memset(send_buf, rank & 0xff, capacity);
         }
-        double *times = calloc((reps + 1) * flows, sizeof(double));
-        double *all = calloc((reps + 1) * flows, sizeof(double));
+        /* start and end of every flow (on rank 0's clock); filled by its receiver */
+        double *times = calloc(2 * (reps + 1) * flows, sizeof(double));
+        double *all = calloc(2 * (reps + 1) * flows, sizeof(double));
         MPI_Request wait[2 * MAX_FLOWS], sends[MAX_FLOWS], gos[MAX_FLOWS];
         int flow_of[2 * MAX_FLOWS];
         for (long r = 0; r <= reps; r++) {
@@ -114,6 +162,9 @@ int main(int argc, char **argv)
             double start = MPI_Wtime();
             for (int f = 0; f < flows; f++)
                 if (cmd[4 + 2 * f] == rank)
+                    times[2 * (r * flows + f)] = start - offset;
+            for (int f = 0; f < flows; f++)
+                if (cmd[4 + 2 * f] == rank)
                     MPI_Isend(NULL, 0, MPI_BYTE, (int)cmd[3 + 2 * f], MAX_FLOWS + f,
                               MPI_COMM_WORLD, &gos[ngo++]);
             for (int done = 0; done < nwait; done++) {
@@ -121,7 +172,7 @@ int main(int argc, char **argv)
                 MPI_Waitany(nwait, wait, &index, MPI_STATUS_IGNORE);
                 int f = flow_of[index];
                 if (index < nrecv)
-                    times[r * flows + f] = MPI_Wtime() - start;
+                    times[2 * (r * flows + f) + 1] = MPI_Wtime() - offset;
                 else /* the receiver is ready: send */
                     MPI_Isend(send_buf, (int)bytes, MPI_BYTE, (int)cmd[4 + 2 * f], f,
                               MPI_COMM_WORLD, &sends[nsend++]);
@@ -129,11 +180,13 @@ int main(int argc, char **argv)
             MPI_Waitall(nsend, sends, MPI_STATUSES_IGNORE);
             MPI_Waitall(ngo, gos, MPI_STATUSES_IGNORE);
         }
-        MPI_Reduce(times, all, (int)((reps + 1) * flows), MPI_DOUBLE, MPI_MAX, 0,
+        /* each value is set by one rank (the flow's receiver), zero elsewhere; times can be
+         * negative on rank 0's clock, so sum instead of max */
+        MPI_Reduce(times, all, (int)(2 * (reps + 1) * flows), MPI_DOUBLE, MPI_SUM, 0,
                    MPI_COMM_WORLD);
         if (rank == 0) {
             printf("R");
-            for (long i = flows; i < (reps + 1) * flows; i++)
+            for (long i = 2 * flows; i < 2 * (reps + 1) * flows; i++)
                 printf(" %.6f", all[i]);
             printf("\n");
         }

@@ -88,8 +88,8 @@ class ProbeJob:
             env={**os.environ, **(env or {})},
         )
 
-    def run(self, flows: Sequence[Flow], size: int, reps: int, timeout: float) -> list[list[float]]:
-        """Seconds of each flow in each repetition (reps x flows)."""
+    def run(self, flows: Sequence[Flow], size: int, reps: int, timeout: float) -> Times:
+        """[start, end] of each flow in each repetition (reps x flows), on rank 0's clock."""
         line = f"X {size} {reps} {len(flows)} " + " ".join(f"{s} {d}" for s, d in flows)
         assert self.process.stdin is not None and self.process.stdout is not None
         try:
@@ -110,7 +110,8 @@ class ProbeJob:
                 raise AapcError(f"the probe job refused '{line[:80]}'")
             if answer.startswith("R"):
                 values = [float(v) for v in answer.split()[1:]]
-                return [values[i : i + len(flows)] for i in range(0, len(values), len(flows))]
+                pairs = [values[i : i + 2] for i in range(0, len(values), 2)]
+                return [pairs[i : i + len(flows)] for i in range(0, len(pairs), len(flows))]
 
     def _stderr(self) -> str:
         self.process.poll()
@@ -129,7 +130,20 @@ class ProbeJob:
                 self.process.wait()
 
 
-Runner = Callable[[Sequence[Flow], int, int], list[list[float]]]
+Times = list[list[list[float]]]  # repetitions x flows x [start, end] (seconds)
+Runner = Callable[[Sequence[Flow], int, int], Times]
+SKEW = 0.1  # flows started together: within this part of the shorter one's duration
+
+
+def durations(rep: list[list[float]]) -> list[float]:
+    return [end - start for start, end in rep]
+
+
+def simultaneous(rep: list[list[float]]) -> bool:
+    """The flows of one repetition started together: one receiver late by more than a tenth
+    of a transfer (not scheduled in time on a loaded host) takes the contention away."""
+    starts = [start for start, _ in rep]
+    return max(starts) - min(starts) <= SKEW * min(durations(rep))
 
 
 @dataclass
@@ -190,7 +204,7 @@ class MeasuredOracle:
         self.run = run
         self.settings = settings
         self.state = state
-        self.results: dict[str, list[list[float]]] = state.setdefault("results", {})
+        self.results: dict[str, Times] = state.setdefault("results", {})
         self.deadline = None if budget is None else time.monotonic() + budget
         self.progress = progress
         self.save = save
@@ -198,7 +212,7 @@ class MeasuredOracle:
         self.round = 0  # a discovery that failed its checks asks everything again
         self.votes: dict[tuple[Flow, tuple[Flow, ...]], list[Answer]] = {}
 
-    def measure(self, flows: Sequence[Flow], attempt: int = 0) -> list[list[float]]:
+    def measure(self, flows: Sequence[Flow], attempt: int = 0) -> Times:
         """Times of ``flows`` together (reps x flows); attempt -1: a speed measurement with
         ``speed_bytes`` per flow."""
         key = f"{attempt}:" + ",".join(f"{s}>{d}" for s, d in flows)
@@ -212,11 +226,15 @@ class MeasuredOracle:
                 self.save(self.state)
         return self.results[key]
 
-    def slowest(self, flows: Sequence[Flow], attempt: int = 0) -> float:
-        """The shortest, over the repetitions, time until the last of ``flows`` arrived. Noise
-        (other processes, a lost packet) only ever adds time, while a shared link holds every
+    def slowest(self, flows: Sequence[Flow], attempt: int = 0) -> float | None:
+        """The shortest, over the repetitions whose flows started together, duration of the
+        slowest flow; None when no repetition started together. Once the starts are checked,
+        noise (other processes, a lost packet) only adds time, while a shared link holds every
         repetition to its bytes over its bandwidth: the minimum keeps the link, drops noise."""
-        return min(max(rep) for rep in self.measure(flows, attempt))
+        together = [
+            max(durations(rep)) for rep in self.measure(flows, attempt) if simultaneous(rep)
+        ]
+        return min(together) if together else None
 
     def vote(self, probe: Flow, loads: Sequence[Flow], first: int) -> Answer:
         """One measured answer: the probe and its loads together against the slower of the
@@ -228,8 +246,10 @@ class MeasuredOracle:
         answer = Answer(None, 0.0)
         for attempt in range(first, first + self.settings.retries + 1):
             together = self.slowest([probe, *loads], attempt)
-            alone = max(self.slowest([probe], attempt), self.slowest(loads, attempt))
-            ratios.append(together / alone)
+            alone = [self.slowest([probe], attempt), self.slowest(loads, attempt)]
+            if together is None or None in alone:
+                continue  # no repetition started together: more repetitions
+            ratios.append(together / max(t for t in alone if t is not None))
             ratio = statistics.median(ratios)
             if ratio >= self.settings.high:
                 return Answer(True, ratio)
@@ -258,8 +278,9 @@ class MeasuredOracle:
 
     def rate(self, flows: Sequence[Flow]) -> float:
         """Line rate (bytes/s) of ``flows`` together, with ``speed_bytes`` each: all their bytes
-        over the time until the last arrived (the best repetition)."""
-        slowest = min(max(rep) for rep in self.measure(flows, attempt=-1))
+        over the longest duration (the best repetition that started together)."""
+        reps = self.measure(flows, attempt=-1)
+        slowest = min(max(durations(rep)) for rep in [r for r in reps if simultaneous(r)] or reps)
         return len(flows) * self.settings.speed_bytes / slowest * FRAMING
 
 
@@ -310,14 +331,14 @@ def machine_speeds(root: Cluster, oracle: MeasuredOracle, n: int) -> list[float]
         attempt, flows = key.split(":", 1)
         if int(attempt) >= 0 and "," not in flows:
             s, d = (int(v) for v in flows.split(">"))
-            rates[(s, d)] = oracle.settings.bytes / min(rep[0] for rep in reps) * FRAMING
+            rates[(s, d)] = oracle.settings.bytes / min(durations(r)[0] for r in reps) * FRAMING
     best = [0.0] * n
     for m in range(n):
         mine = [r for (s, d), r in rates.items() if m in (s, d) and ({s, d} - {m}) <= local[m]]
         if not mine and local[m]:
             partner = min(local[m])
             seconds = oracle.slowest([(m, partner)])
-            mine = [oracle.settings.bytes / seconds * FRAMING]
+            mine = [oracle.settings.bytes / seconds * FRAMING] if seconds else []
         if not mine:
             mine = [r for (s, d), r in rates.items() if m in (s, d)]
         best[m] = max(mine)
@@ -339,13 +360,15 @@ def _spread(node: Cluster) -> list[int]:
 
 def load_state(path: Path | None, machines: Sequence[str], settings: Settings) -> dict:
     """The cached measurements of an earlier run with the same machines and settings."""
-    fresh = {"machines": list(machines), "settings": settings.__dict__, "results": {}}
+    fresh = {"format": 2, "machines": list(machines), "settings": settings.__dict__, "results": {}}
     if path is None or not path.exists():
         return fresh
     try:
         state = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(f"{path}: not a discovery state file ({exc})") from None
+    if state.get("format") != 2:
+        raise InputError(f"{path}: a state file of an older aapcgen; remove it")
     if state.get("machines") != list(machines) or state.get("settings") != settings.__dict__:
         raise InputError(
             f"{path}: state of another discovery (other machines or settings); remove it or "
@@ -392,7 +415,7 @@ def calibrated(settings: Settings, state: dict, run: Runner) -> Settings:
     if settings.bytes > 0:
         return settings
     if "bytes" not in state:
-        seconds = min(max(rep) for rep in run([(1, 0)], CALIBRATION_BYTES, 2))
+        seconds = min(durations(rep)[0] for rep in run([(1, 0)], CALIBRATION_BYTES, 2))
         wanted = CALIBRATION_BYTES * TARGET_SECONDS / max(seconds, 1e-6)
         size = 1 << max(16, min(24, round(math.log2(wanted))))
         state["bytes"] = size
@@ -438,7 +461,7 @@ def discover_with(
         probes += result.probes
         if result.complete:
             break
-        if not result.undecided and round_ + 1 < settings.rounds:
+        if not result.undecided:
             # a second opinion on the failed checks alone: noise fails one check, a wrong
             # tree fails its checks again
             oracle.round = round_ + 1
@@ -509,7 +532,7 @@ def compare(report: Report, truth: Topology, settings: Settings) -> list[str]:
 
 
 def _runner(job: ProbeJob, settings: Settings) -> Runner:
-    def run(flows: Sequence[Flow], size: int, reps: int) -> list[list[float]]:
+    def run(flows: Sequence[Flow], size: int, reps: int) -> Times:
         # a generous timeout: every flow at 1 Mbit/s, plus start-up
         return job.run(flows, size, reps, timeout=60 + reps * len(flows) * size / 125_000)
 
