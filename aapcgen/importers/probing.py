@@ -291,12 +291,27 @@ class LinkSpeed:
     flows: int
 
 
+def lone_rates(oracle: MeasuredOracle) -> dict[Flow, float]:
+    """Line rate (bytes/s) of every flow the discovery timed alone, the best repetition."""
+    rates: dict[Flow, float] = {}
+    for key, reps in oracle.results.items():
+        attempt, flows = key.split(":", 1)
+        if "," in flows:
+            continue
+        size = oracle.settings.speed_bytes if int(attempt) < 0 else oracle.settings.bytes
+        s, d = (int(v) for v in flows.split(">"))
+        rate = size / min(durations(r)[0] for r in reps) * FRAMING
+        rates[(s, d)] = max(rates.get((s, d), 0.0), rate)
+    return rates
+
+
 def link_speeds(
     root: Cluster, oracle: MeasuredOracle, machine: float, rho: int
 ) -> dict[int, LinkSpeed]:
-    """Speed of the link above each switch (index in ``switches_of``): one flow across it
-    (a link slower than the machines' shows there), and two at once from different children
-    to machines beside it (a link up to twice as fast); ``speed_bytes`` each."""
+    """Speed of the link above each switch (index in ``switches_of``): the fastest lone flow
+    across it (one timed for this, ``speed_bytes``, and every one the build timed: a link
+    slower than the machines limits them all, noise only slows some), then two flows at once
+    from different children to machines beside it (a link up to twice as fast)."""
     speeds: dict[int, LinkSpeed] = {}
     for index, (node, parent) in enumerate(switches_of(root)):
         if parent is None:
@@ -307,12 +322,16 @@ def link_speeds(
         flows = list(zip(inside, targets))[:2]
         if not flows:
             continue
-        one = oracle.rate(flows[:1])
-        both = oracle.rate(flows) if len(flows) == 2 else one
+        oracle.rate(flows[:1])
+        members = set(inside)
+        one = max(
+            rate for (s, d), rate in lone_rates(oracle).items() if (s in members) != (d in members)
+        )
         if one < 0.9 * machine:
             speeds[index] = LinkSpeed(one, True, 1)
-        else:
-            speeds[index] = LinkSpeed(max(one, both), both < 1.8 * machine, len(flows))
+            continue
+        both = oracle.rate(flows) if len(flows) == 2 else one
+        speeds[index] = LinkSpeed(max(one, both), both < 1.8 * machine, len(flows))
     return speeds
 
 
@@ -326,12 +345,7 @@ def machine_speeds(root: Cluster, oracle: MeasuredOracle, n: int) -> list[float]
         ring = [c for c in node.children if isinstance(c, int)]
         for m in ring:
             local[m] = set(ring) - {m}
-    rates: dict[Flow, float] = {}
-    for key, reps in list(oracle.results.items()):
-        attempt, flows = key.split(":", 1)
-        if int(attempt) >= 0 and "," not in flows:
-            s, d = (int(v) for v in flows.split(">"))
-            rates[(s, d)] = oracle.settings.bytes / min(durations(r)[0] for r in reps) * FRAMING
+    rates = lone_rates(oracle)
     best = [0.0] * n
     for m in range(n):
         mine = [r for (s, d), r in rates.items() if m in (s, d) and ({s, d} - {m}) <= local[m]]
