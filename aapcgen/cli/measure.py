@@ -96,6 +96,8 @@ def cmd_bench_alltoallv(a: argparse.Namespace) -> int:
         raise InputError(f"--scale must be at least 1, got {a.scale}")
     if a.warmup < 0:
         raise InputError(f"--warmup must be at least 0, got {a.warmup}")
+    if a.warmup > MAX_WARMUP:
+        raise InputError(f"--warmup must be at most {MAX_WARMUP}, got {a.warmup}")
     specs = [s for v in a.variants.split(",") for s in variant_specs(v, None)]
     natives = tuple(x for x in (a.natives or "").split(",") if x)
     backends = tuple(b for b in BACKENDS if b != "simulate")
@@ -147,6 +149,7 @@ def cmd_bench_mcast(a: argparse.Namespace) -> int:
     return 0
 
 
+MAX_WARMUP = 10_000  # untimed calls per candidate
 MAX_FRAG = 65_000  # a UDP datagram's payload with the transport's header (runtime_c/mcast)
 
 
@@ -210,7 +213,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--warmup",
-        type=whole(0, 10_000),
+        type=int,
         default=2,
         help="untimed calls before each candidate's timed ones (default 2): the first call on "
         "connections another candidate left after heavy loss runs slow",

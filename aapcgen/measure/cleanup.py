@@ -40,10 +40,11 @@ from types import FrameType
 from aapcgen.core.errors import Terminated, one_line
 
 OWNER_FILE = "owner.json"
-PREFIXES = ("aapc-bench-", "aapc-tune-", "aapc-vbench-")  # folders the sweep looks at
+PREFIXES = ("aapc-bench-", "aapc-tune-", "aapc-vbench-", "aapc-mcast-")  # what the sweep sees
 LEFTOVER = re.compile(r"/(dev/shm/mpich_shm_[^/\s]+|tmp/hydra_hwloc_xmlfile_[^/\s]+)$")
 GRACE_S = 5.0  # seconds an interrupted job gets to stop by itself before SIGKILL
-SAMPLE_S = 0.5  # seconds between two looks at a running job's processes
+SAMPLE_S = 0.25  # seconds before the first look at a running job's processes; it doubles
+SAMPLE_MAX_S = 8.0  # up to this
 PR_SET_PDEATHSIG = 1
 
 
@@ -277,16 +278,20 @@ def run_job(
     )
     seen: set[int] = set()
     deadline = time.monotonic() + timeout
+    wait = SAMPLE_S
     try:
         while True:
             try:
-                out, err = proc.communicate(timeout=min(SAMPLE_S, max(0.01, deadline - now())))
+                out, err = proc.communicate(timeout=min(wait, max(0.01, deadline - now())))
                 break
             except subprocess.TimeoutExpired:
                 if work is not None:
                     pids = descendants(proc.pid)
                     seen |= pids
                     work.record(f for pid in pids for f in files_of(pid))
+                # the files appear in MPI_Init: look often at first, then rarely (the look
+                # reads /proc and must not disturb a measurement)
+                wait = min(SAMPLE_MAX_S, 2 * wait)
                 if now() >= deadline:
                     with _signals_held():
                         _stop(proc, work, seen)

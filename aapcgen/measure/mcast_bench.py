@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,6 +24,7 @@ from pathlib import Path
 from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Topology
 from aapcgen.core.resources import resource_dir
+from aapcgen.measure import cleanup
 
 OPS: dict[str, tuple[tuple[str, str, str], ...]] = {
     # op -> (label, timer operation, implementation)
@@ -139,7 +140,7 @@ def build_timer(mpicc: str, out: Path) -> Path:
         str(src / "bench" / "mcast_timer.c"),
         *sources,
     ]
-    proc = subprocess.run([*cmd, "-o", str(out)], capture_output=True, text=True, timeout=300)
+    proc = cleanup.run_tool([*cmd, "-o", str(out)], {**os.environ, "TMPDIR": str(out.parent)})
     if proc.returncode != 0:
         raise AapcError(f"compiling mcast_timer failed: {proc.stderr.strip()[-500:]}")
     return out
@@ -176,7 +177,8 @@ def run_benchmark(cfg: McastBenchConfig) -> list[Row]:
     switches = set(topo.switches)
     env = {"AAPC_MCAST_FRAG": str(cfg.frag)}
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="aapc-mcast-") as tmp:
+    with cleanup.workdir("aapc-mcast-") as work:  # nothing left behind (measure/cleanup.py)
+        tmp = work.path
         exe = build_timer(_bin("mpicc"), Path(tmp) / "mcast_timer")
         with emulated(topo, rate=rate, prefix=cfg.prefix) as em:
             for i in range(len(topo.switches)):
@@ -190,10 +192,9 @@ def run_benchmark(cfg: McastBenchConfig) -> list[Row]:
                 before = _switch_bytes(link_counters(em), switches)
                 argv = [str(exe), timer_op, impl, str(size), str(calls), str(warm)]
                 cmd = mpiexec_command(em, _bin("mpiexec"), argv, env)
-                try:
-                    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-                except subprocess.TimeoutExpired:
-                    raise AapcError(f"bench-mcast: {timer_op} {impl} {size} B timed out") from None
+                proc = cleanup.run_job(cmd, dict(os.environ), 600, work)
+                if proc.timed_out:
+                    raise AapcError(f"bench-mcast: {timer_op} {impl} {size} B timed out")
                 if proc.returncode != 0:
                     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
                     raise AapcError(f"bench-mcast: {timer_op} {impl} {size} B failed: {tail}")

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import statistics
-import subprocess
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from aapcgen.alltoallv.schedule import lower_bound
 from aapcgen.codegen.generate import AlltoallvRequest, generate, stderr_progress
 from aapcgen.core.errors import AapcError
 from aapcgen.core.resources import resource_dir
+from aapcgen.measure import cleanup
 from aapcgen.measure.bench import (
     BenchConfig,
     Job,
@@ -106,7 +106,8 @@ def _compile(mpicc: str, gen_dir: Path, exe: Path) -> None:
     timer = resource_dir("runtime_c") / "bench" / "alltoallv_timer.c"
     sources = [str(p) for p in sorted(gen_dir.glob("*.c"))]
     cmd = [mpicc, "-std=c11", "-O2", f"-I{gen_dir}", str(timer), *sources, "-o", str(exe)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # in its own process group, its temporary files beside the executable (measure/cleanup.py)
+    proc = cleanup.run_tool(cmd, {**os.environ, "TMPDIR": str(exe.parent)})
     if proc.returncode != 0:
         first = (proc.stderr.strip().splitlines() or ["?"])[0]
         raise AapcError(f"compiling the Alltoallv benchmark failed: {first}")
@@ -152,7 +153,8 @@ def run_vbench(cfg: BenchConfig, req: VBenchRequest) -> list[Path]:
     bound = lower_bound(with_rate(topo, rate), req.pattern)
     jobs = plan_vjobs(cfg.natives, cfg.target_seconds, cfg.max_iters, req.warmup)
     rows: list[Measurement] = []
-    with tempfile.TemporaryDirectory(prefix="aapc-vbench-") as tmp, runner(cfg) as (run, mpicc):
+    with cleanup.workdir("aapc-vbench-") as work, runner(cfg, work) as (run, mpicc):
+        tmp = work.path
         gen_dir = Path(tmp) / "gen"
         request = AlltoallvRequest(req.pattern, req.source, req.scheduler)
         gen = generate(
