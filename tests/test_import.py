@@ -706,14 +706,20 @@ def test_discovered_hierarchy_as_a_topology_file():
 
 
 def fake_network(
-    topo: Topology, slow: dict | None = None, lie_once: tuple | None = None
+    topo: Topology,
+    slow: dict | None = None,
+    lie_once: tuple | None = None,
+    lie: float = 2.2,
+    lies: int = 1,
 ) -> probing.Runner:
     """The probe job's answers on ``topo`` in a fluid model: each flow takes as long as the
     busiest link of its path needs for all the flows crossing it (line rate: the driver's
     framing correction gives the links' bandwidths back). ``slow``: flows -> a factor on every
-    measurement; ``lie_once``: flows whose first measurement takes 2.2 times as long."""
+    measurement; ``lie_once``: flows whose first ``lies`` measurements take ``lie`` times as
+    long."""
     paths = {}
     pending = [lie_once]
+    told = [0]
 
     def run(flows, size, reps):
         units: dict = {}
@@ -728,8 +734,10 @@ def fake_network(
         if slow and tuple(flows) in slow:
             times = [t * slow[tuple(flows)] for t in times]
         if pending[0] is not None and tuple(flows) == pending[0]:
-            pending[0] = None
-            times = [t * 2.2 for t in times]
+            told[0] += 1
+            if told[0] == lies:
+                pending[0] = None
+            times = [t * lie for t in times]
         return [[[0.0, t] for t in times] for _ in range(reps)]
 
     return run
@@ -805,7 +813,8 @@ def test_repetitions_whose_flows_did_not_start_together_do_not_count():
     assert oracle((0, 1), [(2, 3)]).contend is None  # never "no contention"
 
 
-def test_discover_driver_asks_a_failed_check_again():
+@pytest.mark.parametrize("lie, lies", [(2.2, 1), (1.45, 3)])  # wrong; undecided after retries
+def test_discover_driver_asks_a_failed_check_again(lie, lies):
     topo = load_topology(ROOT / "topologies" / "two-switch-4-4.yaml")
     settings = probing.Settings()
     asked = []
@@ -819,10 +828,11 @@ def test_discover_driver_asks_a_failed_check_again():
     probe_size = 1 << 20  # calibrated: about 0.1 s at 100 Mbit/s
     last_check = next(f for f, size in reversed(asked) if len(f) == 2 and size == probe_size)
     report = probing.discover_with(
-        fake_network(topo, lie_once=last_check), topo.machines, "t", settings
+        fake_network(topo, lie_once=last_check, lie=lie, lies=lies), topo.machines, "t", settings
     )
     assert report.tree is not None and "failed check(s) passed when asked again" in report.lines[1]
     assert report.result.probes == clean.result.probes + 1  # the check, asked once more
+    assert ("between the thresholds" in report.lines[1]) == (lies == 3)
 
 
 @pytest.mark.root

@@ -239,6 +239,7 @@ def verify(root: Cluster, builder: _Builder) -> list[str]:
             answer = builder.ask(probe, loads, question)
         except Undecided as exc:
             failures.append(str(exc))
+            builder.failed.append((probe, tuple(loads), expect))
             return
         if answer.contend != expect:
             said = "contention" if answer.contend else "no contention"
@@ -303,6 +304,7 @@ def cross_check(root: Cluster, n: int, builder: _Builder, checks: int | None) ->
             answer = builder.ask((a, c), [(b, d)], question)
         except Undecided as exc:
             failures.append(str(exc))
+            builder.failed.append(((a, c), ((b, d),), bool(expect)))
             continue
         if answer.contend != expect:
             said = "contention" if answer.contend else "no contention"
