@@ -385,3 +385,26 @@ def test_split_peak():
     assert pairs == 48 and abs(peak - 48 / 16 * 12.5e6) < 1
     with pytest.raises(Exception, match="rows:K or columns:K"):
         split_colors("diagonals:2", 8)
+
+
+@pytest.mark.parametrize(
+    "job",
+    ["2 ranks per machine, round robin", "3 ranks per machine, round robin",
+     "4 ranks on 2 machines", "unequal ranks per machine"],
+)  # fmt: skip
+def test_leader_based_way_at_run_time(exe, job):
+    """AAPC_LEADER_MAX_BYTES forces the leader-based way on every block size (in rounds of at
+    most 20000 bytes per leader): any placement of R ranks on every machine, byte-exact for every
+    run-time variant; unequal ranks per machine keep the per-rank way."""
+    env = {"AAPC_LEADER_MAX_BYTES": "100000000", "AAPC_HIER_ROUND_BYTES": "20000"}
+    proc = run(exe, JOBS[job], "--variant", "runtime-*", "--max-bytes", "65536", env=env)
+    passed(proc, 4 * 16)
+    assert "aapcgen:" not in proc.stderr, proc.stderr
+
+
+def test_leader_based_way_sanitizers(tmp_path):
+    exe = build(tmp_path, extra=tuple(SANITIZE))
+    env = {"AAPC_LEADER_MAX_BYTES": "100000000", "AAPC_HIER_ROUND_BYTES": "20000"}
+    proc = run(exe, n(1, 9, 1, 9, 1, 9), "--variant", "runtime-*", "--max-bytes", "65536", env=env)
+    passed(proc, 4 * 16)
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr

@@ -48,6 +48,7 @@
 #include "aapc_cluster_comm.h"
 #include "aapc_comm.h"
 #include "aapc_exec.h" /* aapc_alltoall_block */
+#include "aapc_hier.h"
 #include "aapc_vsched.h"
 
 /* One variant's schedule on one communicator (a slot of aapc_cluster_comm_t). */
@@ -318,6 +319,168 @@ static int lookup(const aapc_cluster_t *cl, int sync, const char *name, MPI_Comm
     return MPI_SUCCESS;
 }
 
+/* ---- several ranks per machine: the leader-based way, chosen by block size ----------------- */
+
+/* Blocks of at most this many bytes move leader-based (hier/aapc_hier_alltoall.c) on a
+   communicator with R > 1 ranks on every one of its N > 1 machines; larger blocks move per rank
+   (every rank its own share in the job tree's phases). From the emulated measurement of both
+   ways (docs/performance.md, "Several ranks per machine: which way per size");
+   AAPC_LEADER_MAX_BYTES overrides it (0: never leader-based). */
+#define AAPC_LEADER_MAX_BYTES_DEFAULT 0
+
+static long long leader_max_bytes(void)
+{
+    static long long v = -2;
+    if (v == -2) {
+        const char *e = getenv("AAPC_LEADER_MAX_BYTES");
+        v = e != NULL && e[0] != '\0' ? atoll(e) : AAPC_LEADER_MAX_BYTES_DEFAULT;
+    }
+    return v;
+}
+
+/* The leader-based way on one communicator, for one variant (a slot). */
+struct leader_entry {
+    int usable;
+    int r;
+    int *order;            /* order[k*R + i]: rank of local rank i of machine k */
+    MPI_Comm node, leaders;
+    aapc_rows_t rows;      /* the leaders' machine-level rows (leaders only) */
+    aapc_comm_info_t info; /* where the leaders run them */
+};
+
+static void leader_free(void *p)
+{
+    struct leader_entry *le = p;
+    if (le->node != MPI_COMM_NULL)
+        PMPI_Comm_free(&le->node);
+    if (le->leaders != MPI_COMM_NULL)
+        PMPI_Comm_free(&le->leaders);
+    aapc_rows_free(&le->rows);
+    free(le->order);
+    free(le);
+}
+
+static const char leader_keys[4];
+
+/* R when every machine of the communicator runs R > 1 of its ranks and there are at least two
+   machines, else 0 (the same on every rank: from the gathered machines). */
+static int equal_ranks_per_machine(const aapc_cluster_comm_t *cc, int *machines)
+{
+    int32_t M = cc->cluster->n_machines;
+    int *count = calloc((size_t)M, sizeof *count), r = 0, n = 0;
+    if (count == NULL)
+        return 0;
+    for (int q = 0; q < cc->size; q++)
+        n += count[cc->rank_machine[q]]++ == 0;
+    for (int32_t m = 0; m < M && r >= 0; m++)
+        if (count[m] > 0)
+            r = r == 0 || r == count[m] ? count[m] : -1;
+    free(count);
+    *machines = n;
+    return r > 1 && n > 1 ? r : 0;
+}
+
+/* The machine-level exchange among the leaders: the run-time rows on the leaders' communicator. */
+static int leader_exchange(void *ctx, const void *g, MPI_Datatype gt, void *s, MPI_Datatype st,
+                           MPI_Comm leaders)
+{
+    struct leader_entry *le = ctx;
+    (void)leaders;
+    return aapc_alltoall_exec(&le->rows.sched, &le->info, g, 1, gt, s, 1, st);
+}
+
+/* Build (collective over the communicator's dup) the leader-based way for `sync`. */
+static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r, int n,
+                        int sync, const char *name)
+{
+    int P = cc->size, rc;
+    int32_t M = cc->cluster->n_machines;
+    int *index = malloc(sizeof *index * (size_t)M), *fill = calloc((size_t)n, sizeof *fill);
+    int32_t *lm = malloc(sizeof *lm * (size_t)n);
+    le->order = malloc(sizeof *le->order * (size_t)P);
+    if (index == NULL || fill == NULL || lm == NULL || le->order == NULL) {
+        free(index);
+        free(fill);
+        free(lm);
+        return MPI_ERR_NO_MEM; /* before any collective: every rank has the same sizes, but a
+                                  rank short of memory fails alone here (as elsewhere) */
+    }
+    for (int32_t m = 0; m < M; m++)
+        index[m] = -1;
+    int k = 0, mine = -1, local = 0;
+    for (int q = 0; q < P; q++) { /* machines in the order of their lowest rank */
+        int32_t m = cc->rank_machine[q];
+        if (index[m] < 0) {
+            lm[k] = m;
+            index[m] = k++;
+        }
+        int i = fill[index[m]]++;
+        le->order[index[m] * r + i] = q;
+        if (q == cc->rank) {
+            mine = index[m];
+            local = i;
+        }
+    }
+    free(index);
+    free(fill);
+    le->r = r;
+    if ((rc = PMPI_Comm_split(cc->dup, mine, local, &le->node)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_split(cc->dup, local == 0 ? 0 : MPI_UNDEFINED, mine, &le->leaders)) !=
+            MPI_SUCCESS) {
+        free(lm);
+        return rc;
+    }
+    if (local == 0) { /* the leaders' schedule: one rank per machine, machine k = leader k */
+        aapc_job_phases_t ph;
+        aapc_job_tree_t tree;
+        char err[160];
+        memset(&ph, 0, sizeof ph);
+        memset(&tree, 0, sizeof tree);
+        int jr = aapc_job_phases(cc->cluster, lm, n, &ph);
+        if (jr == AAPC_JOB_OK)
+            jr = aapc_job_tree(cc->cluster, lm, n, &tree, err, (int)sizeof err);
+        if (jr == AAPC_JOB_OK && aapc_rows_build(&ph, &tree, sync, mine, name, &le->rows) != 0)
+            jr = AAPC_JOB_ENOMEM;
+        aapc_job_phases_free(&ph);
+        aapc_job_tree_free(&tree);
+        if (jr != AAPC_JOB_OK) {
+            free(lm);
+            return MPI_ERR_NO_MEM; /* the per-rank path took this job: only memory fails here */
+        }
+        le->info = (aapc_comm_info_t){1, le->leaders, mine, NULL, NULL, NULL, 0};
+        aapc_args_private_returns(le->leaders);
+    }
+    free(lm);
+    le->usable = 1;
+    return MPI_SUCCESS;
+}
+
+/* The leader-based way of this communicator for `sync` when it applies (NULL otherwise). */
+static int leader_lookup(aapc_cluster_comm_t *cc, int sync, const char *name,
+                         struct leader_entry **out)
+{
+    int n = 0, r = equal_ranks_per_machine(cc, &n), rc;
+    *out = NULL;
+    if (r == 0)
+        return MPI_SUCCESS;
+    aapc_cluster_slot_t *slot = aapc_cluster_comm_slot(cc, &leader_keys[sync], leader_free);
+    if (slot == NULL)
+        return MPI_ERR_NO_MEM;
+    if (slot->data == NULL) {
+        struct leader_entry *le = calloc(1, sizeof *le);
+        if (le == NULL)
+            return MPI_ERR_NO_MEM;
+        le->node = le->leaders = MPI_COMM_NULL;
+        if ((rc = build_leader(le, cc, r, n, sync, name)) != MPI_SUCCESS) {
+            leader_free(le);
+            return rc;
+        }
+        slot->data = le;
+    }
+    *out = slot->data;
+    return MPI_SUCCESS;
+}
+
 static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluster_fallback_fn otherwise,
                const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
@@ -342,6 +505,17 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return otherwise(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e == NULL || !e->usable || bytes == 0)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (e->info.machine_block == NULL && bytes <= leader_max_bytes()) {
+        struct leader_entry *le = NULL; /* several ranks per machine, small blocks */
+        if ((rc = leader_lookup(state, sync, name, &le)) != MPI_SUCCESS)
+            return rc;
+        if (le != NULL) {
+            aapc_hier_layout_t h = {le->r, state->size, le->order, le->node, le->leaders,
+                                    leader_exchange, le};
+            return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                           recvtype, state->dup);
+        }
+    }
     aapc_args_private_returns(e->info.dup);
     return aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype);
