@@ -134,12 +134,20 @@ static const aapc_schedule_t schedule = {
     NULL, NULL, NULL, NULL, /* not an Alltoallv schedule */
     NULL};
 
+/* the routine after the argument checks (auto calls it once its own checks passed) */
+int aapc_alltoall_chain_4x8_barrier_all_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
+                                  recvcount, recvtype, comm);
+}
+
 int aapc_alltoall_chain_4x8_barrier_all(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     int done, rc = aapc_args_alltoall(schedule.name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
-    return aapc_hier_alltoall_run(&schedule, 1, sendbuf, sendcount, sendtype, recvbuf,
-                                  recvcount, recvtype, comm);
+    return aapc_alltoall_chain_4x8_barrier_all_unchecked(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                                       comm);
 }

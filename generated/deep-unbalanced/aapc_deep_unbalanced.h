@@ -40,35 +40,65 @@ int aapc_alltoall_deep_unbalanced_runtime_barrier_all(const void *sendbuf, int s
 int aapc_alltoall_deep_unbalanced_auto(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
-/* no-sync: MPI_Alltoall's signature and semantics */
+/* no-sync: MPI_Alltoall's signature and semantics (_unchecked: without the argument checks
+   of aapc_args.h, for a caller that made them) */
 int aapc_alltoall_deep_unbalanced_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-/* dummy: MPI_Alltoall's signature and semantics */
+int aapc_alltoall_deep_unbalanced_no_sync_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* dummy: MPI_Alltoall's signature and semantics (_unchecked: without the argument checks
+   of aapc_args.h, for a caller that made them) */
 int aapc_alltoall_deep_unbalanced_dummy(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-/* sender-all: MPI_Alltoall's signature and semantics */
+int aapc_alltoall_deep_unbalanced_dummy_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* sender-all: MPI_Alltoall's signature and semantics (_unchecked: without the argument checks
+   of aapc_args.h, for a caller that made them) */
 int aapc_alltoall_deep_unbalanced_sender_all(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-/* sender-partial-4: MPI_Alltoall's signature and semantics */
+int aapc_alltoall_deep_unbalanced_sender_all_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* sender-partial-4: MPI_Alltoall's signature and semantics (_unchecked: without the argument checks
+   of aapc_args.h, for a caller that made them) */
 int aapc_alltoall_deep_unbalanced_sender_partial_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-/* receiver-all: MPI_Alltoall's signature and semantics */
+int aapc_alltoall_deep_unbalanced_sender_partial_4_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* receiver-all: MPI_Alltoall's signature and semantics (_unchecked: without the argument checks
+   of aapc_args.h, for a caller that made them) */
 int aapc_alltoall_deep_unbalanced_receiver_all(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-/* receiver-partial-4: MPI_Alltoall's signature and semantics */
+int aapc_alltoall_deep_unbalanced_receiver_all_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* receiver-partial-4: MPI_Alltoall's signature and semantics (_unchecked: without the argument checks
+   of aapc_args.h, for a caller that made them) */
 int aapc_alltoall_deep_unbalanced_receiver_partial_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-/* barrier-all: MPI_Alltoall's signature and semantics */
+int aapc_alltoall_deep_unbalanced_receiver_partial_4_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* barrier-all: MPI_Alltoall's signature and semantics (_unchecked: without the argument checks
+   of aapc_args.h, for a caller that made them) */
 int aapc_alltoall_deep_unbalanced_barrier_all(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-/* barrier-partial-none-4: MPI_Alltoall's signature and semantics */
+int aapc_alltoall_deep_unbalanced_barrier_all_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* barrier-partial-none-4: MPI_Alltoall's signature and semantics (_unchecked: without the argument checks
+   of aapc_args.h, for a caller that made them) */
 int aapc_alltoall_deep_unbalanced_barrier_partial_none_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-/* barrier-partial-sender-4: MPI_Alltoall's signature and semantics */
+int aapc_alltoall_deep_unbalanced_barrier_partial_none_4_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* barrier-partial-sender-4: MPI_Alltoall's signature and semantics (_unchecked: without the argument checks
+   of aapc_args.h, for a caller that made them) */
 int aapc_alltoall_deep_unbalanced_barrier_partial_sender_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-/* barrier-partial-receiver-4: MPI_Alltoall's signature and semantics */
+int aapc_alltoall_deep_unbalanced_barrier_partial_sender_4_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* barrier-partial-receiver-4: MPI_Alltoall's signature and semantics (_unchecked: without the argument checks
+   of aapc_args.h, for a caller that made them) */
 int aapc_alltoall_deep_unbalanced_barrier_partial_receiver_4(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int aapc_alltoall_deep_unbalanced_barrier_partial_receiver_4_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
 /* MPI_Alltoallv, levels 1 (counts gathered at run time) and 2 (bytes: the whole N x N byte

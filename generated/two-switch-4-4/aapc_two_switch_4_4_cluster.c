@@ -57,11 +57,12 @@ int aapc_alltoall_two_switch_4_4_runtime_barrier_all(const void *sendbuf, int se
 }
 
 /* auto (the default): the run-time routine when every rank's machine is known, else the
-   precomputed receiver-all of the whole cluster */
+   precomputed receiver-all of the whole cluster (its _unchecked form: the run-time
+   routine has checked the arguments and agreed on them already) */
 int aapc_alltoall_two_switch_4_4_auto(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     return aapc_alltoall_cluster_auto(&aapc_two_switch_4_4_cluster, AAPC_VSYNC_RECEIVER, "two-switch-4-4 auto",
-                                      aapc_alltoall_two_switch_4_4_receiver_all, sendbuf, sendcount,
+                                      aapc_alltoall_two_switch_4_4_receiver_all_unchecked, sendbuf, sendcount,
                                       sendtype, recvbuf, recvcount, recvtype, comm);
 }
