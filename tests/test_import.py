@@ -660,7 +660,7 @@ def test_one_wrong_answer_never_gives_a_complete_wrong_tree(topo, wrong):
     truth = discover.model_oracle(topo)
     asked = [0]
 
-    def liar(probe, loads):
+    def liar(probe, loads, phase="build"):
         asked[0] += 1
         answer = truth(probe, loads)
         return discover.Answer(not answer.contend, 1.0) if asked[0] == wrong else answer
@@ -675,7 +675,7 @@ def test_an_undecided_answer_leaves_the_tree_incomplete():
     truth = discover.model_oracle(topo)
     asked = [0]
 
-    def unsure(probe, loads):
+    def unsure(probe, loads, phase="build"):
         asked[0] += 1
         return discover.Answer(None, 1.4) if asked[0] == 20 else truth(probe, loads)
 
@@ -811,6 +811,41 @@ def test_repetitions_whose_flows_did_not_start_together_do_not_count():
         lambda flows, size, reps: late if len(flows) == 2 else lone, probing.Settings(), {}
     )
     assert oracle((0, 1), [(2, 3)]).contend is None  # never "no contention"
+
+
+def test_a_check_measures_afresh_what_the_build_asked():
+    topo = load_topology(ROOT / "topologies" / "two-switch-4-4.yaml")
+    calls = []
+    truth = fake_network(topo)
+
+    def counting(flows, size, reps):
+        calls.append(tuple(flows))
+        return truth(flows, size, reps)
+
+    oracle = probing.MeasuredOracle(counting, replace(probing.Settings(), bytes=1 << 20), {})
+    question = ((5, 0), [(4, 1)])
+    assert oracle(*question, "build").contend is True
+    assert oracle(*question, "build").contend is True  # cached: no new transfer
+    before = len(calls)
+    assert oracle(*question, "check").contend is True
+    assert calls[before:].count(((5, 0), (4, 1))) == 1  # the check timed the pair again
+
+
+def test_a_busy_host_makes_discovery_undecided_not_wrong():
+    """Every two flows at once take twice as long, shared link or not (an emulation starved of
+    CPU): every contention fails its control (the probe beside its own reverse flow)."""
+    topo = load_topology(ROOT / "topologies" / "two-switch-4-4.yaml")
+    truth = fake_network(topo)
+
+    def starved(flows, size, reps):
+        times = truth(flows, size, reps)
+        return (
+            [[[s, s + 2 * (e - s)] for s, e in rep] for rep in times] if len(flows) > 1 else times
+        )
+
+    report = probing.discover_with(starved, topo.machines, "t", probing.Settings())
+    assert report.tree is None
+    assert any("between the thresholds" in line for line in report.lines)
 
 
 @pytest.mark.parametrize("lie, lies", [(2.2, 1), (1.45, 3)])  # wrong; undecided after retries

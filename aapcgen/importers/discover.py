@@ -52,7 +52,9 @@ class Answer:
     ratio: float  # probe time with the load / alone (1.0 in models without timing)
 
 
-Oracle = Callable[[Flow, Sequence[Flow]], Answer]
+# (probe, loads, phase) -> answer; phase "build" or "check": a check is measured afresh even
+# when it asks what the build asked (a cached answer could never disagree with itself)
+Oracle = Callable[[Flow, Sequence[Flow], str], Answer]
 
 
 @dataclass
@@ -107,11 +109,12 @@ class _Builder:
         self.load = load  # load flows per probe (more saturate faster switch links)
         self.name = name
         self.probes = 0
+        self.phase = "build"
         self.failed: list[tuple[Flow, tuple[Flow, ...], bool]] = []
 
     def ask(self, probe: Flow, loads: Sequence[Flow], question: str) -> Answer:
         self.probes += 1
-        answer = self.oracle(probe, loads)
+        answer = self.oracle(probe, loads, self.phase)
         if answer.contend is None:
             raise Undecided(question, answer)
         return answer
@@ -212,6 +215,7 @@ def infer(
             break  # the rest of the tree depends on this answer
     result = Discovery(root, builder.probes, undecided)
     if not undecided:
+        builder.phase = "check"
         result.failed_checks = verify(root, builder) + cross_check(root, n, builder, checks)
         result.failed_questions = list(builder.failed)
         result.probes = builder.probes
@@ -424,7 +428,7 @@ def model_oracle(topo: Topology) -> Oracle:
                 speed[(a, b)] = bw
         return max(units[link] / speed[link] for link in units)
 
-    def oracle(probe: Flow, loads: Sequence[Flow]) -> Answer:
+    def oracle(probe: Flow, loads: Sequence[Flow], phase: str = "build") -> Answer:
         together = duration([probe, *loads])
         alone = max(duration([probe]), duration(loads) if loads else 0.0)
         ratio = together / alone

@@ -132,6 +132,7 @@ class ProbeJob:
 
 Times = list[list[list[float]]]  # repetitions x flows x [start, end] (seconds)
 Runner = Callable[[Sequence[Flow], int, int], Times]
+CHECK_ATTEMPTS = 1000  # measurement keys of checks start here: apart from the build's
 SKEW = 0.2  # flows started together: within this part of the shorter one's duration (a shared
 # link then still holds them to 1.8 times the time alone, above ``high``)
 
@@ -211,7 +212,7 @@ class MeasuredOracle:
         self.save = save
         self.evidence: list[tuple[Flow, tuple[Flow, ...], Answer]] = []
         self.round = 0  # a discovery that failed its checks asks everything again
-        self.votes: dict[tuple[Flow, tuple[Flow, ...]], list[Answer]] = {}
+        self.votes: dict[tuple[str, Flow, tuple[Flow, ...]], list[Answer]] = {}
 
     def measure(self, flows: Sequence[Flow], attempt: int = 0) -> Times:
         """Times of ``flows`` together (reps x flows); attempt -1: a speed measurement with
@@ -222,6 +223,7 @@ class MeasuredOracle:
                 raise BudgetExceeded("the --budget is spent")
             size = self.settings.speed_bytes if attempt < 0 else self.settings.bytes
             reps = self.settings.reps * (1 + max(0, attempt) % (self.settings.retries + 1))
+            # (attempt -1: speeds; 0..: build votes; CHECK_ATTEMPTS..: check votes)
             self.results[key] = self.run(flows, size, reps)
             if self.save is not None:
                 self.save(self.state)
@@ -241,16 +243,30 @@ class MeasuredOracle:
         """One measured answer: the probe and its loads together against the slower of the
         probe alone and the loads alone. Together, a shared saturated link must carry all the
         bytes whichever flow TCP favours, so this holds where the probe's own time may not
-        (a favoured probe can finish as if alone while its load starves). Between the
-        thresholds: measured again with more repetitions (attempts ``first``, ``first+1``..)."""
+        (a favoured probe can finish as if alone while its load starves). A contention is
+        believed only if the probe beside its own reverse flow (no directed link in common)
+        is not slowed as well: on a host too busy to move two flows at full speed (an
+        emulation starved of CPU) every pair looks shared. Between the thresholds, or
+        unconfirmed: measured again with more repetitions (attempts ``first``, ``first+1``..)."""
         ratios = []
         answer = Answer(None, 0.0)
+        reverse = (probe[1], probe[0])
         for attempt in range(first, first + self.settings.retries + 1):
             together = self.slowest([probe, *loads], attempt)
             alone = [self.slowest([probe], attempt), self.slowest(loads, attempt)]
             if together is None or None in alone:
                 continue  # no repetition started together: more repetitions
-            ratios.append(together / max(t for t in alone if t is not None))
+            ratio = together / max(t for t in alone if t is not None)
+            if ratio >= self.settings.high:
+                control = self.slowest([probe, reverse], attempt)
+                base = [self.slowest([probe], attempt), self.slowest([reverse], attempt)]
+                if control is None or None in base:
+                    continue
+                busy = control / max(t for t in base if t is not None)
+                if busy > self.settings.low:
+                    answer = Answer(None, ratio)
+                    continue  # the host, not a link: more repetitions
+            ratios.append(ratio)
             ratio = statistics.median(ratios)
             if ratio >= self.settings.high:
                 return Answer(True, ratio)
@@ -259,17 +275,19 @@ class MeasuredOracle:
             answer = Answer(None, ratio)
         return answer
 
-    def __call__(self, probe: Flow, loads: Sequence[Flow]) -> Answer:
+    def __call__(self, probe: Flow, loads: Sequence[Flow], phase: str = "build") -> Answer:
         """The answer of round 0; in later rounds, the majority of one fresh vote per round
-        (and one more to break a tie): a wrong answer that made the checks fail is outvoted."""
-        question = (probe, tuple(loads))
+        (and one more to break a tie): a wrong answer that made the checks fail is outvoted.
+        Checks are measured apart from the build (``phase``), even for the same flows."""
+        question = (phase, probe, tuple(loads))
         votes = self.votes.setdefault(question, [])
         step = self.settings.retries + 1
+        offset = 0 if phase == "build" else CHECK_ATTEMPTS
         while len(votes) <= self.round:
-            votes.append(self.vote(probe, loads, len(votes) * step))
+            votes.append(self.vote(probe, loads, offset + len(votes) * step))
         answer = _majority(votes)
         if answer.contend is None and len(votes) > 1:
-            votes.append(self.vote(probe, loads, len(votes) * step))
+            votes.append(self.vote(probe, loads, offset + len(votes) * step))
             answer = _majority(votes)
         self.evidence.append((probe, tuple(loads), answer))
         if self.progress is not None:
@@ -477,7 +495,7 @@ def discover_with(
             # a second opinion on the failed checks alone: noise fails one check, a wrong
             # tree fails its checks again
             oracle.round = round_ + 1
-            asked = [(q, oracle(q[0], q[1])) for q in result.failed_questions]
+            asked = [(q, oracle(q[0], q[1], "check")) for q in result.failed_questions]
             probes += len(asked)
             if all(answer.contend == q[2] for q, answer in asked):
                 notes.append(
