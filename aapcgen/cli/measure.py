@@ -74,7 +74,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
         raise InputError("--variants: name a generated variant besides the runtime-* ones")
     check_phase_slots(topo)
     check_output_dir(out_dir)  # before the benchmark, not after it
-    cfg = replace(cfg, runtime=runtime)
+    cfg = replace(cfg, runtime=runtime, timeline=a.timeline)
     peak = peak_of(topo, cfg.rate)
     stderr_progress(
         f"bench {topo.name} on {a.backend}: {len(specs)} generated variant(s), natives "
@@ -184,6 +184,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--output",
         metavar="DIR",
         help="results directory (default bench-results/NAME-BACKEND)",
+    )
+    p.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also trace the generated routines (AAPC_TRACE) and write, per candidate and size, "
+        "a time-line plot and where the time went against the bound into DIR/timeline "
+        "(tracing polls: its calls are slower; local, emulate and simulate backends)",
     )
 
     p = command(

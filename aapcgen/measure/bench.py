@@ -22,6 +22,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -232,6 +233,9 @@ class BenchConfig:
     # "rows:K" | "columns:K": time on MPI_COMM_WORLD's sub-communicators, all at once
     # (alltoall_timer.c --split; the runtime-* routines also as "<name>+union")
     split: str | None = None
+    # write the generated routines' time-lines (AAPC_TRACE, measure/timeline.py) under
+    # out_dir/timeline: one plot and account per candidate and size
+    timeline: bool = False
 
     @classmethod
     def from_args(
@@ -366,7 +370,7 @@ def runner(cfg: BenchConfig, work: cleanup.Workdir | None = None) -> Iterator[tu
                 cmd = simgrid.smpirun_command(
                     platform_file, hostfile, n, exe, list(job.args), job.simgrid_algorithm
                 )
-                return _check(cmd, base_env, cfg.timeout, work)
+                return _check(cmd, {**base_env, **dict(job.env)}, cfg.timeout, work)
 
             yield run, "smpicc"
     else:
@@ -400,6 +404,8 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
             jobs = [replace(j, args=(*j.args, "--split", cfg.split)) for j in jobs]
         gen_dir = Path(tmp) / "gen"
         generate(cfg.topology, cfg.variants, gen_dir)
+        if cfg.timeline:
+            (Path(tmp) / "trace").mkdir(exist_ok=True)
         exe = Path(tmp) / "alltoall_timer"
         if cfg.backend == "simulate":
             from aapcgen.platforms import simgrid
@@ -425,7 +431,39 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
                     f"repeat {repeat + 1}/{cfg.repeats}, {job.label}: done ({done}/{total} jobs, "
                     f"{elapsed:.0f} s elapsed, ETA {eta:.0f} s)"
                 )
+        if cfg.timeline:  # one more run of the generated routines, traced, not in the table
+            prefix = Path(tmp) / "trace" / "aapc"
+            trace_env = (*jobs[0].env, ("AAPC_TRACE", str(prefix)))
+            names = ",".join([*(v.label for v in cfg.variants), *cfg.runtime])
+            run(replace(jobs[0], env=trace_env, args=(*jobs[0].args, "--only", names)), exe)
+            write_timelines(cfg, prefix, progress)
     return rows
+
+
+def write_timelines(cfg: BenchConfig, prefix: Path, progress: Callable[[str], None]) -> None:
+    """The traced calls (AAPC_TRACE=prefix) as cfg.out_dir/timeline/<candidate>-<size>.png and
+    accounts in timeline.txt: for each generated candidate and size, its call of median
+    duration. The raw trace files are kept beside them."""
+    from aapcgen.measure import timeline
+
+    out = cfg.out_dir / "timeline"
+    out.mkdir(parents=True, exist_ok=True)
+    calls = timeline.read_traces(prefix)
+    topo = with_rate(cfg.topology, cfg.rate)
+    peak = peak_of(cfg.topology, cfg.rate)
+    n = cfg.topology.n_machines * cfg.topology.ranks_per_machine
+    lines = []
+    for name in sorted({c.schedule for c in calls}):
+        for size in sorted({c.bytes for c in calls if c.schedule == name}):
+            call = timeline.median_call([c for c in calls if c.schedule == name], None, size)
+            bound = n * (n - 1) * size / peak
+            png = out / f"{name}-{size}.png"
+            timeline.plot(topo, call, bound, png)
+            lines.append(timeline.report(topo, call, bound))
+    (out / "timeline.txt").write_text("\n".join(lines) + "\n")
+    for f in prefix.parent.glob(prefix.name + ".*"):
+        shutil.copy(f, out / f.name)
+    progress(f"time-lines of {len(lines)} candidate(s) and size(s) in {out}")
 
 
 def write_outputs(

@@ -23,6 +23,8 @@
  *   (p-1)(alpha + n beta) for a single switch; plus s_m alpha for zero-byte syncs, d (alpha +
  *   n beta) of dummy traffic that does not cross the bottleneck, and B lg(p) alpha for
  *   barriers. Local work per call: O(rows of m) = O(p + s_m); no O(p^2) step.
+ * With $AAPC_TRACE set, every wait also stamps the receives completing meanwhile and the call's
+ * events are written at its end (common/aapc_trace.c; tracing costs time, see there).
  * Entries: aapc_alltoall_run (alltoall/aapc_alltoall_exec.c) and aapc_alltoallv_exec
  * (alltoallv/aapc_alltoallv_exec.c) resolve buffers and the communicator, then call aapc_execute.
  */
@@ -34,9 +36,39 @@
 #include <string.h>
 
 #include "aapc_comm.h"
+#include "aapc_trace.h"
 #include "aapc_wait.h"
 
 static char aapc_zero[1]; /* address of zero-byte sync messages */
+
+/* Complete reqs[0..n): the waiting policy of aapc_wait.c, or, when the call is traced, a loop
+   that stamps every receive completing meanwhile (aapc_trace.c) and yields the CPU briefly
+   between tests. */
+static int aapc_wait(struct aapc_run *st, int n, MPI_Request *reqs)
+{
+    if (st->trace == NULL)
+        return aapc_waitall(n, reqs);
+#ifdef SMPI_SHARED_MALLOC /* simulated time: wait in order, stamp each request as it returns */
+    for (int i = 0; i < n; i++) {
+        int was_null = reqs[i] == MPI_REQUEST_NULL;
+        int rc = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (!was_null)
+            aapc_trace_stamp(st, &reqs[i]);
+    }
+    return MPI_SUCCESS;
+#endif
+    for (int tries = 0;; tries++) {
+        int done = 0;
+        aapc_trace_poll(st);
+        int rc = aapc_trace_test(st, n, reqs, &done);
+        if (rc != MPI_SUCCESS || done)
+            return rc;
+        if (tries >= 16)
+            aapc_nap_us(20);
+    }
+}
 
 int aapc_peer_ok(const aapc_schedule_t *s, int32_t peer)
 {
@@ -59,7 +91,7 @@ static MPI_Aint aapc_block(const struct aapc_run *st, int32_t peer, int rank)
 /* Complete the outstanding dummy receive, if any. */
 static int aapc_dummy_wait(struct aapc_run *st)
 {
-    return aapc_waitall(1, &st->dreq);
+    return aapc_wait(st, 1, &st->dreq);
 }
 
 static int aapc_post_recv_dummy(struct aapc_run *st, int r)
@@ -130,17 +162,19 @@ static int aapc_start_send(struct aapc_run *st, int e)
 {
     const aapc_schedule_t *s = st->s;
     int rc;
+    aapc_trace_event(st, AAPC_TR_SYNC_WAIT, s->send_phase[e], s->send_peer[e]);
     if (s->wait_off != NULL) {
         for (int32_t k = s->wait_off[e]; k < s->wait_off[e + 1]; k++) {
             int32_t idx = s->wait_idx[k];
             if (idx < 0 || idx >= st->y1 - st->y0)
                 return MPI_ERR_INTERN;
-            if ((rc = aapc_waitall(1, &st->yreq[idx])) != MPI_SUCCESS)
+            if ((rc = aapc_wait(st, 1, &st->yreq[idx])) != MPI_SUCCESS)
                 return rc;
         }
     }
     int32_t peer = s->send_peer[e];
     int dest = aapc_rank(st, peer);
+    aapc_trace_event(st, AAPC_TR_SEND_START, s->send_phase[e], peer);
     if (peer >= 0 && st->vmode)
         return aapc_isend_piece(st, e, dest);
     if (peer >= 0)
@@ -163,6 +197,9 @@ static int aapc_fire(struct aapc_run *st, int ev)
                         st->dup, &st->freq[st->nfired]);
         if (rc != MPI_SUCCESS)
             return rc;
+        aapc_trace_event(st, AAPC_TR_SYNC_FIRE,
+                         s->sync_kind == AAPC_SYNC_SENDER ? s->send_phase[ev] : s->recv_phase[ev],
+                         s->fire_peer[k]);
         st->nfired++;
     }
     return MPI_SUCCESS;
@@ -177,12 +214,13 @@ static int aapc_barriers_through(struct aapc_run *st, int32_t q)
         while (st->rdone < st->r1 && s->recv_phase[st->rdone] <= st->next_barrier)
             st->rdone++;
         if (st->rdone > from &&
-            (rc = aapc_waitall(st->rdone - from, st->rreq + (from - st->r0))) != MPI_SUCCESS)
+            (rc = aapc_wait(st, st->rdone - from, st->rreq + (from - st->r0))) != MPI_SUCCESS)
             return rc;
         if ((rc = aapc_dummy_wait(st)) != MPI_SUCCESS)
             return rc;
         if ((rc = PMPI_Barrier(st->dup)) != MPI_SUCCESS)
             return rc;
+        aapc_trace_event(st, AAPC_TR_BARRIER_DONE, st->next_barrier, -1);
         st->next_barrier += s->barrier_every;
     }
     return MPI_SUCCESS;
@@ -201,8 +239,10 @@ static int aapc_phase(struct aapc_run *st, int ri, int rj, int si, int sj)
     if (s->sync_kind == AAPC_SYNC_RECEIVER) { /* step 2 */
         for (int r = ri; r < rj; r++) {
             MPI_Request *req = s->recv_peer[r] >= 0 ? &st->rreq[r - st->r0] : &st->dreq;
-            if ((rc = aapc_waitall(1, req)) != MPI_SUCCESS)
+            if ((rc = aapc_wait(st, 1, req)) != MPI_SUCCESS)
                 return rc;
+            if (s->recv_peer[r] < 0)
+                aapc_trace_event(st, AAPC_TR_RECV_DONE, s->recv_phase[r], s->recv_peer[r]);
             if (s->fire_off != NULL && (rc = aapc_fire(st, r)) != MPI_SUCCESS)
                 return rc;
         }
@@ -210,8 +250,9 @@ static int aapc_phase(struct aapc_run *st, int ri, int rj, int si, int sj)
     for (int e = si; e < sj; e++) {
         if (e > si && (rc = aapc_start_send(st, e)) != MPI_SUCCESS)
             return rc;
-        if ((rc = aapc_waitall(1, &st->sreq)) != MPI_SUCCESS) /* step 3 */
+        if ((rc = aapc_wait(st, 1, &st->sreq)) != MPI_SUCCESS) /* step 3 */
             return rc;
+        aapc_trace_event(st, AAPC_TR_SEND_DONE, s->send_phase[e], s->send_peer[e]);
         if (s->sync_kind == AAPC_SYNC_SENDER && s->fire_off != NULL &&
             (rc = aapc_fire(st, e)) != MPI_SUCCESS) /* step 4 */
             return rc;
@@ -414,6 +455,7 @@ int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize)
     int rc = MPI_SUCCESS, self_in_schedule = 0, has_dummy = 0;
     MPI_Request *reqs = NULL;
 
+    st->trace = NULL;
     st->s0 = s->send_off[st->m];
     st->s1 = s->send_off[st->m + 1];
     st->r0 = s->recv_off[st->m];
@@ -467,21 +509,23 @@ int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize)
     st->rreq = reqs;
     st->yreq = st->rreq + (st->r1 - st->r0);
     st->freq = st->yreq + (st->y1 - st->y0);
+    st->rposted = st->r0;
+    aapc_trace_begin(st, bytes);
 
     if ((rc = aapc_prepost(st, &self_in_schedule)) != MPI_SUCCESS ||
         (rc = aapc_phase_loop(st)) != MPI_SUCCESS)
         goto fail;
     if (!self_in_schedule && (rc = aapc_copy_own(st, myrank)) != MPI_SUCCESS)
         goto fail;
-    if ((rc = aapc_waitall((int)(st->r1 - st->r0), st->rreq)) !=
-            MPI_SUCCESS ||
+    if ((rc = aapc_wait(st, (int)(st->r1 - st->r0), st->rreq)) != MPI_SUCCESS ||
         (rc = aapc_dummy_wait(st)) != MPI_SUCCESS ||
-        (rc = aapc_waitall((int)(st->y1 - st->y0), st->yreq)) !=
-            MPI_SUCCESS ||
-        (rc = aapc_waitall(st->nfired, st->freq)) != MPI_SUCCESS)
+        (rc = aapc_wait(st, (int)(st->y1 - st->y0), st->yreq)) != MPI_SUCCESS ||
+        (rc = aapc_wait(st, st->nfired, st->freq)) != MPI_SUCCESS)
         goto fail;
+    rc = aapc_trace_end(st, myrank);
     goto out;
 fail:
+    aapc_trace_drop(st);
     aapc_abandon(st);
 out:
     free(reqs);

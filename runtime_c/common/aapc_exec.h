@@ -48,6 +48,7 @@ struct aapc_run {
        packed message in spack/rpack, or -1 */
     char *spack, *rpack;
     MPI_Aint *spoff, *rpoff;
+    struct aapc_trace *trace; /* the call's time-line ($AAPC_TRACE), else NULL */
 };
 
 /* Machine index of a table peer (dummy peers are -(m+1)) is in range. */

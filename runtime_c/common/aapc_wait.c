@@ -38,6 +38,16 @@ static int use_library_wait(void)
 }
 #endif
 
+void aapc_nap_us(long us)
+{
+#ifdef SMPI_SHARED_MALLOC
+    (void)us;
+#else
+    struct timespec ts = {us / 1000000L, (us % 1000000L) * 1000L};
+    nanosleep(&ts, NULL);
+#endif
+}
+
 int aapc_waitall(int n, MPI_Request *reqs)
 {
     if (n <= 0) {

@@ -12,4 +12,8 @@
    with the kernel's network processing leave them the CPU). Returns an MPI error code. */
 int aapc_waitall(int n, MPI_Request *reqs);
 
+/* Sleep about `us` microseconds (nothing under SimGrid SMPI, where it would only cost wall
+   time). */
+void aapc_nap_us(long us);
+
 #endif
