@@ -100,8 +100,8 @@ PHASED_WARN = 1.05
 def phased_warning(topo: Topology, over: float) -> str:
     return (
         f"aapcgen: warning: {topo.name}: the contention-free phases, run back to back, need at "
-        f"least {over:.1f}x the bandwidth bound: every phase moves one message per link, and its "
-        "links faster than the machine links idle for most of it; the phased variants reach at "
+        f"least {over:.1f}x the bandwidth bound: a link carries floor(its speed / the slowest "
+        "machine link) messages per phase and idles for the fraction left over; the phased variants reach at "
         f"most {100 / over:.0f}% of the peak; `aapcgen tune` measures them against no-sync and "
         "the MPI library's algorithms on your cluster (docs/scheduling.md, 'Mixed link speeds')"
     )
