@@ -171,3 +171,15 @@ def test_variant_names_and_block_sizes():
         variant_spec("sender-all", 2)
     with pytest.raises(InputError, match="unknown variant"):
         variant_spec("fast")
+
+
+@pytest.mark.parametrize("name", ["sender-all", "receiver-partial", "dummy"])
+def test_a_schedule_without_messages_needs_no_sync(name):
+    # an Alltoallv pattern of zeros schedules no message: no sync and no crash
+    from aapcgen.alltoall.phases import Schedule
+
+    topo = make_topology([0, 0], [1, 1, 2, 2])
+    none = np.zeros(0, dtype=np.int32)
+    sched = Schedule(topo.n_machines, 0, none, none, none)
+    plan = plan_sync(analyze(topo), sched, variant_spec(name, 2 if "partial" in name else None))
+    assert len(plan.frm) == 0 and plan.counts.after_removal == 0

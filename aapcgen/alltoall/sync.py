@@ -102,7 +102,7 @@ def _contending(
 
 
 def _chains(
-    tree: TreeInfo, sched: Schedule
+    tree: TreeInfo, sched: Schedule, lanes: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(chain id, message) for every use of a directed edge, sorted by chain then phase; and the
     (message, edge) pairs unsorted.
@@ -111,7 +111,8 @@ def _chains(
     c lanes: the messages of one phase on it take lanes 0, 1, ... in source order, and each lane
     is a chain of its own, ordered like a link of capacity 1. At most one message per lane is in
     flight, so at most c on the link. With one message per link and phase there is one lane
-    and a chain per edge, seed 002's construction."""
+    and a chain per edge, seed 002's construction. ``lanes=False`` keeps one chain per edge
+    whatever the capacity (scope "cross": a block group waits for the whole previous one)."""
     msg, edge = path_edges(
         hang(tree.topology), sched.src.astype(np.int64), sched.dst.astype(np.int64)
     )
@@ -120,8 +121,9 @@ def _chains(
     e, p = edge[by_slot], phase[msg][by_slot]
     first = np.flatnonzero(np.r_[True, (e[1:] != e[:-1]) | (p[1:] != p[:-1])])
     size = np.diff(np.r_[first, len(e)])
-    lane = np.empty(len(e), dtype=np.int64)
-    lane[by_slot] = np.arange(len(e)) - np.repeat(first, size)
+    lane = np.zeros(len(e), dtype=np.int64)
+    if lanes:
+        lane[by_slot] = np.arange(len(e)) - np.repeat(first, size)
     chain = edge * (int(lane.max(initial=0)) + 1) + lane
     order = np.lexsort((phase[msg], chain))
     return chain[order], msg[order], msg, edge
@@ -296,12 +298,15 @@ def plan_sync(tree: TreeInfo, sched: Schedule, spec: VariantSpec, reduce: bool =
     (docs/alltoallv.md, measured on the chain of 4x4)."""
     empty = np.zeros(0, dtype=np.int64)
     dummy = _dummies(tree, sched) if spec.dummy else (empty, empty, empty)
-    if spec.kind == "none":
+    if spec.kind == "none" or len(sched.phase) == 0:  # nothing to order (or no message at all)
         counts = SyncCounts(0, 0, 0, 0)
         return SyncPlan(spec, empty, empty, empty, empty, *dummy, counts)
     phase = sched.phase.astype(np.int64)
     src, dst = sched.src.astype(np.int64), sched.dst.astype(np.int64)
-    edge, msg, raw_msg, raw_edge = _chains(tree, sched)
+    # partial variants (scope "cross") leave a block's messages unordered among themselves and
+    # order every message of a block group on an edge before every one of the next group: one
+    # chain per edge; lanes would let the next group pass a still-running message of another lane
+    edge, msg, raw_msg, raw_edge = _chains(tree, sched, lanes=spec.scope != "cross")
     block = phase // spec.block_size
     u, v = _candidates(edge, msg, block, spec.scope)
     contending = _contending(tree, sched, raw_msg, raw_edge, block, spec.scope)
