@@ -711,12 +711,14 @@ def fake_network(
     lie_once: tuple | None = None,
     lie: float = 2.2,
     lies: int = 1,
+    burst: int = 0,
 ) -> probing.Runner:
     """The probe job's answers on ``topo`` in a fluid model: each flow takes as long as the
     busiest link of its path needs for all the flows crossing it (line rate: the driver's
     framing correction gives the links' bandwidths back). ``slow``: flows -> a factor on every
     measurement; ``lie_once``: flows whose first ``lies`` measurements take ``lie`` times as
-    long."""
+    long; ``burst``: bytes every flow moves at once before its path's rate applies (a token
+    bucket, like the emulation's tbf)."""
     paths = {}
     pending = [lie_once]
     told = [0]
@@ -729,7 +731,9 @@ def fake_network(
             for a, b, _ in paths[flow]:
                 units[(a, b)] = units.get((a, b), 0) + 1
         times = [
-            max(units[(a, b)] * size / bw for a, b, bw in paths[f]) * probing.FRAMING for f in flows
+            max(units[(a, b)] * size / bw for a, b, bw in paths[f]) * probing.FRAMING
+            - burst / min(bw for _, _, bw in paths[f]) * probing.FRAMING
+            for f in flows
         ]
         if slow and tuple(flows) in slow:
             times = [t * slow[tuple(flows)] for t in times]
@@ -779,6 +783,20 @@ def test_discover_driver_finds_tree_speeds_and_resumes(tmp_path):
     assert discover.clusters_of(again.result.root) == discover.clusters_of(report.result.root)
     with pytest.raises(InputError, match="state of another discovery"):
         probing.discover_with(no_network, topo.machines[::-1], "t", settings, state)
+
+
+def test_machine_speeds_are_slopes_past_a_token_bucket_burst():
+    # fat-4-4's machines at 10 Mbit/s, 128 KiB probes, 32 KiB passing at once: bytes over time
+    # said 13.3 Mbit/s (the emulated run said 12.8); the slope between the two sizes says 10
+    topo = load_topology(ROOT / "topologies" / "fat-4-4.yaml")
+    settings = probing.Settings(bytes=128 << 10, speed_bytes=512 << 10)
+    run = fake_network(topo, burst=32 << 10)
+    report = probing.discover_with(run, topo.machines, "t", settings)
+    found = to_topology(report.tree, "<found>")
+    assert set(found.machine_bandwidth) == {10 * MBIT}
+    assert probing.flow_rate({100: 1.0}) == 100.0  # one size: bytes over time
+    assert probing.flow_rate({100: 1.0, 400: 2.0}) == 200.0  # a steeper slope is capped
+    assert probing.flow_rate({100: 0.5, 400: 3.5}) == 100.0  # 50 bytes at once: cancelled
 
 
 def test_discover_driver_slow_link_budget_and_undecided(tmp_path):

@@ -311,17 +311,43 @@ class LinkSpeed:
 
 
 def lone_rates(oracle: MeasuredOracle) -> dict[Flow, float]:
-    """Line rate (bytes/s) of every flow the discovery timed alone, the best repetition."""
-    rates: dict[Flow, float] = {}
+    """Line rate (bytes/s) of every flow the discovery timed alone: its bytes over its best
+    repetition, or, where the pair was timed alone at both sizes (the probes' and the speed
+    measurements' four times as many), the lower of that and the slope, extra bytes over extra
+    time. The slope cancels what a transfer gets for free once, a token bucket's burst (the
+    emulation's tbf passes 32 KiB at once: a 128 KiB flow at 10 Mbit/s timed 28% fast); the
+    lower of the two keeps noise on the small size from steepening it. (What a transfer pays
+    once, start-up and latency, still slows bytes over time a little: a speed is a lower
+    bound.)"""
+    return {flow: flow_rate(by_size) * FRAMING for flow, by_size in lone_times(oracle).items()}
+
+
+def lone_times(oracle: MeasuredOracle) -> dict[Flow, dict[int, float]]:
+    """The best time of every flow timed alone, per transfer size."""
+    best: dict[Flow, dict[int, float]] = {}
     for key, reps in oracle.results.items():
         attempt, flows = key.split(":", 1)
         if "," in flows:
             continue
         size = oracle.settings.speed_bytes if int(attempt) < 0 else oracle.settings.bytes
         s, d = (int(v) for v in flows.split(">"))
-        rate = size / min(durations(r)[0] for r in reps) * FRAMING
-        rates[(s, d)] = max(rates.get((s, d), 0.0), rate)
-    return rates
+        seconds = min(durations(r)[0] for r in reps)
+        by_size = best.setdefault((s, d), {})
+        by_size[size] = min(by_size.get(size, math.inf), seconds)
+    return best
+
+
+def flow_rate(best: dict[int, float]) -> float:
+    """Payload rate from the best time per transfer size (bytes -> seconds): the fastest bytes
+    over time, or the slope between the smallest and the largest size when both exist and it is
+    lower (bytes that pass at once make bytes over time too fast)."""
+    plain = max(size / seconds for size, seconds in best.items())
+    if len(best) < 2:
+        return plain
+    (small, t_small), (large, t_large) = min(best.items()), max(best.items())
+    if t_large <= t_small:
+        return plain
+    return min(plain, (large - small) / (t_large - t_small))
 
 
 def link_speeds(
@@ -354,15 +380,29 @@ def link_speeds(
     return speeds
 
 
-def machine_speeds(oracle: MeasuredOracle, n: int) -> list[float]:
+def machine_speeds(oracle: MeasuredOracle, n: int, partners: Sequence[int] = ()) -> list[float]:
     """Line rate of every machine's own link: its fastest flow timed alone (no flow through a
-    machine beats the machine's link; noise and slower switch links only slow some). A machine
-    under 90% of the others' median gets two more flows to other machines, timed one at a time
-    (flows at once share the CPU of an emulation)."""
+    machine beats the machine's link; noise and slower switch links only slow some). Each
+    machine m first gets a flow to ``partners[m]`` (a machine on its switch) timed alone at both
+    sizes, so its rate is a slope (lone_rates). A machine under 90% of the others' median gets two
+    more flows to other machines, timed one at a time (flows at once share the CPU of an
+    emulation)."""
+    timed: set[Flow] = set()
+    for m, partner in enumerate(partners):
+        flow = (m, partner) if m < partner else (partner, m)
+        if m != partner and flow not in timed:
+            timed.add(flow)
+            oracle.measure([flow])
+            oracle.rate([flow])
     rates = lone_rates(oracle)
 
     def best(m: int) -> float:
-        return max((r for (s, d), r in rates.items() if m in (s, d)), default=0.0)
+        # flows timed at both sizes first: a single size's rate carries the start-up's error
+        mine = {f: r for f, r in rates.items() if m in f}
+        sloped = [r for f, r in mine.items() if f in two_sizes]
+        return max(sloped or mine.values(), default=0.0)
+
+    two_sizes = {f for f, by_size in lone_times(oracle).items() if len(by_size) > 1}
 
     speed = [best(m) for m in range(n)]
     typical = statistics.median(speed)
@@ -371,8 +411,27 @@ def machine_speeds(oracle: MeasuredOracle, n: int) -> list[float]:
             for partner in [x for x in range(n) if x != m][:2]:
                 oracle.rate([(partner, m)])
             rates = lone_rates(oracle)
+            two_sizes = {f for f, by_size in lone_times(oracle).items() if len(by_size) > 1}
             speed[m] = best(m)
     return speed
+
+
+def switch_partners(root: Cluster, n: int) -> list[int]:
+    """For every machine, another machine on its own switch (its neighbour in the switch's list),
+    or on the nearest switch above when it is alone there: a flow between them crosses only
+    machine links where possible."""
+    partner = list(range(n))
+    for node, _ in switches_of(root):
+        here = [c for c in node.children if isinstance(c, int)]
+        others = [m for c in node.children if not isinstance(c, int) for m in _members_of(c)]
+        for i, m in enumerate(here):
+            if partner[m] != m:
+                continue
+            if len(here) > 1:
+                partner[m] = here[(i + 1) % len(here)]
+            elif others:
+                partner[m] = others[0]
+    return [p if p != m or n < 2 else (m + 1) % n for m, p in enumerate(partner)]
 
 
 def _members_of(child: int | Cluster) -> list[int]:
@@ -511,7 +570,7 @@ def discover_with(
         lines += [f"could not decide: {q}" for q in result.undecided]
         lines += [f"check failed: {q}" for q in result.failed_checks]
         return Report(result, None, lines, time.monotonic() - started, len(oracle.results))
-    measured = machine_speeds(oracle, n)
+    measured = machine_speeds(oracle, n, switch_partners(result.root, n))
     common = _common_speed(measured)
     machine_speed = [common if abs(s - common) <= 0.1 * common else _round(s) for s in measured]
     speeds = link_speeds(result.root, oracle, common, 0)
