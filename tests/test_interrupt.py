@@ -80,6 +80,22 @@ def test_orphans_are_old_unused_files(private_tmp, tmp_path):
     assert cleanup.orphans() == [str(old)]
 
 
+def test_a_stopped_job_removes_files_made_between_two_looks(private_tmp, tmp_path):
+    # MPICH makes /dev/shm/mpich_shar_tmpXXXXXX in MPI_Init: a SIGINT there left one behind
+    assert cleanup.LEFTOVER.search("/dev/shm/mpich_shar_tmpGgOKqX")
+    assert cleanup.LEFTOVER.search("/dev/shm/mpich_shm_1f_3")
+    assert not cleanup.LEFTOVER.search("/dev/shm/other")
+    before = tmp_path / "orphan_before"
+    before.write_text("x")
+    os.utime(before, (time.time() - 60, time.time() - 60))
+    script = f"import time; open({str(tmp_path / 'orphan_made')!r}, 'w'); time.sleep(30)"
+    with cleanup.workdir("aapc-bench-") as work:
+        result = cleanup.run_job([sys.executable, "-c", script], dict(os.environ), 1.0, work)
+    assert result.timed_out
+    assert not (tmp_path / "orphan_made").exists()  # made by the job, never looked at in use
+    assert before.exists()  # older than the job: not the job's
+
+
 def test_sweep_cleans_after_a_dead_owner_and_says_so_once(private_tmp, tmp_path):
     segment = tmp_path / "segment"
     segment.write_text("x")
