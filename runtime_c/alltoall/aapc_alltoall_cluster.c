@@ -324,9 +324,10 @@ static int lookup(const aapc_cluster_t *cl, int sync, const char *name, MPI_Comm
 /* Blocks of at most this many bytes move leader-based (hier/aapc_hier_alltoall.c) on a
    communicator with R > 1 ranks on every one of its N > 1 machines; larger blocks move per rank
    (every rank its own share in the job tree's phases). From the emulated measurement of both
-   ways (docs/performance.md, "Several ranks per machine: which way per size");
-   AAPC_LEADER_MAX_BYTES overrides it (0: never leader-based). */
-#define AAPC_LEADER_MAX_BYTES_DEFAULT 0
+   ways (docs/performance.md, "Several ranks per machine: which way per size": leader-based
+   ahead at 1 and 4 KB, every rank its share from 16 KB); AAPC_LEADER_MAX_BYTES overrides it
+   (0: never leader-based). */
+#define AAPC_LEADER_MAX_BYTES_DEFAULT 8192
 
 static long long leader_max_bytes(void)
 {
