@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_sync import PAIRWISE
+from test_sync import check as check_syncs
 from trees import figure1, make_topology
 
 from aapcgen.alltoall.capacity import (
@@ -21,9 +23,7 @@ from aapcgen.alltoall.capacity import (
     schedule_phases,
 )
 from aapcgen.alltoall.phases import build_phases
-from aapcgen.alltoall.sync import plan_sync
 from aapcgen.alltoall.tree import analyze
-from aapcgen.alltoall.variants import variant_spec
 from aapcgen.core.errors import VerificationError
 from aapcgen.core.model import Link, Topology
 from aapcgen.core.topology import load_topology
@@ -211,52 +211,30 @@ def test_slow_switch_link_is_the_bound():
     assert verify_schedule(topo, s.phase, s.src, s.dst).optimal
 
 
-SYNC_VARIANTS = [
-    ("sender-all", None),
-    ("receiver-all", None),
-    ("sender-partial", 2),
-    ("receiver-partial", 3),
-    ("barrier-partial-sender", 2),
-    ("barrier-partial-receiver", 4),
-]
-
-
-def capacity_syncs(topo: Topology, name: str, bs: int | None):
-    tree = analyze(topo)
-    sched = schedule_phases(tree)
-    spec = variant_spec(name, bs)
-    plan = plan_sync(tree, sched, spec)
-    syncs = (plan.frm, plan.trigger, plan.to, plan.target)
-    return sched, spec, syncs
-
-
-def check_syncs(topo: Topology, sched, spec, syncs) -> None:
-    verify_sync(
-        topo, sched.phase, sched.src, sched.dst, spec.kind, spec.scope, spec.block_size, syncs
-    )
-
-
-@pytest.mark.parametrize("variant", SYNC_VARIANTS)
+@pytest.mark.parametrize("variant", PAIRWISE)
 @pytest.mark.parametrize("name", ["fat-4-4", "trunk-8-8"])
 def test_every_sync_variant_proved_on_fast_uplinks(name, variant):
     # scope "cross" (partial variants) orders every pair of blocks on an edge, lanes or not:
     # it made `aapcgen sync` (all variants) exit 1 on fast uplinks before
     topo = load_topology(TOPOS / f"{name}.yaml")
-    sched, spec, syncs = capacity_syncs(topo, *variant)
     assert not capacity_model(analyze(topo)).uniform
-    check_syncs(topo, sched, spec, syncs)
-    assert len(syncs[0]) > 0
+    _, _, plan, _ = check_syncs(topo, *variant, phases=schedule_phases)
+    assert len(plan.frm) > 0
 
 
 @pytest.mark.parametrize("variant", [("receiver-partial", 3), ("sender-all", None)])
 def test_dropping_a_capacity_sync_is_caught(variant):
     topo = load_topology(TOPOS / "fat-4-4.yaml")
-    sched, spec, syncs = capacity_syncs(topo, *variant)
+    sched, spec, plan, _ = check_syncs(topo, *variant, phases=schedule_phases)
+    syncs = (plan.frm, plan.trigger, plan.to, plan.target)
     caught = 0
     for i in range(len(syncs[0])):
         fewer = tuple(np.delete(a, i) for a in syncs)
         try:
-            check_syncs(topo, sched, spec, fewer)
+            verify_sync(
+                topo, sched.phase, sched.src, sched.dst, spec.kind, spec.scope, spec.block_size,
+                fewer,
+            )  # fmt: skip
         except VerificationError as e:
             assert "insufficient" in str(e)
             caught += 1
@@ -266,7 +244,6 @@ def test_dropping_a_capacity_sync_is_caught(variant):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-@given(capacity_trees(), st.sampled_from(SYNC_VARIANTS))
+@given(capacity_trees(), st.sampled_from(PAIRWISE))
 def test_random_fast_uplink_trees_syncs_proved(topo, variant):
-    sched, spec, syncs = capacity_syncs(topo, *variant)
-    check_syncs(topo, sched, spec, syncs)
+    check_syncs(topo, *variant, phases=schedule_phases)

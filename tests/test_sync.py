@@ -28,9 +28,10 @@ PAIRWISE = [
 ]
 
 
-def check(topo, name, bs):
+def check(topo, name, bs, phases=build_phases):
+    """Plan a variant's syncs on ``phases(tree)`` and prove them with the independent checker."""
     tree = analyze(topo)
-    sched = build_phases(tree)
+    sched = phases(tree)
     spec = variant_spec(name, bs)
     plan = plan_sync(tree, sched, spec)
     syncs = (plan.frm, plan.trigger, plan.to, plan.target)

@@ -42,7 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "aapc_alltoall_rows.h"
 #include "aapc_cluster_comm.h"
@@ -80,17 +79,10 @@ static void json_string(FILE *f, const char *s)
 static void dump_schedule(const aapc_cluster_t *cl, const int *rm, int P,
                           const aapc_job_phases_t *ph)
 {
-    const char *dir = getenv("AAPC_DUMP_SCHEDULE");
     static int serial = 0;
-    if (dir == NULL || dir[0] == '\0')
+    FILE *f = aapc_dump_open("schedule", &serial);
+    if (f == NULL)
         return;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/aapc-schedule-%ld-%d.json", dir, (long)getpid(), serial++);
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        fprintf(stderr, "aapcgen: AAPC_DUMP_SCHEDULE: cannot write %s\n", path);
-        return;
-    }
     int *seen = calloc((size_t)cl->n_machines, sizeof *seen), *count = calloc((size_t)cl->n_machines, sizeof *count);
     if (seen == NULL || count == NULL) {
         free(seen);
@@ -138,17 +130,10 @@ static void dump_schedule(const aapc_cluster_t *cl, const int *rm, int P,
 static void dump_union(const aapc_cluster_t *cl, const aapc_split_family_t *f,
                        const aapc_vsched *vs)
 {
-    const char *dir = getenv("AAPC_DUMP_SCHEDULE");
     static int serial = 0;
-    if (dir == NULL || dir[0] == '\0')
+    FILE *f_out = aapc_dump_open("union", &serial);
+    if (f_out == NULL)
         return;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/aapc-union-%ld-%d.json", dir, (long)getpid(), serial++);
-    FILE *f_out = fopen(path, "w");
-    if (f_out == NULL) {
-        fprintf(stderr, "aapcgen: AAPC_DUMP_SCHEDULE: cannot write %s\n", path);
-        return;
-    }
     fprintf(f_out, "{\"topology\": ");
     json_string(f_out, cl->name);
     fprintf(f_out, ", \"rank_machines\": [");

@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "aapc_args.h"
 #include "aapc_cluster_comm.h"
@@ -182,16 +181,11 @@ static void dump_vschedule(const aapc_vprog_t *prog, const aapc_cluster_comm_t *
                            const long long *m, const aapc_vsched *vs)
 {
     static int serial = 0;
-    const char *dir = getenv("AAPC_DUMP_SCHEDULE");
-    if (dir == NULL || dir[0] == '\0' || cc->rank != 0)
+    if (cc->rank != 0)
         return;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/aapc-vschedule-%ld-%d.json", dir, (long)getpid(), serial++);
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        fprintf(stderr, "aapcgen: AAPC_DUMP_SCHEDULE: cannot write %s\n", path);
+    FILE *f = aapc_dump_open("vschedule", &serial);
+    if (f == NULL)
         return;
-    }
     int n = cc->size;
     static const char *const names[] = {"greedy", "alltoall", "balanced"};
     fprintf(f, "{\"routine\": ");

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* How one schedule runs on one communicator. */
 struct aapc_comm_map {
@@ -90,6 +91,19 @@ void aapc_warn_fallback(MPI_Comm comm, const char *name, const char *why, const 
             "(set AAPC_QUIET=1 to silence)\n",
             name ? name : "?", why, routine);
     fflush(stderr);
+}
+
+FILE *aapc_dump_open(const char *kind, int *serial)
+{
+    const char *dir = getenv("AAPC_DUMP_SCHEDULE");
+    if (dir == NULL || dir[0] == '\0')
+        return NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/aapc-%s-%ld-%d.json", dir, kind, (long)getpid(), (*serial)++);
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        fprintf(stderr, "aapcgen: AAPC_DUMP_SCHEDULE: cannot write %s\n", path);
+    return f;
 }
 
 /* The routine a schedule stands for: piece tables make it an MPI_Alltoallv schedule. */

@@ -9,6 +9,7 @@
 #define AAPC_COMM_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include <mpi.h>
 
@@ -57,6 +58,11 @@ static inline int aapc_comm_rank_of(const aapc_comm_info_t *info, int m)
    once per process), at most 64 different ones, and none under AAPC_QUIET (set and not "0").
    Prints "aapcgen: NAME: WHY; using the MPI library's ROUTINE (set AAPC_QUIET=1 to silence)". */
 void aapc_warn_fallback(MPI_Comm comm, const char *name, const char *why, const char *routine);
+
+/* AAPC_DUMP_SCHEDULE=DIR: open DIR/aapc-KIND-PID-N.json for writing (N counts the calls that
+   pass the same `serial`), or NULL when the variable is unset or empty, or the file cannot be
+   made (then one line on stderr says so). */
+FILE *aapc_dump_open(const char *kind, int *serial);
 
 /* Scratch memory of at least `bytes` bytes for dummy messages, zero-filled when allocated and
    owned by the communicator's cache (two calls on one communicator never overlap). NULL when

@@ -217,17 +217,26 @@ static void case_split(const struct ctx *c, aapc_alltoall_fn fn, long n, char *d
     MPI_Comm_free(&sub);
 }
 
-/* Sub-communicators of MPI_COMM_WORLD called at once: color = (rank / div) % mod (or rank %
-   mod when div is 0), key = rank (reversed: -rank). */
-static void split_and_call(aapc_alltoall_fn fn, long n, int div, int mod, int reversed, int tag,
-                           char *desc)
+/* A sub-communicator of MPI_COMM_WORLD from `split` (MPI_Comm_split or
+   aapc_comm_split_siblings): color = (rank / div) % mod (or rank % mod when div is 0), key =
+   rank (reversed: -rank); errors returned. */
+static MPI_Comm split_world(int (*split)(MPI_Comm, int, int, MPI_Comm *), int div, int mod,
+                            int reversed)
 {
     MPI_Comm sub;
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int color = div > 0 ? (rank / div) % mod : rank % mod;
-    MPI_Comm_split(MPI_COMM_WORLD, color, reversed ? -rank : rank, &sub);
+    split(MPI_COMM_WORLD, color, reversed ? -rank : rank, &sub);
     MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    return sub;
+}
+
+/* Sub-communicators of MPI_COMM_WORLD (split_world) called at once. */
+static void split_and_call(aapc_alltoall_fn fn, long n, int div, int mod, int reversed, int tag,
+                           char *desc)
+{
+    MPI_Comm sub = split_world(MPI_Comm_split, div, mod, reversed);
     for (int it = 0; it < 2 && desc[0] == '\0'; it++) /* second call: the cached schedule */
         compare_once(fn, sub, MPI_BYTE, (int)n, MPI_BYTE, (int)n, 0, tag + it, desc);
     MPI_Comm_free(&sub);
@@ -238,12 +247,7 @@ static void split_and_call(aapc_alltoall_fn fn, long n, int div, int mod, int re
 static void siblings_call(aapc_alltoall_fn fn, long n, int div, int mod, int reversed, int tag,
                           char *desc)
 {
-    MPI_Comm sub;
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int color = div > 0 ? (rank / div) % mod : rank % mod;
-    aapc_comm_split_siblings(MPI_COMM_WORLD, color, reversed ? -rank : rank, &sub);
-    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    MPI_Comm sub = split_world(aapc_comm_split_siblings, div, mod, reversed);
     compare_once(fn, sub, MPI_BYTE, (int)n, MPI_BYTE, (int)n, 0, tag, desc);
     if (desc[0] == '\0')
         compare_once(fn, sub, MPI_INT, (int)(n / 4), MPI_INT, (int)(n / 4), 1, tag + 1, desc);
