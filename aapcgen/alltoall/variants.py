@@ -103,7 +103,10 @@ def default_variant(labels: Iterable[str]) -> str:
 def help_text(default: str | None) -> str:
     """``--variant`` help, from the table."""
     names = ", ".join(VARIANTS)
-    return f"seed 002 Table 5 variant: {names}, or all (default: {default})"
+    return (
+        f"seed 002 Table 5 variant: {names}, or all (default: {default}); "
+        f"{', '.join(sorted(WINDOWED))} also with a window of w phases in flight: NAME-wW"
+    )
 
 
 @dataclass(frozen=True)
@@ -114,18 +117,46 @@ class VariantSpec:
     scope: str  # "none", "all" (every phase), "cross" (across blocks), "within" (inside blocks)
     barrier_every: int  # 0: no barriers
     dummy: bool
+    window: int = 1  # a rank keeps up to this many phases' sends in flight (WINDOWED)
 
     @property
     def label(self) -> str:
-        """Variant name including its block size, e.g. ``sender-partial-4``."""
+        """Variant name including its block size or window, e.g. ``sender-partial-4``,
+        ``receiver-all-w4``."""
+        if self.window > 1:
+            return f"{self.name}{WINDOW_MARK}{self.window}"
         return f"{self.name}-{self.block_size}" if self.name in BLOCKED else self.name
 
 
+# Variants that run with a window of w phases (label suffix -w<w>, e.g. receiver-all-w4): a rank
+# starts its send of phase q once its sends and receives of phases <= q - w are complete (w = 1
+# is the plain executor), and the syncs order each message on a link before the one w places
+# later in the link's chain, so at most w x capacity messages are in flight per link
+# (docs/scheduling.md "Windows"). Partial, barrier and dummy variants have no window.
+WINDOWED = frozenset({"no-sync", "sender-all", "receiver-all"})
+WINDOW_MARK = "-w"
+MAX_WINDOW = 64
+
+
+def split_window(name: str) -> tuple[str, int]:
+    """``receiver-all-w4`` -> (``receiver-all``, 4); any other name -> (name, 1)."""
+    base, mark, tail = name.rpartition(WINDOW_MARK)
+    if mark and base in WINDOWED and tail.isdigit():
+        return base, int(tail)
+    return name, 1
+
+
 def variant_spec(name: str, block_size: int | None = None) -> VariantSpec:
-    """Validate a variant name and block size (InputError on bad values)."""
+    """Validate a variant name (``receiver-all``, ``receiver-all-w4``) and block size
+    (InputError on bad values)."""
+    name, window = split_window(name)
     variant = BY_NAME.get(name)
     if variant is None:
         raise InputError(f"unknown variant '{name}' (choose from: {', '.join(VARIANTS)}, all)")
+    if not 1 <= window <= MAX_WINDOW:
+        raise InputError(
+            f"variant '{name}{WINDOW_MARK}{window}': the window must be 1 to {MAX_WINDOW} phases"
+        )
     if variant.blocked:
         if block_size is None:
             raise InputError(f"variant '{name}' needs --block-size N (phases per block)")
@@ -135,11 +166,14 @@ def variant_spec(name: str, block_size: int | None = None) -> VariantSpec:
         raise InputError(f"variant '{name}' takes no --block-size (only the partial variants do)")
     bs = block_size or 1
     barrier = {"none": 0, "phase": 1, "block": bs}[variant.barrier]
-    return VariantSpec(name, bs, variant.kind, variant.scope, barrier, variant.dummy)
+    return VariantSpec(name, bs, variant.kind, variant.scope, barrier, variant.dummy, window)
 
 
 def split_label(label: str) -> tuple[str, int | None]:
-    """``sender-partial-4`` -> (``sender-partial``, 4); ``receiver-all`` -> (``receiver-all``, None)."""
+    """``sender-partial-4`` -> (``sender-partial``, 4); ``receiver-all`` -> (``receiver-all``, None);
+    ``receiver-all-w4`` -> (``receiver-all-w4``, None) (``split_window`` takes the window off)."""
+    if split_window(label)[1] > 1:
+        return label, None
     for name in sorted(VARIANTS, key=len, reverse=True):
         if label == name:
             return name, None

@@ -238,6 +238,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
                 spec.scope,
                 spec.block_size,
                 syncs,
+                window=spec.window,
             )
             print("    " + proof.summary(spec.label))
         else:

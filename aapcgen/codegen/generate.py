@@ -125,6 +125,11 @@ def alltoallv_code(
     pieces = piece_tables(vs.phase, vs.src, vs.dst, vs.offset, vs.length)
     variants = []
     for spec in specs:
+        if spec.window > 1:
+            raise InputError(
+                f"--alltoallv: variant {spec.label} has a window, which Alltoallv schedules do "
+                "not have; use the variant without -w"
+            )
         if spec.dummy:
             raise InputError(
                 f"--alltoallv: variant {spec.label} sends dummy messages, which Alltoallv "

@@ -25,7 +25,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from aapcgen.alltoall.variants import SIMPLICITY_ORDER, split_label
+from aapcgen.alltoall.variants import SIMPLICITY_ORDER, split_label, split_window
 
 MAX_GUARD = 0.05
 NATIVE_PREFIX = "native-"
@@ -46,7 +46,8 @@ def simplicity(candidate: str) -> tuple[int, int, int]:
         name, block = split_label(candidate)
     except ValueError:
         return (3, 0, 0)  # unknown kinds last
-    return (2, SIMPLICITY_ORDER.index(name), -(block or 0))
+    base, window = split_window(name)
+    return (2, SIMPLICITY_ORDER.index(base), -(block or 0) + window - 1)
 
 
 @dataclass(frozen=True)

@@ -202,10 +202,17 @@ SYNC_CHECK_MAX_MACHINES = 64
 class SyncProof:
     required_pairs: int  # contending message pairs that must be ordered
     syncs: int
+    window: int = 1
 
     def summary(self, name: str) -> str:
+        ordered = (
+            f"all {self.required_pairs} contending pairs are ordered"
+            if self.window == 1
+            else f"no link can have more than {self.window} x its capacity of messages in flight "
+            f"(a window of {self.window} phases; {self.required_pairs} contending pairs)"
+        )
         return (
-            f"verified synchronisation of {name}: all {self.required_pairs} contending pairs are ordered "
+            f"verified synchronisation of {name}: {ordered} "
             f"by the {self.syncs} syncs plus program order (sufficient), and no sync is implied by the "
             f"others plus program order, each ordering a contending pair (minimal)"
         )
@@ -277,6 +284,7 @@ def verify_sync(
     block_size: int,
     syncs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     minimal: bool = True,
+    window: int = 1,
 ) -> SyncProof:
     """Prove a variant's syncs sufficient and (``minimal``) minimal under the executor's program
     order. The run-time builders (runtime_c/alltoallv/aapc_vtables.c) skip the exact redundancy
@@ -284,36 +292,52 @@ def verify_sync(
     implied by a rank's own program order.
 
     kind: "sender" (a sync fires when its sender's send completes) or "receiver" (when its
-    sender's receive completes; each rank then waits for every receive before its next send).
-    scope: "all", "cross" (only pairs in different blocks) or "within" (same block).
-    syncs: (from machine, trigger phase, to machine, target phase) arrays.
+    sender's receive completes). scope: "all", "cross" (only pairs in different blocks) or
+    "within" (same block). syncs: (from machine, trigger phase, to machine, target phase) arrays.
+
+    Program order (runtime_c/common/aapc_exec.c): a rank starts its sends in phase order, and
+    its send of phase q only once its sends (and, receiver-based, its receives) of phases
+    <= q - ``window`` are complete; window 1 is seed 002's executor. Sufficient means: on every
+    directed edge of capacity c, no more than c x window messages can be in flight at once (for
+    c x window = 1: every contending pair ordered).
     """
     n = topo.n_machines
     if n > SYNC_CHECK_MAX_MACHINES:
         raise VerificationError(
             f"the sync check handles at most {SYNC_CHECK_MAX_MACHINES} machines, not {n}"
         )
+    if window < 1 or (window > 1 and scope != "all"):
+        raise VerificationError(f"a window of {window} phases is checked for scope all only")
     phase, src, dst = (np.asarray(a, dtype=np.int64).tolist() for a in (phase, src, dst))
     n_msgs = len(phase)
     sender_of = {(s, p): m for m, (s, p) in enumerate(zip(src, phase))}
     receiver_of = {(d, p): m for m, (d, p) in enumerate(zip(dst, phase))}
-    # events: S(m) = 2m (send starts ... completes), R(m) = 2m + 1 (receive completes)
-    succ: list[set[int]] = [set() for _ in range(2 * n_msgs)]
-    by_sender = sorted(range(n_msgs), key=lambda m: (src[m], phase[m]))
-    for a, b in zip(by_sender, by_sender[1:]):
-        if src[a] == src[b]:
-            succ[2 * a].add(2 * b)  # sends start in phase order, each completes before the next
-    if kind == "receiver":
-        sends_of: dict[int, list[int]] = {}
-        for m in by_sender:
-            sends_of.setdefault(src[m], []).append(m)
-        for m in range(n_msgs):
-            succ[2 * m].add(2 * m + 1)  # a message is received after it is sent
-            mine = sends_of.get(dst[m], [])
-            i = bisect.bisect_right([phase[x] for x in mine], phase[m])
-            if i < len(mine):  # the receiver waits for it before its next send
-                succ[2 * m + 1].add(2 * mine[i])
-    fire = (lambda m: 2 * m) if kind == "sender" else (lambda m: 2 * m + 1)
+    # events: S(m) = 3m (send starts), D(m) = 3m + 1 (send completes), R(m) = 3m + 2 (received)
+    succ: list[set[int]] = [set() for _ in range(3 * n_msgs)]
+    sends_of: dict[int, list[int]] = {}
+    for m in sorted(range(n_msgs), key=lambda m: (src[m], phase[m])):
+        sends_of.setdefault(src[m], []).append(m)
+    phases_of = {r: [phase[x] for x in ms] for r, ms in sends_of.items()}
+
+    def waiting_send(rank: int, p: int) -> int | None:
+        """The rank's first send that waits for its events of phase p (phase >= p + window)."""
+        i = bisect.bisect_left(phases_of.get(rank, []), p + window)
+        return sends_of[rank][i] if i < len(sends_of.get(rank, [])) else None
+
+    for mine in sends_of.values():
+        for a, b in zip(mine, mine[1:]):
+            succ[3 * a].add(3 * b)  # sends start in phase order
+    for m in range(n_msgs):
+        succ[3 * m].add(3 * m + 1)
+        nxt = waiting_send(src[m], phase[m])
+        if nxt is not None:
+            succ[3 * m + 1].add(3 * nxt)  # at most `window` phases of sends outstanding
+        if kind == "receiver":
+            succ[3 * m].add(3 * m + 2)  # a message is received after it is sent
+            nxt = waiting_send(dst[m], phase[m])
+            if nxt is not None:  # the receiver completes it before that send
+                succ[3 * m + 2].add(3 * nxt)
+    fire = (lambda m: 3 * m + 1) if kind == "sender" else (lambda m: 3 * m + 2)
     lookup = sender_of if kind == "sender" else receiver_of
     sync_edges = []
     for f, t, to, q in zip(*(np.asarray(a, dtype=np.int64).tolist() for a in syncs)):
@@ -321,15 +345,20 @@ def verify_sync(
             raise VerificationError(
                 f"sync {topo.machines[f]}@{t} -> {topo.machines[to]}@{q} refers to no message"
             )
-        edge = (fire(lookup[(f, t)]), 2 * sender_of[(to, q)])
+        if q <= t:
+            raise VerificationError(
+                f"sync {topo.machines[f]}@{t} -> {topo.machines[to]}@{q} does not point to a "
+                "later phase (a cycle of waits could hang)"
+            )
+        edge = (fire(lookup[(f, t)]), 3 * sender_of[(to, q)])
         if edge[1] in succ[edge[0]]:
             raise VerificationError(
                 f"sync {topo.machines[f]}@{t} -> {topo.machines[to]}@{q} is duplicated or implied by program order"
             )
         succ[edge[0]].add(edge[1])
         sync_edges.append(edge)
-    order = sorted(range(2 * n_msgs), key=lambda e: (phase[e // 2], e % 2))
-    reach = [0] * (2 * n_msgs)
+    order = sorted(range(3 * n_msgs), key=lambda e: (phase[e // 3], e % 3))
+    reach = [0] * (3 * n_msgs)
     for e in reversed(order):
         bits = 0
         for s in succ[e]:
@@ -343,12 +372,12 @@ def verify_sync(
         ms.sort(key=lambda m: phase[m])
         pairs = [(a, b) for i, a in enumerate(ms) for b in ms[i + 1 :] if in_scope(a, b)]
         required.update(pairs)
-        c = int(cap[key // 2])
+        c = int(cap[key // 2]) * window
         # scope "cross": a block's messages contend freely among themselves, and no message may
         # overlap one of another block on the edge, whatever its capacity: every pair ordered
         if c == 1 or scope == "cross":
             for a, b in pairs:
-                if not reach[fire(a)] >> (2 * b) & 1:
+                if not reach[fire(a)] >> (3 * b) & 1:
                     raise VerificationError(
                         f"insufficient: {topo.machines[src[a]]}->{topo.machines[dst[a]]} (phase {phase[a]}) is not ordered "
                         f"before the contending {topo.machines[src[b]]}->{topo.machines[dst[b]]} (phase {phase[b]})"
@@ -363,27 +392,28 @@ def verify_sync(
             ]
         )
         for group in groups:
-            width = _widest_antichain(group, lambda a, b: bool(reach[fire(a)] >> (2 * b) & 1))
+            width = _widest_antichain(group, lambda a, b: bool(reach[fire(a)] >> (3 * b) & 1))
             if width > c:
                 node = key // 2
                 a, b = vt.names[node], vt.names[int(vt.parent[node])]
                 edge = f"{a}->{b}" if key % 2 == 0 else f"{b}->{a}"
                 raise VerificationError(
                     f"insufficient: {width} messages on directed edge {edge} can be in flight at "
-                    f"once (none ordered before another), its capacity is {c}"
+                    f"once (none ordered before another), its capacity is {c // window}"
+                    + (f" x a window of {window} phases" if window > 1 else "")
                 )
-    fired = {(fire(a), 2 * b) for a, b in required}
+    fired = {(fire(a), 3 * b) for a, b in required}
     for x, y in sync_edges if minimal else []:
         others = [s for s in succ[x] if s != y]
         if any(s == y or reach[s] >> y & 1 for s in others):
             raise VerificationError(
-                f"not minimal: the sync {x // 2}->{y // 2} (message indices) is implied by the others"
+                f"not minimal: the sync {x // 3}->{y // 3} (message indices) is implied by the others"
             )
         if (x, y) not in fired:
             raise VerificationError(
-                f"not minimal: the sync {x // 2}->{y // 2} (message indices) orders no contending pair"
+                f"not minimal: the sync {x // 3}->{y // 3} (message indices) orders no contending pair"
             )
-    return SyncProof(required_pairs=len(required), syncs=len(sync_edges))
+    return SyncProof(required_pairs=len(required), syncs=len(sync_edges), window=window)
 
 
 def verify_hierarchical(topo: Topology, phase: np.ndarray, src: np.ndarray, dst: np.ndarray) -> str:

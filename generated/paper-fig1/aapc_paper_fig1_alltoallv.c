@@ -29,7 +29,7 @@ static const aapc_schedule_t key = {
     NULL, NULL, NULL, NULL, NULL, NULL,
     NULL /* ranks map to machines in rank order */,
     no_pieces, no_pieces, no_pieces, no_pieces, /* an MPI_Alltoallv schedule: fallback warnings name it */
-    NULL};
+    NULL, 1};
 
 static const aapc_vprog_t prog_no_sync = {
     "paper_fig1_level1_no_sync", &key, &vtree, AAPC_VSCHED_GREEDY, 0, 0, AAPC_VSYNC_NONE,

@@ -274,7 +274,7 @@ static const aapc_schedule_t schedule = {
     fire_off, fire_peer,
     NULL /* ranks map to machines in rank order */,
     NULL, NULL, NULL, NULL, /* not an Alltoallv schedule */
-    NULL};
+    NULL, 1};
 
 /* the routine after the argument checks (auto calls it once its own checks passed) */
 int aapc_alltoall_tree_24_sender_partial_4_unchecked(const void *sendbuf, int sendcount, MPI_Datatype sendtype,

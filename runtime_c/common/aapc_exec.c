@@ -16,13 +16,23 @@
  * These orderings are the ones the offline synchronisation model relies on: a rank's sends start
  * in phase order, each completes before the next starts, and under AAPC_SYNC_RECEIVER each
  * phase's receive completes before the rank's next send starts.
+ * With a window of w > 1 phases (variants *-w<w>, s->window) a rank starts its send of phase q
+ * once its sends and (receiver-based) receives of phases <= q - w are complete, firing their
+ * syncs in entry order (and earlier, when a test finds them complete); so up to w of its sends
+ * are in flight, and the syncs (planned for that order) keep at most w messages per link lane.
+ * The next phase's message is then already under way while the current one is on the wire:
+ * per phase the sync's flight and the message's start-up latency overlap the data instead of
+ * adding to it (docs/scheduling.md "Windows").
  *
  * Cost (p machines, n bytes per block, P phases, |M_0|(|M|-|M_0|) = P for the optimal
  * schedule, s_m syncs fired by machine m, d dummies, B = ceil(P/b)-1 barriers):
  *   P (alpha + n beta) along the critical path when every phase is contention-free, versus
  *   (p-1)(alpha + n beta) for a single switch; plus s_m alpha for zero-byte syncs, d (alpha +
  *   n beta) of dummy traffic that does not cross the bottleneck, and B lg(p) alpha for
- *   barriers. Local work per call: O(rows of m) = O(p + s_m); no O(p^2) step.
+ *   barriers. Local work per call: O(rows of m) = O(p + s_m); no O(p^2) step. With a
+ *   window w >= 2 the alpha of each phase (the sync's flight, the next message's start-up)
+ *   overlaps the data of the w - 1 phases before it: about P n beta + w alpha when
+ *   alpha <= (w - 1) n beta, with up to w messages sharing a link (each at 1/w of its speed).
  * With $AAPC_TRACE set, every wait also stamps the receives completing meanwhile and the call's
  * events are written at its end (common/aapc_trace.c; tracing costs time, see there).
  * Entries: aapc_alltoall_run (alltoall/aapc_alltoall_exec.c) and aapc_alltoallv_exec
@@ -129,6 +139,12 @@ static int aapc_piece(const char *base, int count, MPI_Datatype type, int size, 
     return MPI_SUCCESS;
 }
 
+/* Where send entry e's request goes: its own slot in a windowed call, else the one send. */
+static MPI_Request *aapc_send_req(struct aapc_run *st, int e)
+{
+    return st->wsreq != NULL ? &st->wsreq[e - st->s0] : &st->sreq;
+}
+
 static int aapc_isend_piece(struct aapc_run *st, int e, int dest)
 {
     const char *buf;
@@ -140,7 +156,7 @@ static int aapc_isend_piece(struct aapc_run *st, int e, int dest)
                     st->s->send_pos[e], st->s->send_len[e], &buf, &n, &t);
     if (rc != MPI_SUCCESS)
         return rc;
-    return PMPI_Isend(buf, n, t, dest, AAPC_TAG_DATA, st->dup, &st->sreq);
+    return PMPI_Isend(buf, n, t, dest, AAPC_TAG_DATA, st->dup, aapc_send_req(st, e));
 }
 
 static int aapc_irecv_piece(struct aapc_run *st, int r, int src, MPI_Request *req)
@@ -180,9 +196,9 @@ static int aapc_start_send(struct aapc_run *st, int e)
     if (peer >= 0)
         return PMPI_Isend(st->sbuf + aapc_block(st, peer, dest) * st->sblock, st->scount,
                           st->stype, dest,
-                          AAPC_TAG_DATA, st->dup, &st->sreq);
+                          AAPC_TAG_DATA, st->dup, aapc_send_req(st, e));
     return PMPI_Isend(st->dsend, st->dcount, st->dtype, dest, AAPC_TAG_DUMMY, st->dup,
-                      &st->sreq);
+                      aapc_send_req(st, e));
 }
 
 /* Send the zero-byte syncs of event entry ev (a send or a recv entry, by sync_kind). */
@@ -278,7 +294,7 @@ int aapc_dense(MPI_Datatype t)
    order. It is not the default: a send that finds no posted receive is held back (rendezvous)
    or buffered (eager), so a window couples the ranks' progress (in SimGrid, 256 ranks x 64 KiB
    no-sync: 9.04 s simulated with a window of 4 against 2.70 s with every receive posted). */
-static int aapc_window(void)
+static int aapc_prepost_window(void)
 {
     static int window = -1;
     if (window < 0) {
@@ -321,11 +337,11 @@ static int aapc_prepost(struct aapc_run *st, int *self_in_schedule)
         if (s->recv_peer[r] == st->m)
             *self_in_schedule = 1;
     st->rposted = st->r0;
-    st->window = aapc_window();
+    st->prepost = aapc_prepost_window();
     int32_t first = st->r0 < st->r1 ? s->recv_phase[st->r0] : 0;
     if (st->s0 < st->s1 && s->send_phase[st->s0] < first)
         first = s->send_phase[st->s0];
-    if ((rc = aapc_post_recvs(st, st->window ? first + st->window : INT32_MAX)) != MPI_SUCCESS)
+    if ((rc = aapc_post_recvs(st, st->prepost ? first + st->prepost : INT32_MAX)) != MPI_SUCCESS)
         return rc;
     for (int i = 0; i < st->y1 - st->y0; i++) {
         rc = PMPI_Irecv(aapc_zero, 0, MPI_BYTE, aapc_rank(st, s->syncin_peer[st->y0 + i]),
@@ -349,7 +365,7 @@ static int aapc_phase_loop(struct aapc_run *st)
             p = s->recv_phase[ri];
         if ((rc = aapc_barriers_through(st, p - 1)) != MPI_SUCCESS)
             return rc;
-        if (st->window && (rc = aapc_post_recvs(st, p + st->window)) != MPI_SUCCESS)
+        if (st->prepost && (rc = aapc_post_recvs(st, p + st->prepost)) != MPI_SUCCESS)
             return rc;
         int rj = ri, sj = si;
         while (rj < st->r1 && s->recv_phase[rj] == p)
@@ -364,6 +380,133 @@ static int aapc_phase_loop(struct aapc_run *st)
             return rc;
     }
     return aapc_barriers_through(st, s->nphases - 1); /* same barrier count on every rank */
+}
+
+/* Windowed calls (s->window = w > 1): the receives (receiver-based) and sends whose syncs are
+   still to fire, in entry order, are st->rdone.. and st->sdone..; fire those at the front that
+   have completed. */
+static int aapc_fire_completed(struct aapc_run *st, int sent)
+{
+    const aapc_schedule_t *s = st->s;
+    int rc;
+    if (s->sync_kind == AAPC_SYNC_RECEIVER) {
+        for (; st->rdone < st->rposted && st->rreq[st->rdone - st->r0] == MPI_REQUEST_NULL;
+             st->rdone++)
+            if (s->fire_off != NULL && (rc = aapc_fire(st, st->rdone)) != MPI_SUCCESS)
+                return rc;
+    }
+    for (; st->sdone < sent && st->wsreq[st->sdone - st->s0] == MPI_REQUEST_NULL; st->sdone++) {
+        aapc_trace_event(st, AAPC_TR_SEND_DONE, s->send_phase[st->sdone], s->send_peer[st->sdone]);
+        if (s->sync_kind == AAPC_SYNC_SENDER && s->fire_off != NULL &&
+            (rc = aapc_fire(st, st->sdone)) != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Windowed calls: wait until *target completes, and meanwhile fire the syncs of the receive
+   and the send at the front of the queues (above) as soon as each completes, so a sync leaves
+   when its event happens, not when the rank next needs it. One wait on at most three requests
+   (their handles copied in and back): MPI_Waitany under SimGrid (where a failed test costs
+   simulated time), else tests with short naps (common/aapc_wait.c's policy). */
+static int aapc_wait_firing(struct aapc_run *st, MPI_Request *target, int sent)
+{
+    int rc;
+    for (;;) {
+        if ((rc = aapc_fire_completed(st, sent)) != MPI_SUCCESS)
+            return rc;
+        if (*target == MPI_REQUEST_NULL)
+            return MPI_SUCCESS;
+        MPI_Request *slot[3] = {target, NULL, NULL}, set[3];
+        int n = 1, idx = MPI_UNDEFINED;
+        if (st->s->sync_kind == AAPC_SYNC_RECEIVER && st->rdone < st->rposted)
+            slot[n++] = &st->rreq[st->rdone - st->r0];
+        if (st->sdone < sent)
+            slot[n++] = &st->wsreq[st->sdone - st->s0];
+        if (n == 3 && slot[2] == target)
+            n = 2;
+        if (n >= 2 && slot[1] == target) {
+            slot[1] = slot[n - 1];
+            n--;
+        }
+        for (int i = 0; i < n; i++)
+            set[i] = *slot[i];
+#ifdef SMPI_SHARED_MALLOC
+        rc = PMPI_Waitany(n, set, &idx, MPI_STATUS_IGNORE);
+#else
+        for (int tries = 0, flag = 0; !flag; tries++) {
+            aapc_trace_poll(st);
+            if ((rc = PMPI_Testany(n, set, &idx, &flag, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+                break;
+            if (!flag && tries >= 64)
+                aapc_nap_us(tries < 256 ? 1 : 20);
+        }
+#endif
+        for (int i = 0; i < n; i++)
+            *slot[i] = set[i];
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (idx != MPI_UNDEFINED)
+            aapc_trace_stamp(st, slot[idx]);
+    }
+}
+
+/* Windowed calls: complete (and fire) the receives (receiver-based) and sends of phases
+   <= upto, in entry order. */
+static int aapc_retire(struct aapc_run *st, int64_t upto, int sent)
+{
+    const aapc_schedule_t *s = st->s;
+    int rc;
+    if (s->sync_kind == AAPC_SYNC_RECEIVER) {
+        while (st->rdone < st->r1 && s->recv_phase[st->rdone] <= upto) {
+            if (st->rdone >= st->rposted)
+                return MPI_ERR_INTERN; /* a receive not yet posted (the caller posts first) */
+            if ((rc = aapc_wait_firing(st, &st->rreq[st->rdone - st->r0], sent)) != MPI_SUCCESS)
+                return rc;
+        }
+    }
+    while (st->sdone < sent && s->send_phase[st->sdone] <= upto)
+        if ((rc = aapc_wait_firing(st, &st->wsreq[st->sdone - st->s0], sent)) != MPI_SUCCESS)
+            return rc;
+    return MPI_SUCCESS;
+}
+
+/* Windowed calls: step 1 of a send (wait for its syncs, firing meanwhile), then start it. */
+static int aapc_start_send_windowed(struct aapc_run *st, int e)
+{
+    const aapc_schedule_t *s = st->s;
+    int rc;
+    if (s->wait_off != NULL) {
+        for (int32_t k = s->wait_off[e]; k < s->wait_off[e + 1]; k++) {
+            int32_t idx = s->wait_idx[k];
+            if (idx < 0 || idx >= st->y1 - st->y0)
+                return MPI_ERR_INTERN;
+            if ((rc = aapc_wait_firing(st, &st->yreq[idx], e)) != MPI_SUCCESS)
+                return rc;
+        }
+    }
+    return aapc_start_send(st, e); /* its syncs are in: no further wait there */
+}
+
+/* The phase loop of a windowed call: before its send of phase q a rank completes (and fires)
+   everything of phases <= q - w, then waits for the send's syncs; up to w sends in flight. */
+static int aapc_window_loop(struct aapc_run *st)
+{
+    const aapc_schedule_t *s = st->s;
+    int rc;
+    st->sdone = st->s0;
+    st->rdone = st->r0;
+    for (int e = st->s0; e < st->s1; e++) {
+        int64_t q = s->send_phase[e];
+        if (st->prepost && (rc = aapc_post_recvs(st, (int32_t)(q + st->prepost))) != MPI_SUCCESS)
+            return rc;
+        if ((rc = aapc_retire(st, q - s->window, e)) != MPI_SUCCESS ||
+            (rc = aapc_start_send_windowed(st, e)) != MPI_SUCCESS)
+            return rc;
+    }
+    if ((rc = aapc_post_recvs(st, INT32_MAX)) != MPI_SUCCESS)
+        return rc;
+    return aapc_retire(st, INT64_MAX, st->s1);
 }
 
 /* After an error: cancel what is still posted so no request outlives the call. */
@@ -385,6 +528,8 @@ static void aapc_abandon(struct aapc_run *st)
         PMPI_Wait(&st->dreq, MPI_STATUS_IGNORE);
     }
     PMPI_Wait(&st->sreq, MPI_STATUS_IGNORE);
+    if (st->wsreq != NULL)
+        PMPI_Waitall(st->s1 - st->s0, st->wsreq, MPI_STATUSES_IGNORE);
     PMPI_Waitall(st->nfired, st->freq, MPI_STATUSES_IGNORE);
 }
 
@@ -471,6 +616,7 @@ int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize)
     st->rdone = st->r0;
     st->next_barrier = s->barrier_every > 0 ? s->barrier_every - 1 : INT_MAX;
     st->sreq = st->dreq = MPI_REQUEST_NULL;
+    st->wsreq = NULL;
     st->dtype = MPI_BYTE;
     if (!aapc_check_rows(st))
         return MPI_ERR_INTERN;
@@ -498,7 +644,11 @@ int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize)
         }
     }
 
-    size_t nreq = (size_t)(st->r1 - st->r0) + (size_t)(st->y1 - st->y0) + (size_t)st->nfire;
+    int windowed = s->window > 1;
+    if (windowed && (s->barrier_every > 0 || has_dummy))
+        return MPI_ERR_INTERN; /* windows are generated only without barriers and dummies */
+    size_t nreq = (size_t)(st->r1 - st->r0) + (size_t)(st->y1 - st->y0) + (size_t)st->nfire +
+                  (windowed ? (size_t)(st->s1 - st->s0) : 0);
     reqs = malloc((nreq ? nreq : 1) * sizeof *reqs);
     if (reqs == NULL) {
         rc = MPI_ERR_NO_MEM;
@@ -509,11 +659,12 @@ int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize)
     st->rreq = reqs;
     st->yreq = st->rreq + (st->r1 - st->r0);
     st->freq = st->yreq + (st->y1 - st->y0);
+    st->wsreq = windowed ? st->freq + st->nfire : NULL;
     st->rposted = st->r0;
     aapc_trace_begin(st, bytes);
 
     if ((rc = aapc_prepost(st, &self_in_schedule)) != MPI_SUCCESS ||
-        (rc = aapc_phase_loop(st)) != MPI_SUCCESS)
+        (rc = windowed ? aapc_window_loop(st) : aapc_phase_loop(st)) != MPI_SUCCESS)
         goto fail;
     if (!self_in_schedule && (rc = aapc_copy_own(st, myrank)) != MPI_SUCCESS)
         goto fail;

@@ -37,7 +37,10 @@ struct aapc_run {
     MPI_Request sreq;       /* the one outstanding data/dummy send */
     int rdone;              /* recv entries < rdone are complete (barrier bookkeeping) */
     int rposted;            /* recv entries < rposted are posted */
-    int window;             /* data receives are posted this many phases ahead; 0: all at once */
+    int prepost;            /* data receives are posted this many phases ahead; 0: all at once */
+    /* s->window > 1: one send request per send entry; entries < sdone are complete (fired) */
+    MPI_Request *wsreq;
+    int sdone;
     int next_barrier;
     /* Alltoallv (vmode): per-rank counts and displacements, element sizes and extents */
     int vmode;

@@ -70,6 +70,12 @@ typedef struct aapc_schedule {
        row = source machine. A call whose counts differ falls back to PMPI_Alltoallv on every
        rank (decided collectively with one MPI_Allreduce of an int). */
     const int64_t *pattern;
+
+    /* Phases a rank keeps in flight (0 or 1: one; variants *-w<w>): it starts its send of
+       phase q once its sends and (AAPC_SYNC_RECEIVER) receives of phases <= q - window are
+       complete; the syncs then order each message before the one `window` places later on its
+       link. Only with barrier_every == 0 and no dummy messages. */
+    int32_t window;
 } aapc_schedule_t;
 
 /* MPI_Alltoall semantics (any datatypes, counts including 0, MPI_IN_PLACE, MPI error codes).
