@@ -95,6 +95,11 @@ def test_native_rows_are_forced_the_way_the_mpi_needs():
     with pytest.raises(InputError, match="neither MPICH nor Open MPI"):
         plan_jobs("unknown", ("brucks",), (1024,), 1.0, 50)
     assert len(plan_jobs("unknown", (), (1024,), 1.0, 50)) == 1  # the default alone is fine
+    # MPICH aborts MPI_Init on a value it does not know: caught before any job runs
+    with pytest.raises(InputError, match="'bruck' is not an MPICH alltoall algorithm"):
+        plan_jobs("mpich", ("bruck",), (1024,), 1.0, 50)
+    with pytest.raises(InputError, match="default algorithm is always timed"):
+        plan_jobs("mpich", ("default",), (1024,), 1.0, 50)
 
 
 @pytest.mark.mpi

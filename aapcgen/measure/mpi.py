@@ -13,6 +13,15 @@ from aapcgen.core.errors import InputError
 
 # coll_tuned_alltoall_algorithm values (ompi/mca/coll/tuned/coll_tuned_alltoall_decision.c)
 OMPI_ALGORITHMS = {"linear": 1, "pairwise": 2, "modified_bruck": 3, "linear_sync": 4, "two_proc": 5}
+# the values MPICH 4's MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM takes (any other aborts MPI_Init)
+MPICH_CVAR_ALGORITHMS = (
+    "auto",
+    "brucks",
+    "k_brucks",
+    "pairwise",
+    "pairwise_sendrecv_replace",
+    "scattered",
+)
 
 # the native algorithms timed by default, per MPI flavour
 DEFAULT_NATIVES = {
@@ -40,6 +49,11 @@ def mpi_flavour(mpicc: str) -> tuple[str, str]:
 
 def native_env(flavour: str, alg: str) -> tuple[tuple[str, str], ...]:
     """Environment forcing one native algorithm (MPICH CVAR; Open MPI MCA parameters)."""
+    if alg == "default":
+        raise InputError(
+            "--natives: the MPI library's default algorithm is always timed (native-default); "
+            "--natives names algorithms to force besides it ('' for none)"
+        )
     if flavour == "openmpi":
         if alg not in OMPI_ALGORITHMS:
             raise InputError(
@@ -51,6 +65,11 @@ def native_env(flavour: str, alg: str) -> tuple[tuple[str, str], ...]:
             ("OMPI_MCA_coll_tuned_alltoall_algorithm", str(OMPI_ALGORITHMS[alg])),
         )
     if flavour == "mpich":
+        if alg not in MPICH_CVAR_ALGORITHMS:
+            raise InputError(
+                f"--natives: '{alg}' is not an MPICH alltoall algorithm "
+                f"(choose from: {', '.join(MPICH_CVAR_ALGORITHMS)})"
+            )
         return (("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", alg),)
     raise InputError(
         f"--natives: cannot force the native algorithm '{alg}': the MPI is neither MPICH nor "

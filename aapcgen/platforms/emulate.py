@@ -66,6 +66,27 @@ SYSCTL_NO_IPV6 = (
 # first retransmission timeout near 1.8 s for the next job. Benchmark jobs run one after
 # another, so each must start clean.
 SYSCTL_TCP = ("net.ipv4.tcp_no_metrics_save=1",)
+# TCP Small Queues: how many bytes one socket may have queued below it (qdisc and device) before
+# the kernel holds the rest in the socket. A real host autosizes this to about 1 ms of the
+# flow's pacing rate (Linux tcp_small_queue_check: sk_pacing_rate >> 10, at least two packets)
+# under a cap of net.ipv4.tcp_limit_output_bytes, and puts fq_codel or fq in front of the NIC.
+# An emulated machine's "NIC" is a veth, whose pacing rate knows nothing of the tbf that shapes
+# it, so its sockets fill the host queue up to the cap (4 MiB on this kernel): 3.4 s of data at
+# 10 Mbit/s in front of every ACK and sync of the machine (docs/performance.md, fat-4-4). The
+# emulation sets the cap per machine to this many seconds of the machine link's rate (at least
+# MIN_TSQ_BYTES); AAPC_EMULATE_TSQ_MS overrides it (0: leave the kernel's cap).
+HOST_TSQ_SECONDS = 0.002
+MIN_TSQ_BYTES = 2 * MTU_FRAME
+
+
+def host_tsq_bytes(rate: float) -> int | None:
+    """``net.ipv4.tcp_limit_output_bytes`` for a machine whose link carries ``rate`` bytes/s
+    (None: leave the kernel's value)."""
+    ms = os.environ.get("AAPC_EMULATE_TSQ_MS")
+    seconds = HOST_TSQ_SECONDS if ms is None else float(ms) / 1000
+    if seconds <= 0:
+        return None
+    return max(MIN_TSQ_BYTES, round(rate * seconds))
 
 
 class EmulationExists(AapcError):
@@ -332,9 +353,13 @@ def plan_emulation(
 
     # commands, in execution order
     cmds: list[tuple[str, ...]] = []
-    for ns in (sw_ns, *m_ns):
+    for k, ns in enumerate((sw_ns, *m_ns)):
+        tsq = host_tsq_bytes(veths[k - 1].rate) if k else None
+        small = (f"net.ipv4.tcp_limit_output_bytes={tsq}",) if tsq is not None else ()
         cmds.append((ip, "netns", "add", ns))
-        cmds.append((ip, "netns", "exec", ns, "sysctl", "-q", "-w", *SYSCTL_NO_IPV6, *SYSCTL_TCP))
+        cmds.append(
+            (ip, "netns", "exec", ns, "sysctl", "-q", "-w", *SYSCTL_NO_IPV6, *SYSCTL_TCP, *small)
+        )
         cmds.append((ip, "-n", ns, "link", "set", "lo", "up"))
     for s in topo.switches:
         cmds.append((ip, "-n", sw_ns, "link", "add", bridge[s], "type", "bridge", "stp_state", "0"))
