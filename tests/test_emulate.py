@@ -30,6 +30,7 @@ from aapcgen.platforms.emulate import (
     emulate_up,
     emulated,
     emulation_of,
+    host_tsq_bytes,
     link_counters,
     mpiexec_command,
     parse_tc_stats,
@@ -150,6 +151,20 @@ def test_plan_per_link_rates_queue_burst_and_override(tmp_path):
     slow = plan_emulation(topo, rate=parse_bandwidth("20Mbit"))
     assert {s.rate for s in slow.shapers} == {2.5e6}
     assert all(c[c.index("rate") + 1] == "20000000bit" for c in slow.commands if "tbf" in c)
+
+
+def test_host_tcp_small_queues_follow_the_machine_link(monkeypatch):
+    monkeypatch.delenv("AAPC_EMULATE_TSQ_MS", raising=False)
+    topo = load_topology(TOPOS / "fat-4-4.yaml")  # 10 Mbit/s machines
+    plan = plan_emulation(topo)
+    machine_sysctl = [c for c in plan.commands if "sysctl" in c and plan.machine_ns[0] in c]
+    assert any("net.ipv4.tcp_limit_output_bytes=3028" in c for c in machine_sysctl)  # 2 frames
+    switch_sysctl = [c for c in plan.commands if "sysctl" in c and plan.switch_ns in c]
+    assert not any("tcp_limit_output_bytes" in " ".join(c) for c in switch_sysctl)
+    assert host_tsq_bytes(12.5e6) == 25_000  # 100 Mbit/s
+    monkeypatch.setenv("AAPC_EMULATE_TSQ_MS", "0")
+    assert host_tsq_bytes(12.5e6) is None
+    assert not any("tcp_limit_output_bytes" in " ".join(c) for c in plan_emulation(topo).commands)
 
 
 def test_plan_rejects_bad_prefix_and_queue():
@@ -301,6 +316,9 @@ def test_two_switch_tree_ping_mpi_counters(clean, tmp_path):
         # new TCP connections never inherit metrics cached from an earlier job
         nometrics = netns(em.machine_ns[5], "sysctl", "-n", "net.ipv4.tcp_no_metrics_save")
         assert nometrics.stdout.strip() == "1"
+        # TCP Small Queues capped at 2 ms of the machine link (100 Mbit/s: 25,000 bytes)
+        tsq = netns(em.machine_ns[5], "sysctl", "-n", "net.ipv4.tcp_limit_output_bytes")
+        assert tsq.stdout.strip() == "25000"
         # a tiny MPI_Alltoall across the namespaces; its traffic crosses s0-s1
         if not MPICC.exists():
             pytest.fail("MPICH wheel not installed (run make test)")

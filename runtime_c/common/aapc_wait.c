@@ -2,11 +2,18 @@
  * aapc_wait.c: wait for MPI requests by testing, spinning briefly, then sleeping.
  *
  * Algorithm: call PMPI_Testall; while incomplete, retry up to AAPC_SPINS times back to back,
- * then sleep 1, 2, 4, ... microseconds (at most AAPC_MAX_SLEEP_US) between tests. MPI progress
- * happens inside each test. Cost: adds at most AAPC_MAX_SLEEP_US of latency to a completion that
- * arrives while sleeping; saves the CPU time of a busy wait, which matters when ranks outnumber
- * cores or share them with the kernel's protocol processing. AAPC_WAIT=spin selects the
- * library's own PMPI_Waitall instead.
+ * then for up to AAPC_YIELD_US microseconds (AAPC_YIELD_SHARED_US when the node runs more ranks
+ * than it has cores) yield the CPU (sched_yield) between tests, then
+ * sleep 1, 2, 4, ... microseconds (at most AAPC_MAX_SLEEP_US) between tests. MPI progress
+ * happens inside each test. Cost: a completion within the first AAPC_YIELD_US is seen at once
+ * when the rank has a core of its own (a yield with nothing else to run returns at once), and
+ * after the other runnable ranks' time slices when cores are shared; later ones get at most
+ * AAPC_MAX_SLEEP_US of latency; sleeping saves the CPU time of a busy wait, which matters when
+ * ranks outnumber cores or share them with the kernel's protocol processing. (Sleeping from
+ * the 65th test on made a 64 KB call on 2 ranks of one machine 2-7x MPICH's pairwise: a 40-byte
+ * argument agreement or a shared-memory copy finishing a few us into a sleep waited out the
+ * sleep; docs/performance.md, "Executor overhead".) AAPC_WAIT=spin selects the library's own
+ * PMPI_Waitall instead.
  *
  * Under SimGrid SMPI (smpicc; its mpi.h defines SMPI_SHARED_MALLOC) the requests are waited
  * for one by one, in order, with the library's blocking MPI_Wait: there every failed MPI_Test
@@ -20,11 +27,39 @@
 #define _POSIX_C_SOURCE 199309L
 #include "aapc_wait.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-enum { AAPC_SPINS = 64, AAPC_MAX_SLEEP_US = 50 };
+enum { AAPC_SPINS = 64, AAPC_YIELD_US = 200, AAPC_YIELD_SHARED_US = 20, AAPC_MAX_SLEEP_US = 50 };
+
+#ifndef SMPI_SHARED_MALLOC
+/* How long to yield before sleeping: AAPC_YIELD_US when the launcher says this node runs no
+   more ranks than it has cores (MPICH/Hydra's MPI_LOCALNRANKS, Open MPI's
+   OMPI_COMM_WORLD_LOCAL_SIZE), else AAPC_YIELD_SHARED_US: ranks sharing cores must leave them
+   to the one with work soon. */
+static long aapc_yield_us(void)
+{
+    static long us = -1;
+    if (us < 0) {
+        const char *v = getenv("MPI_LOCALNRANKS");
+        if (v == NULL)
+            v = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        long local = v != NULL ? atol(v) : 0, cores = sysconf(_SC_NPROCESSORS_ONLN);
+        us = local > 0 && cores > 0 && local <= cores ? AAPC_YIELD_US : AAPC_YIELD_SHARED_US;
+    }
+    return us;
+}
+
+static double aapc_now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+#endif
 
 #ifndef SMPI_SHARED_MALLOC
 static int use_library_wait(void)
@@ -66,17 +101,24 @@ int aapc_waitall(int n, MPI_Request *reqs)
         return PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
     }
     long sleep_us = 1;
+    double yield_until = 0;
     for (int tries = 0;; tries++) {
         int done = 0;
         int rc = PMPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS || done) {
             return rc;
         }
-        if (tries >= AAPC_SPINS) {
-            struct timespec ts = {0, sleep_us * 1000L};
-            nanosleep(&ts, NULL);
-            sleep_us = sleep_us * 2 > AAPC_MAX_SLEEP_US ? AAPC_MAX_SLEEP_US : sleep_us * 2;
+        if (tries < AAPC_SPINS)
+            continue;
+        if (tries == AAPC_SPINS)
+            yield_until = aapc_now_us() + (double)aapc_yield_us();
+        if (aapc_now_us() < yield_until) {
+            sched_yield();
+            continue;
         }
+        struct timespec ts = {0, sleep_us * 1000L};
+        nanosleep(&ts, NULL);
+        sleep_us = sleep_us * 2 > AAPC_MAX_SLEEP_US ? AAPC_MAX_SLEEP_US : sleep_us * 2;
     }
 #endif
 }

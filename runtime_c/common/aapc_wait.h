@@ -8,8 +8,9 @@
 
 /* PMPI_Waitall with a waiting policy chosen once per process by $AAPC_WAIT:
    "spin" (the MPI library's own wait: busy polling), or "poll" (default: test, spin briefly,
-   then sleep with exponential backoff between tests, so ranks sharing cores with each other or
-   with the kernel's network processing leave them the CPU). Returns an MPI error code. */
+   yield the CPU between tests for up to 200 us (20 us when ranks outnumber cores), then sleep with exponential backoff between
+   tests, so ranks sharing cores with each other or with the kernel's network processing leave
+   them the CPU). Returns an MPI error code. */
 int aapc_waitall(int n, MPI_Request *reqs);
 
 /* Sleep about `us` microseconds (nothing under SimGrid SMPI, where it would only cost wall
