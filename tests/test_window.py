@@ -19,6 +19,7 @@ from aapcgen.alltoall.variants import split_label, split_window, variant_spec
 from aapcgen.core.errors import InputError, VerificationError
 from aapcgen.core.topology import load_topology
 from aapcgen.tune.decide import simplicity
+from aapcgen.tune.render import spec_of
 from aapcgen.verify.alltoall import verify_sync
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
@@ -66,6 +67,9 @@ def test_labels_round_trip_and_bad_windows_are_one_line_errors():
     assert (
         simplicity("receiver-all") < simplicity("receiver-all-w2") < simplicity("receiver-all-w4")
     )
+    # a tuned routine renders a windowed winner from its label
+    assert spec_of("sender-all-w8") == variant_spec("sender-all-w8")
+    assert spec_of("sender-partial-4").block_size == 4
 
 
 @pytest.mark.parametrize("name", ["paper-fig1", "two-switch-4-4", "chain-4x4", "fat-4-4"])
