@@ -412,13 +412,13 @@ static int aapc_fire_completed(struct aapc_run *st, int sent)
 static int aapc_wait_firing(struct aapc_run *st, MPI_Request *target, int sent)
 {
     int rc;
-    for (;;) {
+    for (int tries = 0;; tries++) {
         if ((rc = aapc_fire_completed(st, sent)) != MPI_SUCCESS)
             return rc;
         if (*target == MPI_REQUEST_NULL)
             return MPI_SUCCESS;
         MPI_Request *slot[3] = {target, NULL, NULL}, set[3];
-        int n = 1, idx = MPI_UNDEFINED;
+        int n = 1, idx = MPI_UNDEFINED, flag = 1;
         if (st->s->sync_kind == AAPC_SYNC_RECEIVER && st->rdone < st->rposted)
             slot[n++] = &st->rreq[st->rdone - st->r0];
         if (st->sdone < sent)
@@ -429,23 +429,25 @@ static int aapc_wait_firing(struct aapc_run *st, MPI_Request *target, int sent)
             slot[1] = slot[n - 1];
             n--;
         }
+        /* the copies are the only live handles until written back: nothing else (no trace
+           poll) may touch these requests in between */
         for (int i = 0; i < n; i++)
             set[i] = *slot[i];
 #ifdef SMPI_SHARED_MALLOC
         rc = PMPI_Waitany(n, set, &idx, MPI_STATUS_IGNORE);
 #else
-        for (int tries = 0, flag = 0; !flag; tries++) {
-            aapc_trace_poll(st);
-            if ((rc = PMPI_Testany(n, set, &idx, &flag, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
-                break;
-            if (!flag && tries >= 64)
-                aapc_nap_us(tries < 256 ? 1 : 20);
-        }
+        rc = PMPI_Testany(n, set, &idx, &flag, MPI_STATUS_IGNORE);
 #endif
         for (int i = 0; i < n; i++)
             *slot[i] = set[i];
         if (rc != MPI_SUCCESS)
             return rc;
+        if (!flag) {
+            aapc_trace_poll(st); /* stamps receives completing meanwhile (traced calls) */
+            if (tries >= 64)
+                aapc_nap_us(tries < 256 ? 1 : 20);
+            continue;
+        }
         if (idx != MPI_UNDEFINED)
             aapc_trace_stamp(st, slot[idx]);
     }
