@@ -353,8 +353,8 @@ def plan_emulation(
 
     # commands, in execution order
     cmds: list[tuple[str, ...]] = []
-    for k, ns in enumerate((sw_ns, *m_ns)):
-        tsq = host_tsq_bytes(veths[k - 1].rate) if k else None
+    machine_tsq = (host_tsq_bytes(v.rate) for v in veths[: topo.n_machines])
+    for ns, tsq in zip((sw_ns, *m_ns), (None, *machine_tsq)):
         small = (f"net.ipv4.tcp_limit_output_bytes={tsq}",) if tsq is not None else ()
         cmds.append((ip, "netns", "add", ns))
         cmds.append(

@@ -173,7 +173,10 @@ static int aapc_irecv_piece(struct aapc_run *st, int r, int src, MPI_Request *re
     return PMPI_Irecv((char *)buf, n, t, src, AAPC_TAG_DATA, st->dup, req);
 }
 
-/* Step 1: wait for e's sync receives, then start send entry e. */
+static int aapc_wait_firing(struct aapc_run *st, MPI_Request *target, int sent);
+
+/* Step 1: wait for e's sync receives (in a windowed call, firing meanwhile the syncs of what
+   completes: aapc_wait_firing), then start send entry e. */
 static int aapc_start_send(struct aapc_run *st, int e)
 {
     const aapc_schedule_t *s = st->s;
@@ -184,7 +187,9 @@ static int aapc_start_send(struct aapc_run *st, int e)
             int32_t idx = s->wait_idx[k];
             if (idx < 0 || idx >= st->y1 - st->y0)
                 return MPI_ERR_INTERN;
-            if ((rc = aapc_wait(st, 1, &st->yreq[idx])) != MPI_SUCCESS)
+            rc = st->wsreq != NULL ? aapc_wait_firing(st, &st->yreq[idx], e)
+                                   : aapc_wait(st, 1, &st->yreq[idx]);
+            if (rc != MPI_SUCCESS)
                 return rc;
         }
     }
@@ -419,16 +424,11 @@ static int aapc_wait_firing(struct aapc_run *st, MPI_Request *target, int sent)
             return MPI_SUCCESS;
         MPI_Request *slot[3] = {target, NULL, NULL}, set[3];
         int n = 1, idx = MPI_UNDEFINED, flag = 1;
-        if (st->s->sync_kind == AAPC_SYNC_RECEIVER && st->rdone < st->rposted)
+        if (st->s->sync_kind == AAPC_SYNC_RECEIVER && st->rdone < st->rposted &&
+            &st->rreq[st->rdone - st->r0] != target)
             slot[n++] = &st->rreq[st->rdone - st->r0];
-        if (st->sdone < sent)
+        if (st->sdone < sent && &st->wsreq[st->sdone - st->s0] != target)
             slot[n++] = &st->wsreq[st->sdone - st->s0];
-        if (n == 3 && slot[2] == target)
-            n = 2;
-        if (n >= 2 && slot[1] == target) {
-            slot[1] = slot[n - 1];
-            n--;
-        }
         /* the copies are the only live handles until written back: nothing else (no trace
            poll) may touch these requests in between */
         for (int i = 0; i < n; i++)
@@ -473,23 +473,6 @@ static int aapc_retire(struct aapc_run *st, int64_t upto, int sent)
     return MPI_SUCCESS;
 }
 
-/* Windowed calls: step 1 of a send (wait for its syncs, firing meanwhile), then start it. */
-static int aapc_start_send_windowed(struct aapc_run *st, int e)
-{
-    const aapc_schedule_t *s = st->s;
-    int rc;
-    if (s->wait_off != NULL) {
-        for (int32_t k = s->wait_off[e]; k < s->wait_off[e + 1]; k++) {
-            int32_t idx = s->wait_idx[k];
-            if (idx < 0 || idx >= st->y1 - st->y0)
-                return MPI_ERR_INTERN;
-            if ((rc = aapc_wait_firing(st, &st->yreq[idx], e)) != MPI_SUCCESS)
-                return rc;
-        }
-    }
-    return aapc_start_send(st, e); /* its syncs are in: no further wait there */
-}
-
 /* The phase loop of a windowed call: before its send of phase q a rank completes (and fires)
    everything of phases <= q - w, then waits for the send's syncs; up to w sends in flight. */
 static int aapc_window_loop(struct aapc_run *st)
@@ -503,7 +486,7 @@ static int aapc_window_loop(struct aapc_run *st)
         if (st->prepost && (rc = aapc_post_recvs(st, (int32_t)(q + st->prepost))) != MPI_SUCCESS)
             return rc;
         if ((rc = aapc_retire(st, q - s->window, e)) != MPI_SUCCESS ||
-            (rc = aapc_start_send_windowed(st, e)) != MPI_SUCCESS)
+            (rc = aapc_start_send(st, e)) != MPI_SUCCESS)
             return rc;
     }
     if ((rc = aapc_post_recvs(st, INT32_MAX)) != MPI_SUCCESS)
