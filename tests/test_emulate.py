@@ -165,6 +165,10 @@ def test_host_tcp_small_queues_follow_the_machine_link(monkeypatch):
     monkeypatch.setenv("AAPC_EMULATE_TSQ_MS", "0")
     assert host_tsq_bytes(12.5e6) is None
     assert not any("tcp_limit_output_bytes" in " ".join(c) for c in plan_emulation(topo).commands)
+    for bad in ("fast", "inf"):
+        monkeypatch.setenv("AAPC_EMULATE_TSQ_MS", bad)
+        with pytest.raises(InputError, match="AAPC_EMULATE_TSQ_MS"):
+            plan_emulation(topo)
 
 
 def test_plan_rejects_bad_prefix_and_queue():

@@ -83,7 +83,12 @@ def host_tsq_bytes(rate: float) -> int | None:
     """``net.ipv4.tcp_limit_output_bytes`` for a machine whose link carries ``rate`` bytes/s
     (None: leave the kernel's value)."""
     ms = os.environ.get("AAPC_EMULATE_TSQ_MS")
-    seconds = HOST_TSQ_SECONDS if ms is None else float(ms) / 1000
+    try:
+        seconds = HOST_TSQ_SECONDS if ms is None else float(ms) / 1000
+    except ValueError:
+        raise InputError(f"AAPC_EMULATE_TSQ_MS={ms!r}: expected milliseconds (0: off)") from None
+    if not math.isfinite(seconds):
+        raise InputError(f"AAPC_EMULATE_TSQ_MS={ms!r}: expected milliseconds (0: off)")
     if seconds <= 0:
         return None
     return max(MIN_TSQ_BYTES, round(rate * seconds))
