@@ -408,3 +408,44 @@ def test_leader_based_way_sanitizers(tmp_path):
     proc = run(exe, n(1, 9, 1, 9, 1, 9), "--variant", "runtime-*", "--max-bytes", "65536", env=env)
     passed(proc, 4 * 16)
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+def test_windowed_runtime_variants_match_pmpi(exe):
+    """AAPC_WINDOW=3: the run-time routines keep three phases of sends in flight (with the
+    syncs of aapc_alltoall_rows.c for that window), per rank and leader-based, byte-exact."""
+    proc = run(exe, JOBS["5 machines, reordered"], "--variant", "runtime-*",
+               "--max-bytes", "65536", env={"AAPC_WINDOW": "3"})  # fmt: skip
+    passed(proc, 4 * 14)
+    assert "aapcgen:" not in proc.stderr, proc.stderr
+    env = {"AAPC_WINDOW": "3", "AAPC_LEADER_MAX_BYTES": "100000000"}
+    proc = run(exe, JOBS["2 ranks per machine, round robin"], "--variant", "runtime-*",
+               "--max-bytes", "65536", env=env)  # fmt: skip
+    passed(proc, 4 * 14)
+    assert "aapcgen:" not in proc.stderr, proc.stderr
+
+
+def test_windowed_runtime_sanitizers(tmp_path):
+    exe = build(tmp_path, extra=tuple(SANITIZE))
+    proc = run(exe, n(0, 0, 6, 11, 11, 15), "--variant", "runtime-*", "--max-bytes", "1000",
+               env={"AAPC_WINDOW": "4"})  # fmt: skip
+    passed(proc, 4 * 14)
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+def test_bad_or_disagreeing_windows_warn_once_and_run_one(exe):
+    """A window that is not 1..4096 warns once per process and runs 1; ranks that disagree run
+    1 everywhere (rank 0 says so once per process): never a hang, never a wrong result."""
+    proc = run(exe, n(0, 5, 9), "--variant", "runtime-receiver-all", env={"AAPC_WINDOW": "9999"})
+    passed(proc, 15)
+    bad = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
+    assert len(bad) == 3 and all("AAPC_WINDOW=9999 is not a window of 1 to 4096" in b for b in bad)
+    cmd = [str(BIN / "mpiexec")]
+    for i, (m, w) in enumerate([("n0", "2"), ("n5", "2"), ("n9", "5")]):
+        cmd += ([":"] if i else []) + ["-n", "1", "-env", "AAPC_MACHINE", m, "-env", "AAPC_WINDOW"]
+        cmd += [w, str(exe), "--variant", "runtime-receiver-all", "--max-bytes", "1000"]
+    env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    passed(proc, 15)
+    differ = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
+    assert 1 <= len(differ) <= 3, differ  # once per process at most (rank 0 of a communicator)
+    assert all("AAPC_WINDOW differs between ranks (2 to 5); using 1" in d for d in differ)

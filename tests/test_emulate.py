@@ -171,6 +171,20 @@ def test_host_tcp_small_queues_follow_the_machine_link(monkeypatch):
             plan_emulation(topo)
 
 
+def test_host_settings_go_to_every_machine_and_bad_ones_are_one_line_errors(monkeypatch):
+    topo = load_topology(TOPOS / "fat-4-4.yaml")
+    monkeypatch.setenv("AAPC_EMULATE_SYSCTL", "net.ipv4.tcp_rmem=4096 32768 32768; ")
+    plan = plan_emulation(topo)
+    setting = "net.ipv4.tcp_rmem=4096 32768 32768"
+    for ns in plan.machine_ns:
+        assert any(setting in c and ns in c for c in plan.commands if "sysctl" in c), ns
+    assert not any(setting in c and plan.switch_ns in c for c in plan.commands)
+    for bad in ("kernel.panic=1", "net.ipv4.tcp_rmem=big", "net.ipv4.x=1;rm -rf /"):
+        monkeypatch.setenv("AAPC_EMULATE_SYSCTL", bad)
+        with pytest.raises(InputError, match="AAPC_EMULATE_SYSCTL: .* is not net.KEY=NUMBER"):
+            plan_emulation(topo)
+
+
 def test_plan_rejects_bad_prefix_and_queue():
     topo = load_topology(TOPOS / "paper-fig1.yaml")
     for bad in ("", "AAPC", "aa-pc", "aapc12345", "1aapc"):

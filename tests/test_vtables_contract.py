@@ -41,9 +41,11 @@ def vdriver(tmp_path_factory) -> Path:
     return out
 
 
-def c_tables(driver: Path, text: str, sync: int, flag: str = "--vtables") -> dict:
+def c_tables(
+    driver: Path, text: str, sync: int, flag: str = "--vtables", extra: tuple[str, ...] = ()
+) -> dict:
     proc = subprocess.run(
-        [str(driver), flag, str(sync)],
+        [str(driver), flag, str(sync), *extra],
         input=text,
         capture_output=True,
         text=True,
@@ -196,3 +198,66 @@ def test_per_rank_rows_syncs_are_sufficient(rows_driver, case, sync):
     syncs = syncs_of(t, KIND[sync])
     proof = verify_sync(job, phase, src, dst, KIND[sync], "all", 1, syncs, minimal=False)
     assert proof.required_pairs > 0 and proof.syncs == len(syncs[0]) > 0
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("case", range(len(JOBS)))
+@pytest.mark.parametrize("sync", [1, 2])
+@pytest.mark.parametrize("window", [2, 5])
+def test_per_rank_rows_windowed_syncs_are_sufficient(rows_driver, case, sync, window):
+    """With AAPC_WINDOW = w the run-time rows order each message before the one w places later
+    on its lane: proved for w phases in flight; they are not the
+    plain rows' syncs, and without syncs the check fails."""
+    from aapcgen.alltoall.job import job_topology
+
+    name, ranks = JOBS[case]
+    topo = load_topology(ROOT / "topologies" / f"{name}.yaml")
+    job = job_topology(topo, ranks)
+    text = rows_input(topo, ranks)
+    t = c_tables(rows_driver, text, sync, flag="--rows", extra=("--window", str(window)))
+    phase, src, dst = (np.array(x, dtype=np.int64) for x in zip(*t["p"]))
+    syncs = syncs_of(t, KIND[sync])
+    proof = verify_sync(
+        job, phase, src, dst, KIND[sync], "all", 1, syncs, minimal=False, window=window
+    )
+    assert proof.syncs == len(syncs[0])  # (none at all when every lane is shorter than w)
+    plain = syncs_of(c_tables(rows_driver, text, sync, flag="--rows"), KIND[sync])
+    assert sorted(zip(*(a.tolist() for a in syncs))) != sorted(zip(*(a.tolist() for a in plain)))
+    if window == 2:  # (a window of 5 lets the smallest jobs run every phase at once)
+        none = tuple(a[:0] for a in syncs)
+        with pytest.raises(VerificationError, match="insufficient"):
+            verify_sync(job, phase, src, dst, KIND[sync], "all", 1, none, minimal=False, window=2)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", ["chain-4x4", "tree-24", "two-switch-4-4"])
+@pytest.mark.parametrize("label", ["sender-all-w3", "receiver-all-w4"])
+def test_windowed_rows_are_the_planners_syncs(rows_driver, name, label):
+    """One fact in two places: the C rows' windowed syncs on the whole cluster are exactly the
+    Python planner's chain pairs not ordered by a rank's own program order (plan_sync with
+    reduce=False: the rows skip the exact redundancy removal)."""
+    from aapcgen.alltoall.phases import build_phases
+    from aapcgen.alltoall.sync import plan_sync
+    from aapcgen.alltoall.tree import analyze
+    from aapcgen.alltoall.variants import variant_spec
+
+    topo = load_topology(ROOT / "topologies" / f"{name}.yaml")
+    spec = variant_spec(label)
+    tree = analyze(topo)
+    sched = build_phases(tree)
+    py = plan_sync(tree, sched, spec, reduce=False)
+    sync = 1 if spec.kind == "sender" else 2
+    ranks = list(range(topo.n_machines))
+    t = c_tables(
+        rows_driver,
+        rows_input(topo, ranks),
+        sync,
+        flag="--rows",
+        extra=("--window", str(spec.window)),
+    )
+    c_phases = sorted(t["p"])
+    py_phases = sorted(zip(sched.phase.tolist(), sched.src.tolist(), sched.dst.tolist()))
+    assert c_phases == py_phases  # the same schedule, so the same lanes
+    c_syncs = sorted(zip(*(a.tolist() for a in syncs_of(t, KIND[sync]))))
+    py_syncs = sorted(zip(py.frm.tolist(), py.trigger.tolist(), py.to.tolist(), py.target.tolist()))
+    assert c_syncs == py_syncs and len(c_syncs) > 0

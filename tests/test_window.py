@@ -15,7 +15,7 @@ from trees import figure1, make_topology, switch_trees
 from aapcgen.alltoall.phases import build_phases
 from aapcgen.alltoall.sync import plan_sync
 from aapcgen.alltoall.tree import analyze
-from aapcgen.alltoall.variants import split_label, split_window, variant_spec
+from aapcgen.alltoall.variants import MAX_WINDOW, split_label, split_window, variant_spec
 from aapcgen.core.errors import InputError, VerificationError
 from aapcgen.core.topology import load_topology
 from aapcgen.tune.decide import simplicity
@@ -57,10 +57,10 @@ def test_labels_round_trip_and_bad_windows_are_one_line_errors():
     assert variant_spec("sender-all-w1").label == "sender-all"  # a window of 1 is the plain one
     assert split_window("no-sync-w2") == ("no-sync", 2)
     assert split_label("receiver-all-w4") == ("receiver-all-w4", None)
-    with pytest.raises(InputError, match="window must be 1 to 64"):
+    with pytest.raises(InputError, match="window must be 1 to 4096"):
         variant_spec("receiver-all-w0")
-    with pytest.raises(InputError, match="window must be 1 to 64"):
-        variant_spec("receiver-all-w65")
+    with pytest.raises(InputError, match="window must be 1 to 4096"):
+        variant_spec("receiver-all-w4097")
     with pytest.raises(InputError, match="unknown variant 'barrier-all-w2'"):
         variant_spec("barrier-all-w2")  # barriers and partial variants have no window
     # tune's tie-break: the plain variant before its windows, smaller windows first
@@ -126,3 +126,8 @@ def test_random_trees_windowed_sufficient_and_minimal(topo, name, window):
     if window == 1:  # the plain variant, unchanged
         plain = plan_sync(analyze(topo), sched, variant_spec(name))
         assert np.array_equal(plain.frm, p.frm) and np.array_equal(plain.target, p.target)
+
+
+def test_the_largest_window_is_one_fact_in_python_and_c():
+    header = (TOPOLOGIES.parent / "runtime_c/common/aapc_phased.h").read_text()
+    assert f"#define AAPC_MAX_WINDOW {MAX_WINDOW}\n" in header

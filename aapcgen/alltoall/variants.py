@@ -135,7 +135,7 @@ class VariantSpec:
 # (docs/scheduling.md "Windows"). Partial, barrier and dummy variants have no window.
 WINDOWED = frozenset({"no-sync", "sender-all", "receiver-all"})
 WINDOW_MARK = "-w"
-MAX_WINDOW = 64
+MAX_WINDOW = 4096
 
 
 def split_window(name: str) -> tuple[str, int]:

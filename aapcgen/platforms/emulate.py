@@ -94,6 +94,22 @@ def host_tsq_bytes(rate: float) -> int | None:
     return max(MIN_TSQ_BYTES, round(rate * seconds))
 
 
+# AAPC_EMULATE_SYSCTL="net.ipv4.tcp_rmem=4096 32768 32768;..." sets host settings in every
+# emulated machine's namespace: the settings a user would give the hosts of a real cluster,
+# measured before they are recommended (docs/emulation.md).
+HOST_SYSCTL = re.compile(r"net\.[a-z0-9_.]+=[0-9]+( [0-9]+)*")
+
+
+def host_sysctls() -> tuple[str, ...]:
+    """The ``key=value`` settings of AAPC_EMULATE_SYSCTL (InputError naming a bad one)."""
+    text = os.environ.get("AAPC_EMULATE_SYSCTL", "")
+    items = tuple(item.strip() for item in text.split(";") if item.strip())
+    for item in items:
+        if not HOST_SYSCTL.fullmatch(item):
+            raise InputError(f"AAPC_EMULATE_SYSCTL: {item!r} is not net.KEY=NUMBER[ NUMBER...]")
+    return items
+
+
 class EmulationExists(AapcError):
     """An emulation with the requested prefix is already up."""
 
@@ -359,8 +375,10 @@ def plan_emulation(
     # commands, in execution order
     cmds: list[tuple[str, ...]] = []
     machine_tsq = (host_tsq_bytes(v.rate) for v in veths[: topo.n_machines])
+    extra = host_sysctls()
     for ns, tsq in zip((sw_ns, *m_ns), (None, *machine_tsq)):
         small = (f"net.ipv4.tcp_limit_output_bytes={tsq}",) if tsq is not None else ()
+        small += extra if ns != sw_ns else ()
         cmds.append((ip, "netns", "add", ns))
         cmds.append(
             (ip, "netns", "exec", ns, "sysctl", "-q", "-w", *SYSCTL_NO_IPV6, *SYSCTL_TCP, *small)

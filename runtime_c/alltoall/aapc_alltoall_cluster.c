@@ -53,6 +53,7 @@
 /* One variant's schedule on one communicator (a slot of aapc_cluster_comm_t). */
 struct cluster_entry {
     int usable;
+    int32_t window; /* phases of sends in flight (agreed by every rank; 1 for a union) */
     aapc_rows_t rows;
     aapc_comm_info_t info; /* where the rows run (the family's dup for a union) */
 };
@@ -219,7 +220,8 @@ static int build_union(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
     ph.dst = dst;
     if (f->rank == 0)
         dump_union(cl, f, &vs);
-    if (aapc_rows_build(&ph, &tree, sync, f->rank, name, &e->rows) != 0)
+    e->window = 1; /* siblings build their union apart: no collective to agree on a window */
+    if (aapc_rows_build(&ph, &tree, sync, 1, f->rank, name, &e->rows) != 0)
         goto done;
     e->info = (aapc_comm_info_t){1, f->dup, f->rank, NULL, NULL, f->child_rank, cc->size};
     e->usable = 1;
@@ -237,11 +239,48 @@ done:
     return out;
 }
 
+/* AAPC_WINDOW: phases of sends a rank keeps in flight in the run-time routines (docs/
+   scheduling.md "Windows"); unset: 1. Read once; a bad value warns once and runs 1. */
+static int32_t runtime_window(void)
+{
+    static int32_t w = 0;
+    if (w == 0) {
+        const char *env = getenv("AAPC_WINDOW");
+        char *end = NULL;
+        long v = env != NULL && env[0] != '\0' ? strtol(env, &end, 10) : 1;
+        w = 1;
+        if (env != NULL && env[0] != '\0' && (*end != '\0' || v < 1 || v > AAPC_MAX_WINDOW))
+            fprintf(stderr, "aapcgen: AAPC_WINDOW=%s is not a window of 1 to %d phases; using 1\n",
+                    env, AAPC_MAX_WINDOW);
+        else
+            w = (int32_t)v;
+    }
+    return w;
+}
+
+/* The window every rank of the communicator runs: this rank's AAPC_WINDOW when all agree,
+   else 1 (rank 0 says so once). Collective over cc->dup. */
+static int agree_window(aapc_cluster_comm_t *cc, const char *name, int32_t *out)
+{
+    static int warned = 0;
+    int mm[2] = {runtime_window(), -runtime_window()};
+    int rc = PMPI_Allreduce(MPI_IN_PLACE, mm, 2, MPI_INT, MPI_MAX, cc->dup);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    *out = mm[0] == -mm[1] ? mm[0] : 1;
+    if (mm[0] != -mm[1] && cc->rank == 0 && !warned++)
+        fprintf(stderr, "aapcgen: %s: AAPC_WINDOW differs between ranks (%d to %d); using 1\n",
+                name, -mm[1], mm[0]);
+    return MPI_SUCCESS;
+}
+
 /* Steps 3-5 for a communicator whose ranks are all on known machines. */
 static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int sync,
                        const char *name, MPI_Comm comm)
 {
-    int nomem = 0;
+    int nomem = 0, arc;
+    if ((arc = agree_window(cc, name, &e->window)) != MPI_SUCCESS)
+        return arc;
     const aapc_job_tree_t *tree = aapc_cluster_comm_tree(cc, &nomem);
     if (nomem)
         return MPI_ERR_NO_MEM;
@@ -264,7 +303,7 @@ static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
         return MPI_ERR_NO_MEM;
     if (cc->rank == 0)
         dump_schedule(cc->cluster, cc->rank_machine, cc->size, &ph);
-    rc = aapc_rows_build(&ph, tree, sync, cc->rank, name, &e->rows);
+    rc = aapc_rows_build(&ph, tree, sync, e->window, cc->rank, name, &e->rows);
     aapc_job_phases_free(&ph);
     if (rc != 0)
         return MPI_ERR_NO_MEM;
@@ -377,7 +416,7 @@ static int leader_exchange(void *ctx, const void *g, MPI_Datatype gt, void *s, M
 
 /* Build (collective over the communicator's dup) the leader-based way for `sync`. */
 static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r, int n,
-                        int sync, const char *name)
+                        int sync, int32_t window, const char *name)
 {
     int P = cc->size, rc;
     int32_t M = cc->cluster->n_machines;
@@ -425,7 +464,7 @@ static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r,
         int jr = aapc_job_phases(cc->cluster, lm, n, &ph);
         if (jr == AAPC_JOB_OK)
             jr = aapc_job_tree(cc->cluster, lm, n, &tree, err, (int)sizeof err);
-        if (jr == AAPC_JOB_OK && aapc_rows_build(&ph, &tree, sync, mine, name, &le->rows) != 0)
+        if (jr == AAPC_JOB_OK && aapc_rows_build(&ph, &tree, sync, window, mine, name, &le->rows) != 0)
             jr = AAPC_JOB_ENOMEM;
         aapc_job_phases_free(&ph);
         aapc_job_tree_free(&tree);
@@ -442,7 +481,7 @@ static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r,
 }
 
 /* The leader-based way of this communicator for `sync` when it applies (NULL otherwise). */
-static int leader_lookup(aapc_cluster_comm_t *cc, int sync, const char *name,
+static int leader_lookup(aapc_cluster_comm_t *cc, int sync, int32_t window, const char *name,
                          struct leader_entry **out)
 {
     int n = 0, r = equal_ranks_per_machine(cc, &n), rc;
@@ -457,7 +496,7 @@ static int leader_lookup(aapc_cluster_comm_t *cc, int sync, const char *name,
         if (le == NULL)
             return MPI_ERR_NO_MEM;
         le->node = le->leaders = MPI_COMM_NULL;
-        if ((rc = build_leader(le, cc, r, n, sync, name)) != MPI_SUCCESS) {
+        if ((rc = build_leader(le, cc, r, n, sync, window, name)) != MPI_SUCCESS) {
             leader_free(le);
             return rc;
         }
@@ -493,7 +532,7 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e->info.machine_block == NULL && bytes <= leader_max_bytes()) {
         struct leader_entry *le = NULL; /* several ranks per machine, small blocks */
-        if ((rc = leader_lookup(state, sync, name, &le)) != MPI_SUCCESS)
+        if ((rc = leader_lookup(state, sync, e->window, name, &le)) != MPI_SUCCESS)
             return rc;
         if (le != NULL) {
             aapc_hier_layout_t h = {le->r, state->size, le->order, le->node, le->leaders,

@@ -158,6 +158,18 @@ static int64_t lane_prev(const int32_t *list, const int32_t *phase_of, int64_t s
     return -1;
 }
 
+/* The message `steps` places after (steps > 0) or before (steps < 0) message `at` in its lane,
+   whose phase group starts at `start`; -1 when the lane ends first. */
+static int64_t lane_walk(const int32_t *list, int64_t n, const int32_t *phase_of, int64_t start,
+                         int64_t lane, int32_t steps)
+{
+    int64_t at = start + lane;
+    for (int32_t i = 0; i < (steps < 0 ? -steps : steps) && at >= 0; i++)
+        at = steps > 0 ? lane_next(list, n, phase_of, at - lane, lane)
+                       : lane_prev(list, phase_of, at - lane, lane);
+    return at;
+}
+
 /* The entry of a row (phases strictly increasing) in `phase`. */
 static int32_t entry_of(const int32_t *phases, int32_t n, int32_t phase)
 {
@@ -172,8 +184,8 @@ static int32_t entry_of(const int32_t *phases, int32_t n, int32_t phase)
     return lo;
 }
 
-int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, int sync, int me,
-                    const char *name, aapc_rows_t *out)
+int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, int sync,
+                    int32_t window, int me, const char *name, aapc_rows_t *out)
 {
     memset(out, 0, sizeof *out);
     int32_t P = ph->n_ranks, nn = tree->n_nodes;
@@ -223,6 +235,8 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
                    : sync == AAPC_VSYNC_RECEIVER ? AAPC_SYNC_RECEIVER
                                                  : AAPC_SYNC_NONE;
     s->barrier_every = sync == AAPC_VSYNC_BARRIER ? 1 : 0;
+    int32_t w = window > 1 && sync != AAPC_VSYNC_BARRIER ? window : 1;
+    s->window = w;
     int32_t *send_off = take(out, (size_t)P + 1, sizeof *send_off);
     int32_t *recv_off = take(out, (size_t)P + 1, sizeof *recv_off);
     int32_t *send_phase = take(out, (size_t)ns, sizeof *send_phase);
@@ -298,7 +312,7 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
             const int32_t *l = list + eoff[buf[j]];
             int64_t n = eoff[buf[j] + 1] - eoff[buf[j]];
             int64_t start, lane = locate(l, n, ph->phase, (int32_t)u, &start) - start;
-            int64_t next = lane_next(l, n, ph->phase, start, lane);
+            int64_t next = lane_walk(l, n, ph->phase, start, lane, w);
             if (next >= 0 && ph->src[l[next]] != me)
                 fo[nfo++] = (struct ysync){ph->src[l[next]], ph->phase[u], ph->phase[l[next]]};
         }
@@ -310,7 +324,7 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
             const int32_t *l = list + eoff[buf[j]];
             int64_t n = eoff[buf[j] + 1] - eoff[buf[j]];
             int64_t start, lane = locate(l, n, ph->phase, (int32_t)v, &start) - start;
-            int64_t prev = lane_prev(l, ph->phase, start, lane);
+            int64_t prev = lane_walk(l, n, ph->phase, start, lane, -w);
             if (prev < 0)
                 continue;
             int64_t u = l[prev];

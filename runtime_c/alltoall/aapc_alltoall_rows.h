@@ -19,10 +19,11 @@ typedef struct aapc_rows {
     long long n_syncs_in, n_syncs_out;
 } aapc_rows_t;
 
-/* Rank `me`'s rows of schedule ph on the job tree, with the syncs of `sync` (AAPC_VSYNC_*).
+/* Rank `me`'s rows of schedule ph on the job tree, with the syncs of `sync` (AAPC_VSYNC_*) for
+   an executor window of `window` phases (1: the plain executor; barrier-all has no window).
    Returns 0, or -1 when out of memory (out is then freed). */
-int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, int sync, int me,
-                    const char *name, aapc_rows_t *out);
+int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, int sync,
+                    int32_t window, int me, const char *name, aapc_rows_t *out);
 void aapc_rows_free(aapc_rows_t *r);
 
 #ifdef __cplusplus

@@ -78,6 +78,9 @@ typedef struct aapc_schedule {
     int32_t window;
 } aapc_schedule_t;
 
+/* The largest window (aapcgen/alltoall/variants.py MAX_WINDOW; tests/test_window.py). */
+#define AAPC_MAX_WINDOW 4096
+
 /* MPI_Alltoall semantics (any datatypes, counts including 0, MPI_IN_PLACE, MPI error codes).
    Falls back to PMPI_Alltoall when comm does not match the schedule. */
 int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcount,

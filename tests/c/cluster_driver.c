@@ -23,9 +23,9 @@
 #include "aapc_alltoall_rows.h"
 #include "aapc_vtables.h"
 
-/* --rows SYNC: every rank's rows (aapc_alltoall_rows.c) with globally numbered entries, in the
+/* --rows SYNC [--window W]: every rank's rows (aapc_alltoall_rows.c) with globally numbered entries, in the
    format of vsched_driver --vtables, and the messages as "p PHASE SRC DST". */
-static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync)
+static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync, int window)
 {
     aapc_job_phases_t ph;
     aapc_job_tree_t tree;
@@ -37,7 +37,7 @@ static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int syn
     int bs = 0, br = 0;
     for (int me = 0; me < P; me++) {
         aapc_rows_t r;
-        if (aapc_rows_build(&ph, &tree, sync, me, "driver", &r) != 0)
+        if (aapc_rows_build(&ph, &tree, sync, window, me, "driver", &r) != 0)
             return 1;
         const aapc_schedule_t *s = &r.sched;
         int ns = s->send_off[P], nr = s->recv_off[P], be = sync == AAPC_VSYNC_SENDER ? bs : br;
@@ -91,7 +91,7 @@ static int schedule_once(const aapc_cluster_t *c, const int32_t *rm, int P, int 
         rc = -1;
         if (aapc_job_tree(c, rm, P, &tree, err, (int)sizeof err) == 0) {
             aapc_rows_t rows;
-            if (aapc_rows_build(&ph, &tree, sync, 0, "bench", &rows) == 0) {
+            if (aapc_rows_build(&ph, &tree, sync, 1, 0, "bench", &rows) == 0) {
                 aapc_rows_free(&rows);
                 rc = 0;
             }
@@ -144,9 +144,9 @@ static int print_phases(const aapc_cluster_t *c, const int32_t *rm, int P)
 }
 
 #ifndef AAPC_WITH_VTABLES
-static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync)
+static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync, int window)
 {
-    (void)c, (void)rm, (void)P, (void)sync;
+    (void)c, (void)rm, (void)P, (void)sync, (void)window;
     fprintf(stderr, "cluster_driver: --rows needs a build with -DAAPC_WITH_VTABLES\n");
     return 2;
 }
@@ -162,7 +162,7 @@ static int read_ints(int32_t *a, int n)
 
 int main(int argc, char **argv)
 {
-    int S, M, L, P, repeat = 0, sync = 0, rows = 0;
+    int S, M, L, P, repeat = 0, sync = 0, rows = 0, window = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--repeat"))
             repeat = atoi(argv[i + 1]);
@@ -170,6 +170,8 @@ int main(int argc, char **argv)
             sync = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rows"))
             rows = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--window"))
+            window = atoi(argv[i + 1]);
     }
     if (scanf("%d %d %d %d", &S, &M, &L, &P) != 4 || S < 1 || M < 1 || L < 0 || P < 0)
         return 2;
@@ -192,7 +194,7 @@ int main(int argc, char **argv)
         if (!speeds || scanf("%lf", &lbw[i]) != 1)
             lbw[i] = 12.5e6;
     aapc_cluster_t c = {"driver", M, S, L, NULL, NULL, msw, mbw, NULL, la, lb, lbw, 0};
-    int rc = rows > 0 ? print_rows(&c, rm, P, rows)
+    int rc = rows > 0 ? print_rows(&c, rm, P, rows, window)
              : repeat > 0 ? bench(&c, rm, P, repeat, sync)
                           : print_phases(&c, rm, P);
     free(msw);
