@@ -697,3 +697,13 @@ def test_open_mpi_sweep_uses_coll_tuned_algorithms(tmp_path):
     assert all("Open MPI" in mpi for _, mpi in rows)
     rules = (out / "ompi-alltoall-rules.conf").read_text()
     assert rules.startswith("rule-file-version-2\n") and not (out / "mpich-alltoall.json").exists()
+
+
+def test_tunable_mpich_algorithms_are_ones_mpich_accepts():
+    """tune/native.py writes MPICH's JSON tuning file for the algorithms it names; bench checks
+    --natives against MPICH's CVAR values (measure/mpi.py): the first must be among the second."""
+    from aapcgen.measure.mpi import MPICH_CVAR_ALGORITHMS
+    from aapcgen.tune.native import MPICH_ALGORITHMS
+
+    assert set(MPICH_ALGORITHMS) <= set(MPICH_CVAR_ALGORITHMS)
+    assert all(v.startswith("MPIR_Alltoall_intra_") for v in MPICH_ALGORITHMS.values())
