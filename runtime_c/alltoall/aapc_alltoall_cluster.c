@@ -10,7 +10,9 @@
  *   3. the job tree and seed 002's optimal contention-free phases (cluster/aapc_cluster_tree.c,
  *      aapc_cluster_phases.c): any subset of machines, rank order and ranks per machine;
  *   4. this rank's rows and the synchronisation of the variant (no-sync, sender-all,
- *      receiver-all, barrier-all) from the phases on the job tree (aapc_alltoall_rows.c);
+ *      receiver-all, barrier-all) from the phases on the job tree (aapc_alltoall_rows.c), for
+ *      a window of AAPC_WINDOW phases that every rank agrees on (one MPI_Allreduce of 2 ints;
+ *      disagreement runs 1);
  *   5. AAPC_DUMP_SCHEDULE=DIR: rank 0 writes the schedule as JSON (docs/scheduling.md contract,
  *      plus the machine of every rank) for `aapcgen verify TOPO --schedule FILE`;
  *   6. the result (or the decision to fall back) is cached on the communicator, in a slot per

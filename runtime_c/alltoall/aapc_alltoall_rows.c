@@ -14,8 +14,12 @@
  * binary search in the edge's list) and the ones it waits for (the message before each of its
  * sends); duplicates are removed. The same syncs as runtime_c/alltoallv/aapc_vtables.c builds for
  * every rank (tests/test_cluster_c.py compares them), without that file's global sorts.
- * Cost: O(P^2 d) time for P ranks and tree depth d, 4 P^2 d bytes for the edge lists (the largest
- * allocation) plus O(P d) for this rank's rows; no communication.
+ * With a window of w phases (AAPC_WINDOW, aapc_alltoall_cluster.c) a sync joins each message to
+ * the one w places later in its lane instead (lane_walk), the Python planner's pairs before its
+ * redundancy removal (tests/test_vtables_contract.py).
+ * Cost: O(P^2 d) time for P ranks and tree depth d (plus O(P d w c) lane steps for a window w
+ * on links of capacity c), 4 P^2 d bytes for the edge lists (the largest allocation) plus
+ * O(P d) for this rank's rows; no communication.
  */
 #include "aapc_alltoall_rows.h"
 
