@@ -206,8 +206,8 @@ def test_per_rank_rows_syncs_are_sufficient(rows_driver, case, sync):
 @pytest.mark.parametrize("window", [2, 5])
 def test_per_rank_rows_windowed_syncs_are_sufficient(rows_driver, case, sync, window):
     """With AAPC_WINDOW = w the run-time rows order each message before the one w places later
-    on its lane: proved for w phases in flight; they are not the
-    plain rows' syncs, and without syncs the check fails."""
+    on its lane: proved for w phases in flight; they are not the plain rows' syncs, and without
+    syncs the check fails."""
     from aapcgen.alltoall.job import job_topology
 
     name, ranks = JOBS[case]

@@ -55,8 +55,7 @@
 /* One variant's schedule on one communicator (a slot of aapc_cluster_comm_t). */
 struct cluster_entry {
     int usable;
-    int32_t window; /* phases of sends in flight (agreed by every rank; 1 for a union) */
-    aapc_rows_t rows;
+    aapc_rows_t rows; /* rows.sched.window: agreed by every rank (1 for a union) */
     aapc_comm_info_t info; /* where the rows run (the family's dup for a union) */
 };
 
@@ -222,7 +221,7 @@ static int build_union(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
     ph.dst = dst;
     if (f->rank == 0)
         dump_union(cl, f, &vs);
-    e->window = 1; /* siblings build their union apart: no collective to agree on a window */
+    /* window 1: siblings build their union apart, with no collective to agree on a window */
     if (aapc_rows_build(&ph, &tree, sync, 1, f->rank, name, &e->rows) != 0)
         goto done;
     e->info = (aapc_comm_info_t){1, f->dup, f->rank, NULL, NULL, f->child_rank, cc->size};
@@ -265,7 +264,7 @@ static int32_t runtime_window(void)
 static int agree_window(aapc_cluster_comm_t *cc, const char *name, int32_t *out)
 {
     static int warned = 0;
-    int mm[2] = {runtime_window(), -runtime_window()};
+    int w = runtime_window(), mm[2] = {w, -w};
     int rc = PMPI_Allreduce(MPI_IN_PLACE, mm, 2, MPI_INT, MPI_MAX, cc->dup);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -280,8 +279,10 @@ static int agree_window(aapc_cluster_comm_t *cc, const char *name, int32_t *out)
 static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int sync,
                        const char *name, MPI_Comm comm)
 {
-    int nomem = 0, arc;
-    if ((arc = agree_window(cc, name, &e->window)) != MPI_SUCCESS)
+    int nomem = 0;
+    int32_t window = 1;
+    int arc = agree_window(cc, name, &window);
+    if (arc != MPI_SUCCESS)
         return arc;
     const aapc_job_tree_t *tree = aapc_cluster_comm_tree(cc, &nomem);
     if (nomem)
@@ -305,7 +306,7 @@ static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
         return MPI_ERR_NO_MEM;
     if (cc->rank == 0)
         dump_schedule(cc->cluster, cc->rank_machine, cc->size, &ph);
-    rc = aapc_rows_build(&ph, tree, sync, e->window, cc->rank, name, &e->rows);
+    rc = aapc_rows_build(&ph, tree, sync, window, cc->rank, name, &e->rows);
     aapc_job_phases_free(&ph);
     if (rc != 0)
         return MPI_ERR_NO_MEM;
@@ -466,7 +467,8 @@ static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r,
         int jr = aapc_job_phases(cc->cluster, lm, n, &ph);
         if (jr == AAPC_JOB_OK)
             jr = aapc_job_tree(cc->cluster, lm, n, &tree, err, (int)sizeof err);
-        if (jr == AAPC_JOB_OK && aapc_rows_build(&ph, &tree, sync, window, mine, name, &le->rows) != 0)
+        if (jr == AAPC_JOB_OK &&
+            aapc_rows_build(&ph, &tree, sync, window, mine, name, &le->rows) != 0)
             jr = AAPC_JOB_ENOMEM;
         aapc_job_phases_free(&ph);
         aapc_job_tree_free(&tree);
@@ -534,7 +536,7 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e->info.machine_block == NULL && bytes <= leader_max_bytes()) {
         struct leader_entry *le = NULL; /* several ranks per machine, small blocks */
-        if ((rc = leader_lookup(state, sync, e->window, name, &le)) != MPI_SUCCESS)
+        if ((rc = leader_lookup(state, sync, e->rows.sched.window, name, &le)) != MPI_SUCCESS)
             return rc;
         if (le != NULL) {
             aapc_hier_layout_t h = {le->r, state->size, le->order, le->node, le->leaders,

@@ -23,8 +23,8 @@
 #include "aapc_alltoall_rows.h"
 #include "aapc_vtables.h"
 
-/* --rows SYNC [--window W]: every rank's rows (aapc_alltoall_rows.c) with globally numbered entries, in the
-   format of vsched_driver --vtables, and the messages as "p PHASE SRC DST". */
+/* --rows SYNC [--window W]: every rank's rows (aapc_alltoall_rows.c) with globally numbered
+   entries, in the format of vsched_driver --vtables, and the messages as "p PHASE SRC DST". */
 static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync, int window)
 {
     aapc_job_phases_t ph;
