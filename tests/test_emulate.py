@@ -171,6 +171,33 @@ def test_host_tcp_small_queues_follow_the_machine_link(monkeypatch):
             plan_emulation(topo)
 
 
+def test_jumbo_frames_reach_every_link_and_scale_the_frame_limits(monkeypatch):
+    topo = load_topology(TOPOS / "fat-4-4.yaml")  # 10 Mbit/s machines
+    monkeypatch.delenv("AAPC_EMULATE_MTU", raising=False)
+    monkeypatch.delenv("AAPC_EMULATE_TSQ_MS", raising=False)
+    plain = plan_emulation(topo)
+    assert plain.mtu == 1500 and not any("mtu" in c for c in plain.commands)
+    monkeypatch.setenv("AAPC_EMULATE_MTU", "9000")
+    plan = plan_emulation(topo)
+    assert plan.mtu == 9000
+    adds = [c for c in plan.commands if c[3:5] == ("link", "add")]
+    assert len(adds) == len(plan.bridges) + len(plan.veths)
+    for c in adds:  # the bridge, and both ends of every veth
+        assert c.count("mtu") == (1 if "bridge" in c else 2), c
+        assert all(c[i + 1] == "9000" for i, w in enumerate(c) if w == "mtu")
+    limits = {c[6]: int(c[c.index("limit") + 1]) for c in plan.commands if "tbf" in c}
+    assert limits["eth0"] == 1000 * 9014  # the host queue is 1000 frames of the larger size
+    assert all(int(c[c.index("burst") + 1]) >= 2 * 9014 for c in plan.commands if "tbf" in c)
+    tsq = [c for c in plan.commands if "sysctl" in c and plan.machine_ns[0] in c]
+    assert any("net.ipv4.tcp_limit_output_bytes=18028" in c for c in tsq)  # 2 jumbo frames
+    with pytest.raises(InputError, match="--queue 5000: .* 9014 bytes"):
+        plan_emulation(topo, queue=5000)
+    for bad in ("jumbo", "100", "65536", "9000.5"):
+        monkeypatch.setenv("AAPC_EMULATE_MTU", bad)
+        with pytest.raises(InputError, match="AAPC_EMULATE_MTU=.*1280 to 9216"):
+            plan_emulation(topo)
+
+
 def test_host_settings_go_to_every_machine_and_bad_ones_are_one_line_errors(monkeypatch):
     topo = load_topology(TOPOS / "fat-4-4.yaml")
     monkeypatch.setenv("AAPC_EMULATE_SYSCTL", "net.ipv4.tcp_rmem=4096 32768 32768; ")
@@ -360,6 +387,50 @@ def test_two_switch_tree_ping_mpi_counters(clean, tmp_path):
         removed = emulate_down(prefix)
     assert f"netns {em.switch_ns}" in removed
     assert emulate_status(prefix) == []
+
+
+SINK = """
+import socket
+s = socket.create_server(("0.0.0.0", 5998)); print("ready", flush=True)
+c, _ = s.accept(); n = 0
+while chunk := c.recv(1 << 16):
+    n += len(chunk)
+print(n, flush=True)
+"""
+SOURCE = """
+import socket, sys
+c = socket.create_connection((sys.argv[1], 5998), timeout=10); c.sendall(bytes(2 << 20)); c.close()
+"""
+
+
+@needs_root
+def test_jumbo_frames_cross_the_switch_link_whole(clean, monkeypatch):
+    """AAPC_EMULATE_MTU=9000: every device has the MTU and a bulk TCP transfer across the
+    switch link moves in frames of about 9014 bytes (1514 at the default)."""
+    prefix = clean("aapcj")
+    monkeypatch.setenv("AAPC_EMULATE_MTU", "9000")
+    with emulated(load_topology(TOPOS / "two-switch-4-4.yaml"), prefix=prefix) as em:
+        for ns in (em.machine_ns[0], em.switch_ns):
+            links = netns(ns, "ip", "-o", "link", "show").stdout.splitlines()
+            devices = [line for line in links if ": lo:" not in line]
+            assert devices and all(" mtu 9000 " in line for line in devices), links
+        sink = subprocess.Popen(
+            ["ip", "netns", "exec", em.machine_ns[7], sys.executable, "-c", SINK],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert sink.stdout.readline() == "ready\n"
+            before = link_counters(em)["s0->s1"]
+            sent = netns(em.machine_ns[0], sys.executable, "-c", SOURCE, em.machine_ip[7])
+            assert sent.returncode == 0, sent.stderr
+            assert sink.stdout.readline() == f"{2 << 20}\n"
+        finally:
+            sink.kill()
+            sink.wait()
+        after = link_counters(em)["s0->s1"]
+        moved, frames = after[0] - before[0], after[1] - before[1]
+        assert moved >= 2 << 20 and moved / frames > 8000, (moved, frames)
 
 
 @needs_root

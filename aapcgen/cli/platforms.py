@@ -35,7 +35,7 @@ def _describe(plan: EmulationPlan) -> list[str]:
         f"eth0 {plan.machine_ip[0]} .. {plan.machine_ip[-1]} /{plan.prefixlen}",
         f"  switch namespace {plan.switch_ns}: {len(plan.bridges)} bridges, {len(plan.veths)} veth pairs",
         f"  tbf on both ends of every veth: rate {rate_text}, burst {plan.burst} B, "
-        f"limit {plan.queue} B",
+        f"limit {plan.queue} B, MTU {plan.mtu} B",
         f"  run MPI:   mpiexec -genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0 -genv MPIR_CVAR_NOLOCAL 1 "
         f"-n 1 ip netns exec {plan.machine_ns[0]} ./prog : -n 1 ip netns exec {plan.machine_ns[1]} ./prog : ...",
         f"  counters:  ip netns exec {plan.switch_ns} tc -s qdisc show",

@@ -44,11 +44,17 @@ DEFAULT_PREFIX = "aapc"
 DEFAULT_QUEUE = 100_000  # bytes of tbf queue per link direction: the switch port buffer
 MIN_BURST = 32 * 1024  # bytes; "burst 32kb" as measured in docs/emulation.md
 ASSUMED_HZ = 1000  # burst >= rate / HZ (classic tbf rule; modern tbf uses hrtimers anyway)
-MTU_FRAME = 1514  # bytes of a full Ethernet frame on a veth (MTU 1500 + header)
+DEFAULT_MTU = 1500  # bytes of IP packet per frame (Ethernet's standard MTU)
+ETH_HEADER = 14  # bytes a veth frame adds to the IP packet (what tbf counts)
+MTU_FRAME = DEFAULT_MTU + ETH_HEADER  # bytes of a full standard Ethernet frame on a veth
+# AAPC_EMULATE_MTU=9000 gives every emulated link jumbo frames (the usual setting of an HPC
+# Ethernet fabric; docs/emulation.md). TCP then carries 8948 payload bytes per 9014-byte frame
+# (99.3% of the line rate) instead of 1448 per 1514 (95.6%).
+MTU_RANGE = (1280, 9216)  # IPv6's minimum .. the largest jumbo frame common switches take
 # A host's own NIC queue (Linux txqueuelen 1000 frames, with TCP Small Queues pushing back on the
 # socket) is not a switch buffer: the tbf on the machine side of a machine link gets this limit,
 # so a machine never drops its own packets; --queue sizes the switch ports.
-HOST_QUEUE = 1000 * MTU_FRAME
+HOST_QUEUE_FRAMES = 1000
 NETWORK = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544 benchmarking range
 IFNAME_MAX = 15  # Linux IFNAMSIZ - 1
 PREFIX_RE = re.compile(r"[a-z][a-z0-9]{0,7}")
@@ -74,14 +80,24 @@ SYSCTL_TCP = ("net.ipv4.tcp_no_metrics_save=1",)
 # it, so its sockets fill the host queue up to the cap (4 MiB on this kernel): 3.4 s of data at
 # 10 Mbit/s in front of every ACK and sync of the machine (docs/performance.md, fat-4-4). The
 # emulation sets the cap per machine to this many seconds of the machine link's rate (at least
-# MIN_TSQ_BYTES); AAPC_EMULATE_TSQ_MS overrides it (0: leave the kernel's cap).
+# two frames); AAPC_EMULATE_TSQ_MS overrides it (0: leave the kernel's cap).
 HOST_TSQ_SECONDS = 0.002
-MIN_TSQ_BYTES = 2 * MTU_FRAME
 
 
-def host_tsq_bytes(rate: float) -> int | None:
+def emulated_mtu() -> int:
+    """The links' MTU: AAPC_EMULATE_MTU, else 1500 (InputError naming a bad value)."""
+    text = os.environ.get("AAPC_EMULATE_MTU", "").strip()
+    if not text:
+        return DEFAULT_MTU
+    lo, hi = MTU_RANGE
+    if not text.isdigit() or not lo <= int(text) <= hi:
+        raise InputError(f"AAPC_EMULATE_MTU={text!r}: expected bytes from {lo} to {hi}")
+    return int(text)
+
+
+def host_tsq_bytes(rate: float, frame: int = MTU_FRAME) -> int | None:
     """``net.ipv4.tcp_limit_output_bytes`` for a machine whose link carries ``rate`` bytes/s
-    (None: leave the kernel's value)."""
+    and frames of ``frame`` bytes (None: leave the kernel's value)."""
     ms = os.environ.get("AAPC_EMULATE_TSQ_MS")
     try:
         seconds = HOST_TSQ_SECONDS if ms is None else float(ms) / 1000
@@ -91,7 +107,7 @@ def host_tsq_bytes(rate: float) -> int | None:
         raise InputError(f"AAPC_EMULATE_TSQ_MS={ms!r}: expected milliseconds (0: off)")
     if seconds <= 0:
         return None
-    return max(MIN_TSQ_BYTES, round(rate * seconds))
+    return max(2 * frame, round(rate * seconds))
 
 
 # AAPC_EMULATE_SYSCTL="net.ipv4.tcp_rmem=4096 32768 32768;..." sets host settings in every
@@ -231,6 +247,7 @@ class EmulationPlan:
     shapers: tuple[Shaper, ...]
     burst: int  # bytes
     queue: int  # bytes
+    mtu: int  # bytes, every link
     commands: tuple[tuple[str, ...], ...]  # argv lists, in execution order
 
     @property
@@ -284,9 +301,9 @@ def parse_queue(text: str | int) -> int:
     return value
 
 
-def burst_for(rate: float) -> int:
-    """tbf bucket size in bytes: max(32 KiB, rate/HZ, 2 frames)."""
-    return max(MIN_BURST, math.ceil(rate / ASSUMED_HZ), 2 * MTU_FRAME)
+def burst_for(rate: float, frame: int = MTU_FRAME) -> int:
+    """tbf bucket size in bytes: max(32 KiB, rate/HZ, 2 frames of ``frame`` bytes)."""
+    return max(MIN_BURST, math.ceil(rate / ASSUMED_HZ), 2 * frame)
 
 
 def tc_rate(rate: float) -> str:
@@ -338,6 +355,13 @@ def plan_emulation(
     """
     check_prefix(prefix)
     queue = parse_queue(queue)
+    mtu = emulated_mtu()
+    frame = mtu + ETH_HEADER
+    if queue < frame:
+        raise InputError(
+            f"--queue {queue}: must be at least {frame} bytes (one frame at MTU {mtu})"
+        )
+    with_mtu = ("mtu", str(mtu)) if mtu != DEFAULT_MTU else ()
     if rate is not None and not rate > 0:
         raise InputError(f"rate {rate!r}: must be positive")
     sw_ns, m_ns = namespace_names(prefix, topo.n_machines)
@@ -370,11 +394,11 @@ def plan_emulation(
         raise InputError(
             f"interface name {too_long[0]!r} longer than {IFNAME_MAX}: shorter --prefix"
         )
-    burst = burst_for(max((s.rate for s in shapers), default=0.0))
+    burst = burst_for(max((s.rate for s in shapers), default=0.0), frame)
 
     # commands, in execution order
     cmds: list[tuple[str, ...]] = []
-    machine_tsq = (host_tsq_bytes(v.rate) for v in veths[: topo.n_machines])
+    machine_tsq = (host_tsq_bytes(v.rate, frame) for v in veths[: topo.n_machines])
     extra = host_sysctls()
     for ns, tsq in zip((sw_ns, *m_ns), (None, *machine_tsq)):
         small = (f"net.ipv4.tcp_limit_output_bytes={tsq}",) if tsq is not None else ()
@@ -385,15 +409,18 @@ def plan_emulation(
         )
         cmds.append((ip, "-n", ns, "link", "set", "lo", "up"))
     for s in topo.switches:
-        cmds.append((ip, "-n", sw_ns, "link", "add", bridge[s], "type", "bridge", "stp_state", "0"))
+        cmds.append(
+            (ip, "-n", sw_ns, "link", "add", bridge[s], *with_mtu, "type", "bridge")
+            + ("stp_state", "0")
+        )
         cmds.append((ip, "-n", sw_ns, "link", "set", bridge[s], "up"))
     n_machine_links = topo.n_machines
     for i, v in enumerate(veths):
         if i < n_machine_links:  # machine link: eth0 in the machine namespace
             s = topo.machine_switch[i]
             cmds.append(
-                (ip, "-n", sw_ns, "link", "add", v.dev_b, "type", "veth")
-                + ("peer", "name", "eth0", "netns", v.ns_a)
+                (ip, "-n", sw_ns, "link", "add", v.dev_b, *with_mtu, "type", "veth")
+                + ("peer", "name", "eth0", *with_mtu, "netns", v.ns_a)
             )
             cmds.append((ip, "-n", sw_ns, "link", "set", v.dev_b, "master", bridge[s]))
             cmds.append((ip, "-n", sw_ns, "link", "set", v.dev_b, "up"))
@@ -404,14 +431,16 @@ def plan_emulation(
         else:
             link = topo.links[i - n_machine_links]
             cmds.append(
-                (ip, "-n", sw_ns, "link", "add", v.dev_a, "type", "veth", "peer", "name", v.dev_b)
+                (ip, "-n", sw_ns, "link", "add", v.dev_a, *with_mtu, "type", "veth")
+                + ("peer", "name", v.dev_b, *with_mtu)
             )
             for dev, s in ((v.dev_a, link.a), (v.dev_b, link.b)):
                 cmds.append((ip, "-n", sw_ns, "link", "set", dev, "master", bridge[s]))
                 cmds.append((ip, "-n", sw_ns, "link", "set", dev, "up"))
     for sh in shapers:
-        limit = queue if sh.ns == sw_ns else max(queue, HOST_QUEUE)  # switch port or host NIC
-        cmds.append(tbf_command(tc, sh.ns, sh.dev, sh.rate, burst_for(sh.rate), limit))
+        host_queue = HOST_QUEUE_FRAMES * frame
+        limit = queue if sh.ns == sw_ns else max(queue, host_queue)  # switch port or host NIC
+        cmds.append(tbf_command(tc, sh.ns, sh.dev, sh.rate, burst_for(sh.rate, frame), limit))
     return EmulationPlan(
         prefix=prefix,
         topology_name=topo.name,
@@ -425,6 +454,7 @@ def plan_emulation(
         shapers=tuple(shapers),
         burst=burst,
         queue=queue,
+        mtu=mtu,
         commands=tuple(cmds),
     )
 
