@@ -16,6 +16,7 @@ make the process's RSS meaningless). Candidates that time out or fail are report
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 import threading
@@ -122,6 +123,13 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=1500.0, help="wall seconds per candidate")
     p.add_argument("--workdir", type=Path, help="keep generated code and timers here")
     p.add_argument(
+        "--cfg",
+        action="append",
+        default=[],
+        metavar="NAME:VALUE",
+        help="extra SimGrid setting for every run, e.g. network/crosstraffic:0 (repeatable)",
+    )
+    p.add_argument(
         "--models",
         default="SMPI",
         help="SimGrid network models, comma-separated: SMPI (the default, with its calibrated "
@@ -153,6 +161,10 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
+    bad_cfg = [c for c in a.cfg if re.fullmatch(r"[a-z0-9_/-]+:[^\s]+", c) is None]
+    if bad_cfg:
+        print(f"bench_simulated: --cfg {bad_cfg[0]!r}: expected NAME:VALUE", file=sys.stderr)
+        return 2
     variants = [v for v in a.variants.split(",") if v]
     algorithms = [x for x in a.algorithms.split(",") if x]
     with tempfile.TemporaryDirectory(prefix="aapc-simbench-") as tmp:
@@ -173,7 +185,7 @@ def main() -> int:
             exe: Path, only: str, model: str, alg: str | None = None
         ) -> Callable[[], simgrid.SimRun]:
             args = [*timer_args, "--only", only]
-            cfg = [f"network/model:{model}"]
+            cfg = [f"network/model:{model}", *a.cfg]
             return lambda: simgrid.run_simulated(
                 platform, hosts, n, exe, args, alg, cfg, timeout=a.timeout, check=False
             )
