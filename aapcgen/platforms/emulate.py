@@ -290,14 +290,14 @@ def check_prefix(prefix: str) -> str:
     return prefix
 
 
-def parse_queue(text: str | int) -> int:
-    """``--queue`` bytes; at least one full frame."""
+def parse_queue(text: str | int, frame: int = MTU_FRAME) -> int:
+    """``--queue`` bytes; at least one full frame of ``frame`` bytes."""
     try:
         value = int(text)
     except (TypeError, ValueError):
         raise InputError(f"--queue {text!r}: expected a whole number of bytes") from None
-    if value < MTU_FRAME:
-        raise InputError(f"--queue {value}: must be at least {MTU_FRAME} bytes (one frame)")
+    if value < frame:
+        raise InputError(f"--queue {value}: must be at least {frame} bytes (one frame)")
     return value
 
 
@@ -354,13 +354,9 @@ def plan_emulation(
     ``rate`` (bytes/s) overrides every link's bandwidth; ``queue`` is the tbf limit in bytes.
     """
     check_prefix(prefix)
-    queue = parse_queue(queue)
     mtu = emulated_mtu()
     frame = mtu + ETH_HEADER
-    if queue < frame:
-        raise InputError(
-            f"--queue {queue}: must be at least {frame} bytes (one frame at MTU {mtu})"
-        )
+    queue = parse_queue(queue, frame)
     with_mtu = ("mtu", str(mtu)) if mtu != DEFAULT_MTU else ()
     if rate is not None and not rate > 0:
         raise InputError(f"rate {rate!r}: must be positive")
@@ -437,8 +433,8 @@ def plan_emulation(
             for dev, s in ((v.dev_a, link.a), (v.dev_b, link.b)):
                 cmds.append((ip, "-n", sw_ns, "link", "set", dev, "master", bridge[s]))
                 cmds.append((ip, "-n", sw_ns, "link", "set", dev, "up"))
+    host_queue = HOST_QUEUE_FRAMES * frame
     for sh in shapers:
-        host_queue = HOST_QUEUE_FRAMES * frame
         limit = queue if sh.ns == sw_ns else max(queue, host_queue)  # switch port or host NIC
         cmds.append(tbf_command(tc, sh.ns, sh.dev, sh.rate, burst_for(sh.rate, frame), limit))
     return EmulationPlan(
