@@ -80,7 +80,7 @@ def run_one(candidate: str, run: Callable[[], simgrid.SimRun], timeout: float) -
             candidate, None, sim.wall_seconds, min(low), f"exit {sim.returncode}: {tail[0][:80]}"
         )
     call = next(iter(times.values()))[0]
-    print(f"{candidate}: {call:.4f} s simulated, {sim.wall_seconds:.0f} s wall", file=sys.stderr)
+    print(f"{candidate}: {call:.6f} s simulated, {sim.wall_seconds:.0f} s wall", file=sys.stderr)
     return Result(candidate, call, sim.wall_seconds, min(low), "")
 
 
@@ -121,6 +121,13 @@ def main() -> int:
     p.add_argument("--variants", default="no-sync,receiver-all,sender-all")
     p.add_argument("--algorithms", default="pair,ring,mpich,ompi,mvapich2,basic_linear,bruck")
     p.add_argument("--timeout", type=float, default=1500.0, help="wall seconds per candidate")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        help="untimed calls before the timed one (0: the timed call includes the routine's "
+        "first-call set-up, as an application's first all-to-all does)",
+    )
     p.add_argument("--workdir", type=Path, help="keep generated code and timers here")
     p.add_argument(
         "--cfg",
@@ -153,6 +160,9 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
+    if a.warmup < 0:
+        print(f"bench_simulated: --warmup {a.warmup}: expected 0 or more", file=sys.stderr)
+        return 2
     models = [m for m in a.models.split(",") if m]
     unknown = [m for m in models if m not in ("SMPI", "CM02")]
     if unknown or not models:
@@ -178,7 +188,16 @@ def main() -> int:
         any_exe = next(iter(exes.values()), None)
         if any_exe is None and algorithms:
             any_exe = build(topo, "no-sync", work)
-        timer_args = ["--bytes", str(a.bytes), "--repeats", "1", "--iters", "1", "--warmup", "0"]
+        timer_args = [
+            "--bytes",
+            str(a.bytes),
+            "--repeats",
+            "1",
+            "--iters",
+            "1",
+            "--warmup",
+            str(a.warmup),
+        ]
         results = []
 
         def runner(
