@@ -143,6 +143,9 @@ def main() -> int:
         "latency and bandwidth factors) and/or CM02 (max-min sharing at nominal speeds)",
     )
     a = p.parse_args()
+    if a.warmup < 0:
+        print(f"bench_simulated: --warmup {a.warmup}: expected 0 or more", file=sys.stderr)
+        return 2
     try:
         topo = load_topology(a.topology)
     except AapcError as e:
@@ -159,9 +162,6 @@ def main() -> int:
             f"vm.max_map_count is {limit}: run `sysctl -w vm.max_map_count={4 * maps}` (root)",
             file=sys.stderr,
         )
-        return 2
-    if a.warmup < 0:
-        print(f"bench_simulated: --warmup {a.warmup}: expected 0 or more", file=sys.stderr)
         return 2
     models = [m for m in a.models.split(",") if m]
     unknown = [m for m in models if m not in ("SMPI", "CM02")]
@@ -188,16 +188,8 @@ def main() -> int:
         any_exe = next(iter(exes.values()), None)
         if any_exe is None and algorithms:
             any_exe = build(topo, "no-sync", work)
-        timer_args = [
-            "--bytes",
-            str(a.bytes),
-            "--repeats",
-            "1",
-            "--iters",
-            "1",
-            "--warmup",
-            str(a.warmup),
-        ]
+        timer_args = ["--bytes", str(a.bytes), "--repeats", "1", "--iters", "1"]
+        timer_args += ["--warmup", str(a.warmup)]
         results = []
 
         def runner(
