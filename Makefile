@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench generated clean
+.PHONY: demo test check check-clone lint bench generated clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,18 @@ test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid nftables
 FAST := not (mpi or root or simgrid or openmpi or slow)
 check: $(STAMP) lint
 	$(BIN)/pytest -q -m "$(FAST)"
+
+# The fast tier and the interrupt tests (which cover /tmp and /dev/shm with private folders) from
+# a fresh clone of HEAD under /tmp, with its own venv: the suite must pass wherever the clone
+# lives (.ci/run runs it after `make test`).
+CLONE_PARENT ?= /tmp
+check-clone:
+	set -e; where=$$(mktemp -d $(CLONE_PARENT)/aapcgen-clone.XXXXXX); \
+	trap 'rm -rf "$$where"' EXIT; \
+	git clone --quiet "$$PWD" "$$where/aapcgen"; \
+	echo "check-clone: $$where/aapcgen"; \
+	$(MAKE) -C "$$where/aapcgen" check PYTHON=$(PYTHON); \
+	cd "$$where/aapcgen" && .venv/bin/pytest -q -m "mpi or root or not mpi" tests/test_interrupt.py
 
 bench: $(STAMP)
 	$(BIN)/python tuning/bench_scheduler.py

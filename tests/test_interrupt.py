@@ -12,9 +12,11 @@ import glob
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -183,10 +185,41 @@ def wait_started(pid: int) -> None:
         time.sleep(0.01)
 
 
+def kept_paths() -> list[Path]:
+    """The checkout and the Python environment running the tests (its venv and the interpreter
+    it was made from): a command run isolated needs them wherever they are."""
+    found = {Path(p).resolve() for p in (ROOT, sys.prefix, sys.base_prefix)}
+    return sorted(p for p in found if not any(q != p and q in p.parents for q in found))
+
+
+def holes(private: Path, covered: Path, keep: list[Path]) -> list[tuple[Path, Path]]:
+    """(path to keep, its mount point inside ``private``) for each kept path under ``covered``:
+    bound there before ``private`` covers ``covered``, it stays visible at its own path."""
+    return [(k, private / k.relative_to(covered)) for k in keep if covered in k.parents]
+
+
+def isolation_script(folders: dict[Path, Path], keep: list[Path]) -> tuple[str, list[Path]]:
+    """The shell script that covers each folder of ``folders`` (covered -> private) and binds
+    the kept paths back, and the mount points it needs (made by the caller, left empty)."""
+    binds, points = [], []
+    for covered, private in folders.items():
+        for path, point in holes(private, covered, keep):
+            binds.append(f"mount --bind '{path}' '{point}'")
+            points.append(point)
+    covers = [f"mount --rbind '{private}' '{covered}'" for covered, private in folders.items()]
+    return " && ".join([*binds, *covers, 'exec "$@"']), points
+
+
 def isolated(shm: Path, tmp: Path, argv: list[str]) -> subprocess.Popen:
     """``argv`` in a mount namespace of its own whose /dev/shm and /tmp are the folders ``shm``
-    and ``tmp``: whatever it leaves there is its own, whatever else runs on this machine."""
-    script = f'mount --bind {shm} /dev/shm && mount --bind {tmp} /tmp && exec "$@"'
+    and ``tmp``: whatever it leaves there is its own, whatever else runs on this machine. The
+    checkout and the venv stay visible even when they live under /tmp or /dev/shm (a clone in
+    /tmp): they are bound back at their own paths (empty mount points in ``shm``/``tmp``, which
+    ``leftovers`` does not count)."""
+    # /dev/shm first: ``shm`` may itself live under /tmp
+    script, points = isolation_script({Path("/dev/shm"): shm, Path("/tmp"): tmp}, kept_paths())
+    for point in points:
+        point.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *argv],
         stdout=subprocess.DEVNULL,
@@ -195,6 +228,62 @@ def isolated(shm: Path, tmp: Path, argv: list[str]) -> subprocess.Popen:
         cwd="/",  # the job's working folder must stay visible
         start_new_session=True,
     )
+
+
+def leftovers(private: Path, covered: Path, allowed: tuple[str, ...] = ()) -> list[str]:
+    """What a command left in its private ``covered`` folder: every file, and every folder but
+    the mount points of the kept paths (which must hold nothing once the namespace is gone)."""
+    points = {point for _, point in holes(private, covered, kept_paths())}
+    ways = {p for point in points for p in (point, *point.parents) if private in p.parents}
+    left = []
+    for p in sorted(private.rglob("*")):
+        rel = p.relative_to(private)
+        if rel.parts[0] in allowed or (p in ways and p.is_dir() and not p.is_symlink()):
+            continue
+        left.append(str(rel))
+    return left
+
+
+def test_isolation_binds_the_checkout_back_under_a_covered_folder(tmp_path):
+    """A clone under /tmp (or a venv under /dev/shm) gets a mount point in the private folder
+    and is bound back; a clone elsewhere needs none."""
+    tmp, shm = tmp_path / "tmp", tmp_path / "shm"
+    keep = [Path("/tmp/c/aapcgen"), Path("/dev/shm/venv"), Path("/work/main")]
+    script, points = isolation_script({Path("/dev/shm"): shm, Path("/tmp"): tmp}, keep)
+    assert points == [shm / "venv", tmp / "c" / "aapcgen"]
+    assert script.index("mount --bind '/tmp/c/aapcgen'") < script.index(f"mount --rbind '{tmp}'")
+    assert "/work/main" not in script
+    assert isolation_script({Path("/tmp"): tmp}, [Path("/work/main")]) == (
+        f"mount --rbind '{tmp}' '/tmp' && exec \"$@\"",
+        [],
+    )
+
+
+@pytest.mark.root
+def test_isolated_command_sees_a_checkout_under_tmp_and_only_its_own_tmp(tmp_path, monkeypatch):
+    """Run from a clone under /tmp: the isolated command reaches a program inside the clone,
+    sees only its private /tmp and /dev/shm around it, and what it writes there is counted."""
+    clone = Path(tempfile.mkdtemp(prefix="aapc-clone-", dir="/tmp"))
+    try:
+        tool = clone / "bin" / "tool"
+        tool.parent.mkdir()
+        tool.write_text(
+            "#!/bin/sh\necho /tmp $(ls -A /tmp) >&2\necho /dev/shm $(ls -A /dev/shm) >&2\ntouch /tmp/made /dev/shm/made\n"
+        )
+        tool.chmod(0o755)
+        monkeypatch.setattr(sys.modules[__name__], "ROOT", clone)
+        shm, tmp = tmp_path / "shm", tmp_path / "tmp"
+        shm.mkdir(mode=0o1777)
+        tmp.mkdir(mode=0o1777)
+        proc = isolated(shm, tmp, [str(tool)])
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert err.splitlines() == [f"/tmp {clone.name}", "/dev/shm"]  # the clone's way in only
+        assert leftovers(tmp, Path("/tmp")) == ["made"]
+        assert leftovers(shm, Path("/dev/shm")) == ["made"]
+        assert list((tmp / clone.name).iterdir()) == []  # the bind left the namespace with it
+    finally:
+        shutil.rmtree(clone)
 
 
 @pytest.mark.mpi
@@ -218,8 +307,8 @@ def test_bench_interrupted_at_random_moments_leaves_nothing(tmp_path):
         # finished, interrupted (130/143), or killed by SIGTERM before it had anything to clean
         assert proc.returncode in (0, 130, 143, -signal.SIGTERM), what
         assert "Traceback" not in err, what
-        assert [p.name for p in shm.iterdir()] == [], what
-        assert [p.name for p in tmp.iterdir() if p.name != "out"] == [], what
+        assert leftovers(shm, Path("/dev/shm")) == [], what
+        assert leftovers(tmp, Path("/tmp"), ("out",)) == [], what
         assert processes_mentioning("alltoall_timer --bytes 1024,65536") == [], what
 
 
@@ -245,8 +334,8 @@ def test_tune_interrupted_leaves_nothing(tmp_path):
         what = f"run {run}: {sig.name} after {delay:.1f} s, exit {proc.returncode}: {err[-300:]}"
         assert proc.returncode in (0, 130, 143, -signal.SIGTERM), what
         assert "Traceback" not in err, what
-        assert [p.name for p in shm.iterdir()] == [], what
-        assert [p.name for p in tmp.iterdir() if p.name != "out"] == [], what
+        assert leftovers(shm, Path("/dev/shm")) == [], what
+        assert leftovers(tmp, Path("/tmp"), ("out",)) == [], what
 
 
 @pytest.mark.mpi
