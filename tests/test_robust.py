@@ -501,6 +501,19 @@ def test_one_line_keeps_the_start_and_the_end():
     assert one_line("a\n  b") == "a b"
 
 
+def test_one_line_shortens_long_paths_before_cutting_words():
+    """A clone in a deep folder must not cost the message its words."""
+    deep = "/tmp/aapcgen-clone.5ZfM4B/aapcgen/" + "x/" * 40 + "topologies/two-switch-4-4.yaml"
+    text = f"{deep}: topology.conf puts nodes only on leaf switches; --virtual-leaves adds one"
+    clipped = one_line(text)
+    assert clipped == (
+        ".../topologies/two-switch-4-4.yaml: topology.conf puts nodes only on leaf switches; "
+        "--virtual-leaves adds one"
+    )
+    assert one_line("see /a/b/c/d/e/f, " + "y" * 300).startswith("see .../e/f, y")
+    assert one_line(f"short {deep[:20]}") == f"short {deep[:20]}"  # fits: untouched
+
+
 # --------------------------------------------------------------------------- special files
 
 
