@@ -16,13 +16,15 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from ctypes import byref
+from dataclasses import astuple, dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from aapcgen.alltoall.phases import Schedule
-from aapcgen.codegen.cluster import cluster_tables
+from aapcgen.codegen.cluster import COST_FIELDS, cluster_tables
 from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Topology
 from aapcgen.core.resources import resource_dir
@@ -47,6 +49,23 @@ class _Cluster(ctypes.Structure):
         ("link_b", _I32),
         ("link_bw", _F64),
         ("reference_bw", ctypes.c_double),
+        ("model", ctypes.c_void_p),  # const aapc_cost_model_t *: NULL, the defaults
+    ]
+
+
+class _CostModel(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_double) for name in COST_FIELDS] + [("tuned", ctypes.c_int)]
+
+
+class _Shape(ctypes.Structure):
+    _fields_ = [
+        ("ranks", ctypes.c_int32),
+        ("machines", ctypes.c_int32),
+        ("max_per_machine", ctypes.c_int32),
+        ("equal_per_machine", ctypes.c_int32),
+        ("rank_phases", ctypes.c_double),
+        ("machine_phases", ctypes.c_double),
+        ("bound_s_per_byte", ctypes.c_double),
     ]
 
 
@@ -105,6 +124,31 @@ def library() -> ctypes.CDLL:
     lib.aapc_job_phases_free.argtypes = [ctypes.POINTER(_Phases)]
     lib.aapc_cluster_machine_of_host.argtypes = [ctypes.POINTER(_Cluster), ctypes.c_char_p]
     lib.aapc_cluster_machine_of_host.restype = ctypes.c_int32
+    lib.aapc_job_shape.argtypes = [
+        ctypes.POINTER(_Cluster),
+        _I32,
+        ctypes.c_int32,
+        ctypes.POINTER(_Shape),
+    ]
+    lib.aapc_job_shape.restype = ctypes.c_int
+    lib.aapc_way_cost.argtypes = [
+        ctypes.POINTER(_CostModel),
+        ctypes.POINTER(_Shape),
+        ctypes.c_int,
+        ctypes.c_double,
+    ]
+    lib.aapc_way_cost.restype = ctypes.c_double
+    lib.aapc_way_choose.argtypes = [
+        ctypes.POINTER(_CostModel),
+        ctypes.POINTER(_Shape),
+        ctypes.c_double,
+        ctypes.c_uint,
+    ]
+    lib.aapc_way_choose.restype = ctypes.c_int
+    lib.aapc_ways_possible.argtypes = [ctypes.POINTER(_Shape)]
+    lib.aapc_ways_possible.restype = ctypes.c_uint
+    lib.aapc_way_name.argtypes = [ctypes.c_int]
+    lib.aapc_way_name.restype = ctypes.c_char_p
     return lib
 
 
@@ -129,7 +173,7 @@ def _c_cluster(cluster: Topology, keep: list) -> _Cluster:
         t.name.encode(), len(t.machine_name), len(t.switch_name), len(t.link_a),
         names, hosts, arr(t.machine_switch, ctypes.c_int32), arr(t.machine_bw, ctypes.c_double),
         switches, arr(t.link_a, ctypes.c_int32), arr(t.link_b, ctypes.c_int32),
-        arr(t.link_bw, ctypes.c_double), t.reference_bw,
+        arr(t.link_bw, ctypes.c_double), t.reference_bw, None,
     )  # fmt: skip
 
 
@@ -162,3 +206,65 @@ def machine_of_host(cluster: Topology, host: str) -> int:
     keep: list = []
     c = _c_cluster(cluster, keep)
     return int(library().aapc_cluster_machine_of_host(ctypes.byref(c), host.encode()))
+
+
+# --------------------------------------------------------------------------- the selection
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the per-call selection knows of a job (aapc_job_shape_t)."""
+
+    ranks: int
+    machines: int
+    max_per_machine: int
+    equal_per_machine: bool
+    rank_phases: float
+    machine_phases: float
+    bound_s_per_byte: float
+
+
+def job_shape(cluster: Topology, rank_machine: Sequence[int]) -> Shape:
+    """The shape the generated library computes for ranks on ``rank_machine`` (C)."""
+    keep: list = []
+    c = _c_cluster(cluster, keep)
+    rm = np.ascontiguousarray(rank_machine, dtype=np.int32)
+    out = _Shape()
+    if library().aapc_job_shape(ctypes.byref(c), rm.ctypes.data_as(_I32), len(rm), byref(out)):
+        raise InputError(f"no job shape for {len(rm)} ranks on cluster {cluster.name}")
+    return Shape(*(getattr(out, name) for name, _ in _Shape._fields_))
+
+
+def default_model() -> dict[str, float]:
+    """The selection's constants of an untuned library (aapc_cost_model_default)."""
+    m = _CostModel.in_dll(library(), "aapc_cost_model_default")
+    return {name: float(getattr(m, name)) for name in COST_FIELDS}
+
+
+WAYS = ("library", "phases", "leaders", "loground")  # the C enum's order (aapc_cluster.h)
+
+
+def _c_model(model: dict[str, float]) -> _CostModel:
+    return _CostModel(*(float(model[name]) for name in COST_FIELDS), 0)
+
+
+def way_costs(model: dict[str, float], shape: Shape, block: float) -> dict[str, float]:
+    """The model's time of every way that can run on ``shape`` for blocks of ``block`` bytes."""
+    lib = library()
+    m, s = _c_model(model), _Shape(*astuple(shape))
+    possible = lib.aapc_ways_possible(byref(s))
+    return {
+        name: float(lib.aapc_way_cost(byref(m), byref(s), w, float(block)))
+        for w, name in enumerate(WAYS)
+        if possible & (1 << w)
+    }
+
+
+def choose_way(
+    model: dict[str, float], shape: Shape, block: float, allowed: Sequence[str] = WAYS
+) -> str:
+    """The way the generated library takes for blocks of ``block`` bytes on ``shape``."""
+    lib = library()
+    mask = sum(1 << WAYS.index(w) for w in allowed)
+    way = lib.aapc_way_choose(byref(_c_model(model)), byref(_Shape(*astuple(shape))), block, mask)
+    return WAYS[way] if way >= 0 else "none"

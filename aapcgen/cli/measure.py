@@ -29,6 +29,7 @@ from aapcgen.core.topology import load_topology, topology_or_builtin
 from aapcgen.core.units import parse_rate_option
 from aapcgen.measure.bench import (
     BACKENDS,
+    WAYS,
     BenchConfig,
     best_ratios,
     parse_sizes,
@@ -55,8 +56,14 @@ def cmd_bench(a: argparse.Namespace) -> int:
     sizes = parse_sizes(a.sizes)
     specs = []
     names = [v for v in a.variants.split(",") if v]
-    runtime = tuple(v for v in names if v.startswith(RUNTIME_PREFIX))
-    for v in runtime:
+    runtime = tuple(v for v in names if v.startswith(RUNTIME_PREFIX) or v == "auto")
+    ways = tuple(w for w in (a.ways or "").split(",") if w)
+    for w in ways:
+        if w not in WAYS:
+            raise InputError(f"--ways: unknown way '{w}' (choose from: {', '.join(WAYS)})")
+    if ways and "auto" not in runtime:
+        runtime += ("auto",)
+    for v in (v for v in runtime if v != "auto"):
         variant_spec(v.removeprefix(RUNTIME_PREFIX))  # a known variant ...
         if v.removeprefix(RUNTIME_PREFIX) not in RUNTIME_SYNC_C:  # ... that runs at run time
             raise InputError(
@@ -71,10 +78,10 @@ def cmd_bench(a: argparse.Namespace) -> int:
     out_dir = Path(a.output or f"bench-results/{topo.name}-{a.backend}")
     cfg = BenchConfig.from_args(a, topo, sizes, specs, natives, out_dir)
     if runtime and not specs:
-        raise InputError("--variants: name a generated variant besides the runtime-* ones")
+        raise InputError("--variants: name a generated variant besides the runtime-* ones and auto")
     check_phase_slots(topo)
     check_output_dir(out_dir)  # before the benchmark, not after it
-    cfg = replace(cfg, runtime=runtime, timeline=a.timeline)
+    cfg = replace(cfg, runtime=runtime, timeline=a.timeline, ways=ways)
     peak = peak_of(topo, cfg.rate)
     stderr_progress(
         f"bench {topo.name} on {a.backend}: {len(specs)} generated variant(s), natives "
@@ -168,7 +175,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--variants",
         default="sender-all,no-sync",
         help="generated variants, comma-separated, or all; runtime-receiver-all (and the other "
-        "runtime-* routines) times the routine scheduled at run time too",
+        "runtime-* routines) times the routine scheduled at run time too, auto the default "
+        "routine (its way chosen per call)",
     )
     p.add_argument(
         "--block-size",
@@ -178,6 +186,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--natives", help="native algorithms to force besides the default (comma list; '' for none)"
+    )
+    p.add_argument(
+        "--ways",
+        help="also time the default routine (auto) with each of these ways forced through "
+        f"AAPC_WAY, as auto/WAY (comma list of {', '.join(WAYS)})",
     )
     p.add_argument(
         "-o",

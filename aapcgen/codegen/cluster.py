@@ -27,9 +27,17 @@ class ClusterTables:
     link_b: np.ndarray
     link_bw: np.ndarray  # float64
     reference_bw: float  # b_ref of the capacity model; 0: the slowest machine of the job
+    # the per-call selection's constants measured by `aapcgen tune` (aapc_cost_model_t field
+    # order, tuned = 1); None: the library's defaults (runtime_c/cluster/aapc_cluster_select.c)
+    model: tuple[float, ...] | None = None
 
 
-def cluster_tables(topo: Topology) -> ClusterTables:
+# aapc_cost_model_t's fields, in order (runtime_c/cluster/aapc_cluster.h)
+COST_FIELDS = ("lib_alpha", "lib_beta", "phase_alpha", "phase_beta", "copy_beta", "round_alpha")
+
+
+def cluster_tables(topo: Topology, model: dict[str, float] | None = None) -> ClusterTables:
+    """The tables of ``topo``; ``model``: measured constants of the selection (COST_FIELDS)."""
     index = {s: i for i, s in enumerate(topo.switches)}
     return ClusterTables(
         name=topo.name,
@@ -42,6 +50,7 @@ def cluster_tables(topo: Topology) -> ClusterTables:
         link_b=np.array([index[ln.b] for ln in topo.links], dtype=np.int32),
         link_bw=np.array([ln.bandwidth for ln in topo.links], dtype=np.float64),
         reference_bw=float(topo.reference_bandwidth or 0.0),
+        model=None if model is None else tuple(float(model[k]) for k in COST_FIELDS),
     )
 
 
@@ -68,7 +77,13 @@ def render_cluster_c(t: ClusterTables, ident: str) -> str:
     def doubles(a: np.ndarray) -> str:
         return _rows([float(v).hex() for v in a], 4) if len(a) else "    0"
 
-    out = [
+    model = "NULL"
+    out = []
+    if t.model is not None:
+        fields = ", ".join(f".{k} = {v.hex()}" for k, v in zip(COST_FIELDS, t.model))
+        out.append(f"static const aapc_cost_model_t {ident}_model = {{{fields}, .tuned = 1}};")
+        model = f"&{ident}_model"
+    out += [
         f"static const char *const {ident}_machine_name[{n}] = {{\n"
         f"{_rows([_c_string(x) for x in t.machine_name], 8)}\n}};",
         f"static const char *const {ident}_machine_host[{n}] = {{\n"
@@ -83,6 +98,6 @@ def render_cluster_c(t: ClusterTables, ident: str) -> str:
         f"const aapc_cluster_t {ident} = {{{_c_string(t.name)}, {n}, {s}, {nl}, "
         f"{ident}_machine_name, {ident}_machine_host, {ident}_machine_switch, {ident}_machine_bw, "
         f"{ident}_switch_name, {ident}_link_a, {ident}_link_b, {ident}_link_bw, "
-        f"{float(t.reference_bw).hex()}}};",
+        f"{float(t.reference_bw).hex()}, {model}}};",
     ]
     return "\n".join(out) + "\n"

@@ -181,11 +181,21 @@ class Job:
     simgrid_algorithm: str | None = None
 
 
+# The ways the default routine can be forced to take (AAPC_WAY; runtime_c/cluster/aapc_cluster.h)
+WAYS = ("library", "phases", "leaders", "loground")
+
+
 def plan_jobs(
-    flavour: str, natives: tuple[str, ...], sizes: tuple[int, ...], target_s: float, max_iters: int
+    flavour: str,
+    natives: tuple[str, ...],
+    sizes: tuple[int, ...],
+    target_s: float,
+    max_iters: int,
+    ways: tuple[str, ...] = (),
 ) -> list[Job]:
     """Job 0: default native + generated variants; then one job per forced native algorithm,
-    forced the way the MPI ``flavour`` (mpich, openmpi, simgrid; measure/mpi.py) needs."""
+    forced the way the MPI ``flavour`` (mpich, openmpi, simgrid; measure/mpi.py) needs; then
+    one job per forced way of the default routine (``auto`` with AAPC_WAY, named auto/WAY)."""
     common = (
         "--bytes",
         ",".join(map(str, sizes)),
@@ -208,6 +218,11 @@ def plan_jobs(
         else:
             env = native_env(flavour, alg)
             jobs.append(Job(f"native-{alg}", (*common, "--only", "native"), env, rename))
+    for way in ways:
+        env = (("AAPC_WAY", way),)
+        jobs.append(
+            Job(f"auto/{way}", (*common, "--only", "auto"), env, (("auto", f"auto/{way}"),))
+        )
     return jobs
 
 
@@ -236,6 +251,8 @@ class BenchConfig:
     # write the generated routines' time-lines (AAPC_TRACE, measure/timeline.py) under
     # out_dir/timeline: one plot and account per candidate and size
     timeline: bool = False
+    # the default routine (auto) once more per way forced with AAPC_WAY (WAYS), as auto/WAY
+    ways: tuple[str, ...] = ()
 
     @classmethod
     def from_args(
@@ -396,7 +413,7 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
         tmp = work.path
         flavour = "simgrid" if cfg.backend == "simulate" else mpi_flavour(mpicc)[0]
         natives = cfg.natives if cfg.natives is not None else DEFAULT_NATIVES.get(flavour, ())
-        jobs = plan_jobs(flavour, natives, cfg.sizes, cfg.target_seconds, cfg.max_iters)
+        jobs = plan_jobs(flavour, natives, cfg.sizes, cfg.target_seconds, cfg.max_iters, cfg.ways)
         if cfg.runtime:  # the timer skips runtime-* unless named
             names = ["native", *(v.label for v in cfg.variants), *cfg.runtime]
             jobs[0] = replace(jobs[0], args=(*jobs[0].args, "--only", ",".join(names)))

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "aapc_cluster_comm.h"
+#include "aapc_settings.h"
 
 const aapc_variant_t aapc_variants[] = {
     {"no-sync", aapc_alltoall_chain_4x8_no_sync},
@@ -36,22 +37,27 @@ int aapc_comm_split_siblings(MPI_Comm comm, int color, int key, MPI_Comm *newcom
 }
 
 #ifdef AAPC_INTERCEPT
+/* Every entry point first settles the communicator: its first use gathers the ranks' machines
+   and settings (common/aapc_cluster_comm.c), so a setting given to some ranks only is seen as
+   such and every rank runs the default (common/aapc_settings.h). */
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
-    static int on = -1;
-    if (on < 0) {
-        const char *s = getenv("AAPC_SIBLINGS");
-        on = s != NULL && strcmp(s, "union") == 0;
-    }
-    return on ? aapc_comm_split_siblings(comm, color, key, newcomm)
-              : PMPI_Comm_split(comm, color, key, newcomm);
+    int rc = aapc_cluster_comm_settle(&aapc_chain_4x8_cluster, comm, aapc_topology_name);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    const char *s = aapc_setting(comm, "AAPC_SIBLINGS");
+    return s != NULL && strcmp(s, "union") == 0 ? aapc_comm_split_siblings(comm, color, key, newcomm)
+                                               : PMPI_Comm_split(comm, color, key, newcomm);
 }
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_variant_lookup("auto")(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                                recvtype, comm);
+    int rc = aapc_cluster_comm_settle(&aapc_chain_4x8_cluster, comm, aapc_topology_name);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return aapc_variant_for(comm, "auto")(sendbuf, sendcount, sendtype, recvbuf,
+                                                           recvcount, recvtype, comm);
 }
 #endif
 
@@ -86,8 +92,10 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    static aapc_alltoallv_fn chosen = NULL;
-    return aapc_vvariant_lookup(aapc_vvariants, aapc_nvvariants, "level1-receiver-all", &chosen)(
+    int rc = aapc_cluster_comm_settle(&aapc_chain_4x8_cluster, comm, aapc_topology_name);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return aapc_vvariant_for(aapc_vvariants, aapc_nvvariants, comm, "level1-receiver-all")(
         sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
 #endif

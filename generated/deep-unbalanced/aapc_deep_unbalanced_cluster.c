@@ -40,7 +40,7 @@ static const double aapc_deep_unbalanced_cluster_link_bw[8] = {
     0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23,
     0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23
 };
-const aapc_cluster_t aapc_deep_unbalanced_cluster = {"deep-unbalanced", 22, 9, 8, aapc_deep_unbalanced_cluster_machine_name, aapc_deep_unbalanced_cluster_machine_host, aapc_deep_unbalanced_cluster_machine_switch, aapc_deep_unbalanced_cluster_machine_bw, aapc_deep_unbalanced_cluster_switch_name, aapc_deep_unbalanced_cluster_link_a, aapc_deep_unbalanced_cluster_link_b, aapc_deep_unbalanced_cluster_link_bw, 0x0.0p+0};
+const aapc_cluster_t aapc_deep_unbalanced_cluster = {"deep-unbalanced", 22, 9, 8, aapc_deep_unbalanced_cluster_machine_name, aapc_deep_unbalanced_cluster_machine_host, aapc_deep_unbalanced_cluster_machine_switch, aapc_deep_unbalanced_cluster_machine_bw, aapc_deep_unbalanced_cluster_switch_name, aapc_deep_unbalanced_cluster_link_a, aapc_deep_unbalanced_cluster_link_b, aapc_deep_unbalanced_cluster_link_bw, 0x0.0p+0, NULL};
 
 int aapc_alltoall_deep_unbalanced_runtime_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)

@@ -30,7 +30,7 @@ static const double aapc_paper_fig1_cluster_link_bw[5] = {
     0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23,
     0x1.7d78400000000p+23
 };
-const aapc_cluster_t aapc_paper_fig1_cluster = {"paper-fig1", 5, 6, 5, aapc_paper_fig1_cluster_machine_name, aapc_paper_fig1_cluster_machine_host, aapc_paper_fig1_cluster_machine_switch, aapc_paper_fig1_cluster_machine_bw, aapc_paper_fig1_cluster_switch_name, aapc_paper_fig1_cluster_link_a, aapc_paper_fig1_cluster_link_b, aapc_paper_fig1_cluster_link_bw, 0x0.0p+0};
+const aapc_cluster_t aapc_paper_fig1_cluster = {"paper-fig1", 5, 6, 5, aapc_paper_fig1_cluster_machine_name, aapc_paper_fig1_cluster_machine_host, aapc_paper_fig1_cluster_machine_switch, aapc_paper_fig1_cluster_machine_bw, aapc_paper_fig1_cluster_switch_name, aapc_paper_fig1_cluster_link_a, aapc_paper_fig1_cluster_link_b, aapc_paper_fig1_cluster_link_bw, 0x0.0p+0, NULL};
 
 int aapc_alltoall_paper_fig1_runtime_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)

@@ -29,7 +29,7 @@ static const int32_t aapc_single_8_cluster_link_b[1] = {
 static const double aapc_single_8_cluster_link_bw[1] = {
     0
 };
-const aapc_cluster_t aapc_single_8_cluster = {"single-8", 8, 1, 0, aapc_single_8_cluster_machine_name, aapc_single_8_cluster_machine_host, aapc_single_8_cluster_machine_switch, aapc_single_8_cluster_machine_bw, aapc_single_8_cluster_switch_name, aapc_single_8_cluster_link_a, aapc_single_8_cluster_link_b, aapc_single_8_cluster_link_bw, 0x0.0p+0};
+const aapc_cluster_t aapc_single_8_cluster = {"single-8", 8, 1, 0, aapc_single_8_cluster_machine_name, aapc_single_8_cluster_machine_host, aapc_single_8_cluster_machine_switch, aapc_single_8_cluster_machine_bw, aapc_single_8_cluster_switch_name, aapc_single_8_cluster_link_a, aapc_single_8_cluster_link_b, aapc_single_8_cluster_link_bw, 0x0.0p+0, NULL};
 
 int aapc_alltoall_single_8_runtime_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)

@@ -39,7 +39,7 @@ static const double aapc_tree_24_cluster_link_bw[7] = {
     0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23,
     0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23
 };
-const aapc_cluster_t aapc_tree_24_cluster = {"tree-24", 24, 8, 7, aapc_tree_24_cluster_machine_name, aapc_tree_24_cluster_machine_host, aapc_tree_24_cluster_machine_switch, aapc_tree_24_cluster_machine_bw, aapc_tree_24_cluster_switch_name, aapc_tree_24_cluster_link_a, aapc_tree_24_cluster_link_b, aapc_tree_24_cluster_link_bw, 0x0.0p+0};
+const aapc_cluster_t aapc_tree_24_cluster = {"tree-24", 24, 8, 7, aapc_tree_24_cluster_machine_name, aapc_tree_24_cluster_machine_host, aapc_tree_24_cluster_machine_switch, aapc_tree_24_cluster_machine_bw, aapc_tree_24_cluster_switch_name, aapc_tree_24_cluster_link_a, aapc_tree_24_cluster_link_b, aapc_tree_24_cluster_link_bw, 0x0.0p+0, NULL};
 
 int aapc_alltoall_tree_24_runtime_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)

@@ -29,7 +29,7 @@ static const int32_t aapc_two_switch_4_4_cluster_link_b[1] = {
 static const double aapc_two_switch_4_4_cluster_link_bw[1] = {
     0x1.7d78400000000p+23
 };
-const aapc_cluster_t aapc_two_switch_4_4_cluster = {"two-switch-4-4", 8, 2, 1, aapc_two_switch_4_4_cluster_machine_name, aapc_two_switch_4_4_cluster_machine_host, aapc_two_switch_4_4_cluster_machine_switch, aapc_two_switch_4_4_cluster_machine_bw, aapc_two_switch_4_4_cluster_switch_name, aapc_two_switch_4_4_cluster_link_a, aapc_two_switch_4_4_cluster_link_b, aapc_two_switch_4_4_cluster_link_bw, 0x0.0p+0};
+const aapc_cluster_t aapc_two_switch_4_4_cluster = {"two-switch-4-4", 8, 2, 1, aapc_two_switch_4_4_cluster_machine_name, aapc_two_switch_4_4_cluster_machine_host, aapc_two_switch_4_4_cluster_machine_switch, aapc_two_switch_4_4_cluster_machine_bw, aapc_two_switch_4_4_cluster_switch_name, aapc_two_switch_4_4_cluster_link_a, aapc_two_switch_4_4_cluster_link_b, aapc_two_switch_4_4_cluster_link_bw, 0x0.0p+0, NULL};
 
 int aapc_alltoall_two_switch_4_4_runtime_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)

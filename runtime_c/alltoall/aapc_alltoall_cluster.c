@@ -41,16 +41,33 @@
 #define _POSIX_C_SOURCE 200809L
 #include "aapc_alltoall_cluster.h"
 
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aapc_alltoall_loground.h"
 #include "aapc_alltoall_rows.h"
 #include "aapc_cluster_comm.h"
 #include "aapc_comm.h"
 #include "aapc_exec.h" /* aapc_alltoall_block */
+#include "aapc_args.h" /* aapc_args_raise_code */
 #include "aapc_hier.h"
+#include "aapc_settings.h"
 #include "aapc_vsched.h"
+
+/* Calls served per way in this process (aapc_alltoall_ways_served). */
+static _Atomic long long served[AAPC_N_WAYS];
+
+void aapc_alltoall_ways_served(long long counts[AAPC_N_WAYS])
+{
+    for (int w = 0; w < AAPC_N_WAYS; w++)
+        counts[w] = atomic_load(&served[w]);
+}
+
+/* The ways this file runs (cluster/aapc_cluster_select.c chooses among them). */
+#define AAPC_WAYS_RUNNING AAPC_WAYS_ALL
 
 /* One variant's schedule on one communicator (a slot of aapc_cluster_comm_t). */
 struct cluster_entry {
@@ -241,38 +258,21 @@ done:
 }
 
 /* AAPC_WINDOW: phases of sends a rank keeps in flight in the run-time routines (docs/
-   scheduling.md "Windows"); unset: 1. Read once; a bad value warns once and runs 1. */
-static int32_t runtime_window(void)
-{
-    static int32_t w = 0;
-    if (w == 0) {
-        const char *env = getenv("AAPC_WINDOW");
-        char *end = NULL;
-        long v = env != NULL && env[0] != '\0' ? strtol(env, &end, 10) : 1;
-        w = 1;
-        if (env != NULL && env[0] != '\0' && (*end != '\0' || v < 1 || v > AAPC_MAX_WINDOW))
-            fprintf(stderr, "aapcgen: AAPC_WINDOW=%s is not a window of 1 to %d phases; using 1\n",
-                    env, AAPC_MAX_WINDOW);
-        else
-            w = (int32_t)v;
-    }
-    return w;
-}
-
-/* The window every rank of the communicator runs: this rank's AAPC_WINDOW when all agree,
-   else 1 (rank 0 says so once). Collective over cc->dup. */
-static int agree_window(aapc_cluster_comm_t *cc, const char *name, int32_t *out)
+   scheduling.md "Windows"); unset: 1. A setting every rank of the communicator shares
+   (common/aapc_settings.h: ranks that differ run 1); a bad value warns once and runs 1. */
+static int32_t runtime_window(MPI_Comm comm)
 {
     static int warned = 0;
-    int w = runtime_window(), mm[2] = {w, -w};
-    int rc = PMPI_Allreduce(MPI_IN_PLACE, mm, 2, MPI_INT, MPI_MAX, cc->dup);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    *out = mm[0] == -mm[1] ? mm[0] : 1;
-    if (mm[0] != -mm[1] && cc->rank == 0 && !warned++)
-        fprintf(stderr, "aapcgen: %s: AAPC_WINDOW differs between ranks (%d to %d); using 1\n",
-                name, -mm[1], mm[0]);
-    return MPI_SUCCESS;
+    const char *env = aapc_setting(comm, "AAPC_WINDOW");
+    char *end = NULL;
+    long v = env != NULL && env[0] != '\0' ? strtol(env, &end, 10) : 1;
+    if (env != NULL && env[0] != '\0' && (*end != '\0' || v < 1 || v > AAPC_MAX_WINDOW)) {
+        if (!warned++)
+            fprintf(stderr, "aapcgen: AAPC_WINDOW=%s is not a window of 1 to %d phases; using 1\n",
+                    env, AAPC_MAX_WINDOW);
+        return 1;
+    }
+    return (int32_t)v;
 }
 
 /* Steps 3-5 for a communicator whose ranks are all on known machines. */
@@ -280,10 +280,7 @@ static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
                        const char *name, MPI_Comm comm)
 {
     int nomem = 0;
-    int32_t window = 1;
-    int arc = agree_window(cc, name, &window);
-    if (arc != MPI_SUCCESS)
-        return arc;
+    int32_t window = runtime_window(comm);
     const aapc_job_tree_t *tree = aapc_cluster_comm_tree(cc, &nomem);
     if (nomem)
         return MPI_ERR_NO_MEM;
@@ -346,31 +343,72 @@ static int lookup(const aapc_cluster_t *cl, int sync, const char *name, MPI_Comm
     return MPI_SUCCESS;
 }
 
-/* ---- several ranks per machine: the leader-based way, chosen by block size ----------------- */
+/* ---- the members' order of the log-round way --------------------------------------------- */
 
-/* Blocks of at most this many bytes move leader-based (hier/aapc_hier_alltoall.c) on a
-   communicator with R > 1 ranks on every one of its N > 1 machines; larger blocks move per rank
-   (every rank its own share in the job tree's phases). From the emulated measurement of both
-   ways (docs/performance.md, "Several ranks per machine: which way per size": leader-based
-   ahead at 1 and 4 KB, every rank its share from 16 KB); AAPC_LEADER_MAX_BYTES overrides it
-   (0: never leader-based). */
-#define AAPC_LEADER_MAX_BYTES_DEFAULT 8192
-
-static long long leader_max_bytes(void)
+/* rank_at[k]: the member (0..n-1, member j on machine machine_of[j]) at place k of the switch
+   tree's depth-first order (cluster/aapc_cluster_order.c), members of one machine by number.
+   Returns MPI_SUCCESS or MPI_ERR_NO_MEM (the cluster is a tree: the gather checked it). */
+static int tree_order(const aapc_cluster_t *cl, const int32_t *machine_of, int n, int *rank_at)
 {
-    static long long v = -2;
-    if (v == -2) {
-        const char *e = getenv("AAPC_LEADER_MAX_BYTES");
-        v = e != NULL && e[0] != '\0' ? atoll(e) : AAPC_LEADER_MAX_BYTES_DEFAULT;
+    int32_t *position = malloc(sizeof *position * (size_t)cl->n_machines);
+    int *count = calloc((size_t)cl->n_machines + 1, sizeof *count);
+    if (position == NULL || count == NULL || aapc_cluster_machine_order(cl, position) != 0) {
+        free(position);
+        free(count);
+        return MPI_ERR_NO_MEM;
     }
-    return v;
+    for (int j = 0; j < n; j++) /* counting sort by position, stable */
+        count[position[machine_of[j]] + 1]++;
+    for (int32_t m = 0; m < cl->n_machines; m++)
+        count[m + 1] += count[m];
+    for (int j = 0; j < n; j++)
+        rank_at[count[position[machine_of[j]]]++] = j;
+    free(position);
+    free(count);
+    return MPI_SUCCESS;
 }
+
+/* The log-round way on a communicator of one rank per machine: its ranks in tree order. */
+struct order_entry {
+    int *rank_at;
+};
+
+static void order_free(void *p)
+{
+    struct order_entry *o = p;
+    free(o->rank_at);
+    free(o);
+}
+
+static const char order_key;
+
+static int order_lookup(aapc_cluster_comm_t *cc, const int **rank_at)
+{
+    aapc_cluster_slot_t *slot = aapc_cluster_comm_slot(cc, &order_key, order_free);
+    if (slot == NULL)
+        return MPI_ERR_NO_MEM;
+    if (slot->data == NULL) {
+        struct order_entry *o = calloc(1, sizeof *o);
+        if (o == NULL || (o->rank_at = malloc(sizeof *o->rank_at * (size_t)cc->size)) == NULL ||
+            tree_order(cc->cluster, cc->rank_machine, cc->size, o->rank_at) != MPI_SUCCESS) {
+            if (o != NULL)
+                order_free(o);
+            return MPI_ERR_NO_MEM;
+        }
+        slot->data = o;
+    }
+    *rank_at = ((struct order_entry *)slot->data)->rank_at;
+    return MPI_SUCCESS;
+}
+
+/* ---- several ranks per machine: the leader-based ways -------------------------------------- */
 
 /* The leader-based way on one communicator, for one variant (a slot). */
 struct leader_entry {
     int usable;
     int r;
     int *order;            /* order[k*R + i]: rank of local rank i of machine k */
+    int *tree_rank;        /* the leaders' ranks in the switch tree's order (log-round way) */
     MPI_Comm node, leaders;
     aapc_rows_t rows;      /* the leaders' machine-level rows (leaders only) */
     aapc_comm_info_t info; /* where the leaders run them */
@@ -385,6 +423,7 @@ static void leader_free(void *p)
         PMPI_Comm_free(&le->leaders);
     aapc_rows_free(&le->rows);
     free(le->order);
+    free(le->tree_rank);
     free(le);
 }
 
@@ -417,6 +456,14 @@ static int leader_exchange(void *ctx, const void *g, MPI_Datatype gt, void *s, M
     return aapc_alltoall_exec(&le->rows.sched, &le->info, g, 1, gt, s, 1, st);
 }
 
+/* The machine-level exchange of the log-round way: Bruck among the leaders in tree order. */
+static int leader_loground(void *ctx, const void *g, MPI_Datatype gt, void *s, MPI_Datatype st,
+                           MPI_Comm leaders)
+{
+    struct leader_entry *le = ctx;
+    return aapc_alltoall_loground(g, 1, gt, s, 1, st, leaders, le->tree_rank);
+}
+
 /* Build (collective over the communicator's dup) the leader-based way for `sync`. */
 static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r, int n,
                         int sync, int32_t window, const char *name)
@@ -426,7 +473,9 @@ static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r,
     int *index = malloc(sizeof *index * (size_t)M), *fill = calloc((size_t)n, sizeof *fill);
     int32_t *lm = malloc(sizeof *lm * (size_t)n);
     le->order = malloc(sizeof *le->order * (size_t)P);
-    if (index == NULL || fill == NULL || lm == NULL || le->order == NULL) {
+    le->tree_rank = malloc(sizeof *le->tree_rank * (size_t)n);
+    if (index == NULL || fill == NULL || lm == NULL || le->order == NULL ||
+        le->tree_rank == NULL) {
         free(index);
         free(fill);
         free(lm);
@@ -451,6 +500,10 @@ static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r,
     }
     free(index);
     free(fill);
+    if (tree_order(cc->cluster, lm, n, le->tree_rank) != MPI_SUCCESS) {
+        free(lm);
+        return MPI_ERR_NO_MEM; /* before any collective, as above */
+    }
     le->r = r;
     if ((rc = PMPI_Comm_split(cc->dup, mine, local, &le->node)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_split(cc->dup, local == 0 ? 0 : MPI_UNDEFINED, mine, &le->leaders)) !=
@@ -510,12 +563,87 @@ static int leader_lookup(aapc_cluster_comm_t *cc, int sync, int32_t window, cons
     return MPI_SUCCESS;
 }
 
-static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluster_fallback_fn otherwise,
-               const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-               int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+/* ---- the per-call selection ---------------------------------------------------------------- */
+
+/* The bytes of one block as this rank describes them: the receive side (the same on every rank
+   of a valid call, and on every rank of the usual misuses, which change the send side), else
+   the send side; -1 when neither is a usable description (the checks then raise the error). */
+static long long block_bytes(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             int recvcount, MPI_Datatype recvtype)
 {
-    int rc, ssize = 0, done;
+    int size = 0;
+    if (recvcount >= 0 && recvtype != MPI_DATATYPE_NULL &&
+        PMPI_Type_size(recvtype, &size) == MPI_SUCCESS && size >= 0)
+        return (long long)recvcount * size;
+    if (sendbuf != MPI_IN_PLACE && sendcount >= 0 && sendtype != MPI_DATATYPE_NULL &&
+        PMPI_Type_size(sendtype, &size) == MPI_SUCCESS && size >= 0)
+        return (long long)sendcount * size;
+    return -1;
+}
+
+/* AAPC_WAY=library|phases|leaders|loground forces a way (a setting every rank shares); -1:
+   unset, or a way `ways` does not allow (said once). */
+static int forced_way(MPI_Comm comm, unsigned ways)
+{
+    static int warned = 0;
+    const char *e = aapc_setting(comm, "AAPC_WAY");
+    if (e == NULL || e[0] == '\0' || strcmp(e, "auto") == 0)
+        return -1;
+    int w = aapc_way_named(e);
+    if (w >= 0 && (ways & (1u << w)))
+        return w;
+    if (!warned++)
+        fprintf(stderr,
+                "aapcgen: AAPC_WAY=%s is not a way this call can take here (library under auto; "
+                "phases; leaders with several ranks on every machine); choosing by size\n", e);
+    return -1;
+}
+
+/* The way this call takes on comm, the same on every rank (-1: no choice here: the
+   communicator is null, an inter-communicator, has a rank on an unknown machine, or the block
+   is not described; the checks and the lookup then decide). Collective only on the first use
+   of comm (common/aapc_cluster_comm.c). */
+static int select_way(const aapc_cluster_t *cl, const char *name, unsigned ways, int warn,
+                      const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
+                      MPI_Datatype recvtype, MPI_Comm comm, int *way)
+{
+    int rc, inter = 0, nomem = 0;
+    aapc_cluster_comm_t *cc = NULL;
+    *way = -1;
+    if (cl == NULL || comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
+        inter)
+        return MPI_SUCCESS;
+    if ((rc = aapc_cluster_comm(cl, comm, name, "MPI_Alltoall", warn, &cc)) != MPI_SUCCESS)
+        return rc;
+    const aapc_job_shape_t *shape = cc == NULL ? NULL : aapc_cluster_comm_shape(cc, &nomem);
+    if (nomem)
+        return MPI_ERR_NO_MEM;
+    long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
+    if (shape == NULL || b < 0)
+        return MPI_SUCCESS;
+    ways &= aapc_ways_possible(shape) & AAPC_WAYS_RUNNING;
+    int forced = forced_way(comm, ways);
+    *way = forced >= 0 ? forced
+                       : aapc_way_choose(cl->model ? cl->model : &aapc_cost_model_default, shape,
+                                         (double)b, ways);
+    return MPI_SUCCESS;
+}
+
+static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluster_fallback_fn otherwise,
+               unsigned ways, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+               void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    int rc, ssize = 0, done, way = -1;
     MPI_Aint bytes = 0;
+    /* first the way (before the checks: a call the library serves pays nothing of ours but
+       one attribute lookup; the library checks its own arguments) */
+    if ((rc = select_way(cl, name, ways, otherwise == NULL, sendbuf, sendcount, sendtype,
+                         recvcount, recvtype, comm, &way)) != MPI_SUCCESS)
+        return rc;
+    if (way == AAPC_WAY_LIBRARY) {
+        atomic_fetch_add(&served[AAPC_WAY_LIBRARY], 1);
+        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
     if ((rc = aapc_args_alltoall(name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                  comm, &done)) != MPI_SUCCESS || done)
         return rc; /* common/aapc_args.c: raised error, library's result, or nothing to move */
@@ -534,18 +662,36 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return otherwise(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e == NULL || !e->usable || bytes == 0)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (e->info.machine_block == NULL && bytes <= leader_max_bytes()) {
-        struct leader_entry *le = NULL; /* several ranks per machine, small blocks */
+    if (way == AAPC_WAY_LOGROUND && (double)bytes * state->size * state->shape.max_per_machine >
+                                         (double)INT_MAX / 2)
+        way = AAPC_WAY_PHASES; /* forced for blocks too large to pack in one piece */
+    if (e->info.machine_block == NULL && way == AAPC_WAY_LOGROUND &&
+        state->shape.max_per_machine == 1) {
+        const int *rank_at = NULL; /* one rank per machine: Bruck among the ranks */
+        if ((rc = order_lookup(state, &rank_at)) != MPI_SUCCESS)
+            return aapc_args_raise_code(comm, rc);
+        aapc_args_private_returns(state->dup);
+        atomic_fetch_add(&served[AAPC_WAY_LOGROUND], 1);
+        return aapc_args_raise_code(comm, aapc_alltoall_loground(sendbuf, sendcount, sendtype,
+                                                                  recvbuf, recvcount, recvtype,
+                                                                  state->dup, rank_at));
+    }
+    if (e->info.machine_block == NULL &&
+        (way == AAPC_WAY_LEADERS || way == AAPC_WAY_LOGROUND)) {
+        struct leader_entry *le = NULL; /* several ranks per machine, aggregated on leaders */
         if ((rc = leader_lookup(state, sync, e->rows.sched.window, name, &le)) != MPI_SUCCESS)
             return rc;
         if (le != NULL) {
             aapc_hier_layout_t h = {le->r, state->size, le->order, le->node, le->leaders,
-                                    leader_exchange, le};
+                                    way == AAPC_WAY_LEADERS ? leader_exchange : leader_loground,
+                                    le};
+            atomic_fetch_add(&served[way], 1);
             return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                            recvtype, state->dup);
         }
     }
     aapc_args_private_returns(e->info.dup);
+    atomic_fetch_add(&served[AAPC_WAY_PHASES], 1);
     return aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype);
 }
@@ -554,8 +700,8 @@ int aapc_alltoall_cluster(const aapc_cluster_t *cl, int sync, const char *name,
                           const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                           void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return run(cl, sync, name, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-               comm);
+    return run(cl, sync, name, NULL, AAPC_WAYS_OURS, sendbuf, sendcount, sendtype, recvbuf,
+               recvcount, recvtype, comm);
 }
 
 int aapc_alltoall_cluster_auto(const aapc_cluster_t *cl, int sync, const char *name,
@@ -563,6 +709,6 @@ int aapc_alltoall_cluster_auto(const aapc_cluster_t *cl, int sync, const char *n
                                MPI_Datatype sendtype, void *recvbuf, int recvcount,
                                MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return run(cl, sync, name, precomputed, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-               recvtype, comm);
+    return run(cl, sync, name, precomputed, AAPC_WAYS_ALL, sendbuf, sendcount, sendtype, recvbuf,
+               recvcount, recvtype, comm);
 }

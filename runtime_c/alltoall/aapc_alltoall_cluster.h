@@ -34,6 +34,12 @@ int aapc_alltoall_cluster_auto(const aapc_cluster_t *cluster, int sync, const ch
                                int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
+/* The calls of this process the run-time routines served, per way (AAPC_WAY_* of
+   aapc_cluster.h: the library's routine chosen by size, the per-rank phases, the leader-based
+   phases). Calls handed to the library for another reason (an unknown host, an
+   inter-communicator, nothing to move) are not counted. */
+void aapc_alltoall_ways_served(long long counts[AAPC_N_WAYS]);
+
 /* MPI_Comm_split that records the siblings for their union schedule (defined by the generated
    aapc_<topology>_intercept.c with its cluster: common/aapc_cluster_comm.c aapc_cluster_split);
    the generated MPI_Comm_split calls it under AAPC_SIBLINGS=union, PMPI_Comm_split otherwise. */

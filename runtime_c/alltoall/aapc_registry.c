@@ -1,13 +1,16 @@
 /*
  * aapc_registry.c: choose the variant that MPI_Alltoall runs (selection, kept apart from the
  * algorithms). The environment variable AAPC_VARIANT names a variant of aapc_variants[]; unset,
- * the generation-time default runs. Looked up once per process; cost: none per call after that.
+ * the generation-time default runs. A setting every rank of a communicator shares
+ * (common/aapc_settings.h): where its ranks differ, every rank runs the default. Resolved once
+ * per name; cost per call: one attribute lookup.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aapc_registry.h"
+#include "aapc_settings.h"
 
 static aapc_alltoall_fn find(const char *name)
 {
@@ -19,24 +22,37 @@ static aapc_alltoall_fn find(const char *name)
     return NULL;
 }
 
-aapc_alltoall_fn aapc_variant_lookup(const char *default_variant)
+/* The variant named `wanted` (NULL or empty: default_variant), resolved once per name. */
+static aapc_alltoall_fn resolve(const char *wanted, const char *default_variant)
 {
-    static aapc_alltoall_fn chosen = NULL;
-    if (chosen == NULL) {
-        const char *wanted = getenv("AAPC_VARIANT");
-        if (wanted != NULL && *wanted != '\0') {
-            chosen = find(wanted);
-            if (chosen == NULL) {
+    static const char *env_name = NULL, *default_name = NULL;
+    static aapc_alltoall_fn env_fn = NULL, default_fn = NULL;
+    if (wanted != NULL && *wanted != '\0') {
+        if (env_fn == NULL || env_name != wanted) {
+            env_fn = find(wanted);
+            env_name = wanted;
+            if (env_fn == NULL)
                 fprintf(stderr, "aapcgen: AAPC_VARIANT=%s is not a variant generated for %s; using %s\n",
                         wanted, aapc_topology_name, default_variant);
-            }
         }
-        if (chosen == NULL) {
-            chosen = find(default_variant);
-        }
-        if (chosen == NULL) {
-            chosen = aapc_variants[0].fn;
-        }
+        if (env_fn != NULL)
+            return env_fn;
     }
-    return chosen;
+    if (default_fn == NULL || default_name != default_variant) {
+        default_fn = find(default_variant);
+        default_name = default_variant;
+        if (default_fn == NULL)
+            default_fn = aapc_variants[0].fn;
+    }
+    return default_fn;
+}
+
+aapc_alltoall_fn aapc_variant_lookup(const char *default_variant)
+{
+    return resolve(getenv("AAPC_VARIANT"), default_variant);
+}
+
+aapc_alltoall_fn aapc_variant_for(MPI_Comm comm, const char *default_variant)
+{
+    return resolve(aapc_setting(comm, "AAPC_VARIANT"), default_variant);
 }

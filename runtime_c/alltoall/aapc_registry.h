@@ -29,6 +29,9 @@ extern const char *const aapc_topology_name;
 
 /* The variant named by $AAPC_VARIANT, else default_variant (looked up once per process). */
 aapc_alltoall_fn aapc_variant_lookup(const char *default_variant);
+/* The same for a call on comm: $AAPC_VARIANT when every rank of comm has the same settings
+   (gathered on comm's first use: aapc_cluster_comm_settle), else default_variant. */
+aapc_alltoall_fn aapc_variant_for(MPI_Comm comm, const char *default_variant);
 
 #ifdef __cplusplus
 }

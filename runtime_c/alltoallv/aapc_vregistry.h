@@ -42,6 +42,13 @@ extern const int aapc_nvlevel2s;
    else table[0]. Looked up once per process (the result is kept in *chosen). */
 aapc_alltoallv_fn aapc_vvariant_lookup(const aapc_vvariant_t *table, int n,
                                        const char *default_variant, aapc_alltoallv_fn *chosen);
+/* The entry named `wanted` (NULL or empty: default_variant; an unknown name says so once). */
+aapc_alltoallv_fn aapc_vvariant_resolve(const aapc_vvariant_t *table, int n, const char *wanted,
+                                        const char *default_variant);
+/* The entry for a call on comm: $AAPC_ALLTOALLV when every rank of comm has the same settings
+   (gathered on comm's first use: aapc_cluster_comm_settle), else default_variant. */
+aapc_alltoallv_fn aapc_vvariant_for(const aapc_vvariant_t *table, int n, MPI_Comm comm,
+                                    const char *default_variant);
 
 #ifdef __cplusplus
 }

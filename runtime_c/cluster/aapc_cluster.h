@@ -32,6 +32,18 @@
 extern "C" {
 #endif
 
+/* The cost model of the per-call selection (aapc_cluster_select.c): seconds per round, phase
+   and byte of the ways an all-to-all can take, measured by `aapcgen tune` on the cluster. */
+typedef struct aapc_cost_model {
+    double lib_alpha;   /* the MPI library's routine: seconds per lg P round (small blocks) */
+    double lib_beta;    /* ... and its time over the bound for large blocks (contention) */
+    double phase_alpha; /* our phases: seconds per phase (a sync and a message latency) */
+    double phase_beta;  /* ... and their time over the bound for large blocks */
+    double copy_beta;   /* seconds per byte copied through a leader (aggregated ways) */
+    double round_alpha; /* the log-round exchange: seconds per round */
+    int tuned;          /* 1: measured on this cluster by aapcgen tune; 0: the defaults */
+} aapc_cost_model_t;
+
 typedef struct aapc_cluster {
     const char *name;
     int32_t n_machines, n_switches, n_links;
@@ -44,6 +56,7 @@ typedef struct aapc_cluster {
     const double *link_bw;           /* bytes/s */
     double reference_bw; /* b_ref of the capacity model; 0: the slowest machine link of the
                             job (a job tree passed as a cluster sets it: aapcgen/alltoall/job.py) */
+    const aapc_cost_model_t *model; /* the selection's constants; NULL: the defaults */
 } aapc_cluster_t;
 
 /* Largest communicator the run-time scheduler takes: its n(n-1) messages are indexed with
@@ -97,6 +110,48 @@ void aapc_job_phases_free(aapc_job_phases_t *p);
 /* Seed 002's phases whatever the link speeds (one message per link and phase). */
 int aapc_job_phases_unit(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
                          aapc_job_phases_t *out);
+
+/* ---- the per-call selection (aapc_cluster_shape.c, aapc_cluster_select.c) ---------------- */
+
+/* What the selection knows of a job: from its ranks' machines, the same on every rank. */
+typedef struct aapc_job_shape {
+    int32_t ranks, machines;   /* P, N */
+    int32_t max_per_machine;   /* R: the most ranks of the job on one machine */
+    int32_t equal_per_machine; /* 1: every machine of the job runs R ranks */
+    double rank_phases;        /* phases of the per-rank schedule (max(P-1, link loads/cap)) */
+    double machine_phases;     /* phases of the per-machine schedule (aggregated blocks) */
+    double bound_s_per_byte;   /* the bound: seconds per byte of block on the busiest link */
+} aapc_job_shape_t;
+
+/* The shape of P ranks, rank r on machine rank_machine[r]: O(P + S + M), any P. Returns
+   AAPC_JOB_OK, AAPC_JOB_EINVAL (a machine out of range, a bad cluster) or AAPC_JOB_ENOMEM. */
+int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                   aapc_job_shape_t *out);
+
+/* The ways an all-to-all can take, in the order ties are broken. */
+enum { AAPC_WAY_LIBRARY = 0, AAPC_WAY_PHASES, AAPC_WAY_LEADERS, AAPC_WAY_LOGROUND, AAPC_N_WAYS };
+#define AAPC_WAYS_ALL ((1u << AAPC_N_WAYS) - 1u)
+#define AAPC_WAYS_OURS (AAPC_WAYS_ALL & ~(1u << AAPC_WAY_LIBRARY))
+
+extern const aapc_cost_model_t aapc_cost_model_default;
+/* The model's time of `way` for blocks of b bytes on a job of shape s (seconds). */
+double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b);
+/* The ways that can run on shape s (a bit per way): the library always; the phases from 2
+   ranks; leaders with R > 1 ranks on every one of N >= 2 machines; the log-round exchange with
+   equal ranks on N >= 2 machines. */
+unsigned aapc_ways_possible(const aapc_job_shape_t *s);
+/* The cheapest way among `allowed` (a bit per way) that can run on s; -1 when none. */
+int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
+                    unsigned allowed);
+/* "library", "phases", "leaders", "loground" (AAPC_WAY=...), and back (-1: no such way). */
+const char *aapc_way_name(int way);
+int aapc_way_named(const char *name);
+
+/* position[m]: the place of machine m in the switch tree's depth-first order (from the first
+   switch, children in link order, a switch's own machines before its child switches), so the
+   machines below any switch are consecutive (aapc_cluster_order.c). Returns AAPC_JOB_OK,
+   AAPC_JOB_EINVAL (not a tree) or AAPC_JOB_ENOMEM. */
+int aapc_cluster_machine_order(const aapc_cluster_t *c, int32_t *position);
 
 /* The machine called `name` (AAPC_MACHINE), or -1. */
 int32_t aapc_cluster_machine_named(const aapc_cluster_t *c, const char *name);

@@ -38,7 +38,8 @@
  */
 #include "aapc_args.h"
 
-#include "aapc_comm.h" /* aapc_warn_fallback */
+#include "aapc_comm.h"     /* aapc_warn_fallback */
+#include "aapc_settings.h" /* AAPC_AGREE */
 #include "aapc_wait.h"
 
 #include <stdarg.h>
@@ -81,14 +82,12 @@ static void at_finalize(void)
         PMPI_Comm_set_attr(MPI_COMM_SELF, cleanup_keyval, NULL);
 }
 
-static int agree_enabled(void)
+/* AAPC_AGREE=0 leaves the agreement out: a setting every rank of comm shares
+   (common/aapc_settings.h), so where its ranks differ every rank agrees. */
+static int agree_enabled(MPI_Comm comm)
 {
-    static int enabled = -1;
-    if (enabled < 0) {
-        const char *e = getenv("AAPC_AGREE");
-        enabled = !(e != NULL && strcmp(e, "0") == 0);
-    }
-    return enabled;
+    const char *e = aapc_setting(comm, "AAPC_AGREE");
+    return !(e != NULL && strcmp(e, "0") == 0);
 }
 
 /* The agreement's reduction: nonblocking, completed with aapc_waitall, so a rank waiting for
@@ -306,7 +305,7 @@ int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount,
     if (*done)
         return rc;
     check_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, &f, &sb, &rb);
-    if (!agree_enabled()) {
+    if (!agree_enabled(comm)) {
         *done = f.cls != 0;
         return f.cls ? raise_finding(comm, "MPI_Alltoall", &f, 0, 0) : MPI_SUCCESS;
     }
@@ -457,7 +456,7 @@ int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcou
         found(&f, MPI_ERR_BUFFER,
               "sendbuf and recvbuf are the same buffer (aliased; pass MPI_IN_PLACE as sendbuf "
               "to exchange in place)");
-    if (!agree_enabled()) {
+    if (!agree_enabled(comm)) {
         *done = f.cls != 0;
         return f.cls ? raise_finding(comm, "MPI_Alltoallv", &f, 0, 0) : MPI_SUCCESS;
     }

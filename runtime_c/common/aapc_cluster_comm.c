@@ -5,8 +5,9 @@
  * Algorithm, first use on a communicator (collective, the same on every rank):
  *   1. this process's machine: AAPC_MACHINE, else MPI_Get_processor_name matched against the
  *      cluster's hosts (cluster/aapc_cluster_machine.c), looked up once per process;
- *   2. one MPI_Comm_dup (the routines' private traffic) and one MPI_Allgather of an int: the
- *      machine of every rank. A rank on an unknown host warns, naming its host; every rank sees
+ *   2. one MPI_Comm_dup (the routines' private traffic) and one MPI_Allgather of three ints: the
+ *      machine of every rank and the hash of its settings (common/aapc_settings.h: a communicator
+ *      whose ranks differ runs the defaults, and rank 0 names the variables in one warning). A rank on an unknown host warns, naming its host; every rank sees
  *      the same gathered table, so every rank reaches the same decision;
  *   3. on demand, the job tree of those ranks;
  *   4. the state is an attribute of the user's communicator (MPI_COMM_NULL_COPY_FN: a user's dup
@@ -15,7 +16,7 @@
  * aapc_comm_split_siblings): PMPI_Comm_split, then, when every rank of the parent is on a known
  * machine, one MPI_Allgather of (colour, rank in the child) over the parent's dup and one
  * MPI_Comm_dup of it, shared by the siblings of this rank as their family (freed with the last).
- * Cost: first use lg P alpha + 4 P beta (the Allgather) plus the dup, and O(P + S + M) for the
+ * Cost: first use lg P alpha + 12 P beta (the Allgather) plus the dup, and O(P + S + M) for the
  * tree (cluster/aapc_cluster_tree.c); later uses one attribute lookup. A recorded split adds
  * lg P alpha + 8 P beta and a dup of the parent.
  * Not thread-safe on first use (MPI forbids concurrent collectives on one communicator).
@@ -27,7 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aapc_comm.h" /* aapc_warn_fallback */
+#include "aapc_comm.h"     /* aapc_warn_fallback */
+#include "aapc_settings.h" /* the settings' hash */
 
 static int keyval = MPI_KEYVAL_INVALID;
 
@@ -146,21 +148,38 @@ int aapc_cluster_comm(const aapc_cluster_t *cl, MPI_Comm comm, const char *name,
         known = my_machine(cl, host, (int)sizeof host);
         known_for = cl;
     }
-    int32_t *rm = malloc((size_t)cc->size * sizeof *rm), mine = known;
-    if (rm == NULL)
-        return MPI_ERR_NO_MEM;
-    if ((rc = PMPI_Allgather(&mine, 1, MPI_INT32_T, rm, 1, MPI_INT32_T, cc->dup)) != MPI_SUCCESS) {
+    /* (machine, settings hash high, low) of every rank: one gather, both facts */
+    uint64_t h = aapc_settings_hash();
+    int32_t mine[3] = {known, (int32_t)(uint32_t)(h >> 32), (int32_t)(uint32_t)h};
+    int32_t *rm = malloc((size_t)cc->size * sizeof *rm);
+    int32_t *all = malloc((size_t)cc->size * sizeof mine);
+    if (rm == NULL || all == NULL) {
         free(rm);
+        free(all);
+        return MPI_ERR_NO_MEM;
+    }
+    if ((rc = PMPI_Allgather(mine, 3, MPI_INT32_T, all, 3, MPI_INT32_T, cc->dup)) != MPI_SUCCESS) {
+        free(rm);
+        free(all);
         return rc;
     }
     free(cc->rank_machine);
     aapc_job_tree_free(&cc->tree);
     cc->tree_state = 0;
+    cc->shape_state = 0;
     cc->rank_machine = rm;
     cc->cluster = cl;
     cc->all_known = cc->size >= 2;
-    for (int r = 0; r < cc->size; r++)
+    cc->settings_agreed = 1;
+    for (int r = 0; r < cc->size; r++) {
+        rm[r] = all[3 * r];
         cc->all_known &= rm[r] >= 0;
+        cc->settings_agreed &= all[3 * r + 1] == mine[1] && all[3 * r + 2] == mine[2];
+    }
+    free(all);
+    /* every rank saw the same table, so every rank takes part (or none does) */
+    if (!cc->settings_agreed && (rc = aapc_settings_warn_differ(cc->dup, name)) != MPI_SUCCESS)
+        return rc;
     if (known < 0 && warn_unknown) {
         char why[MPI_MAX_PROCESSOR_NAME + 160];
         snprintf(why, sizeof why, "%s is not a machine of cluster %s", host, cl->name);
@@ -269,4 +288,39 @@ int aapc_cluster_split(const aapc_cluster_t *cl, MPI_Comm comm, int color, int k
     }
     free(both);
     return rc;
+}
+
+int aapc_cluster_comm_agreed(MPI_Comm comm)
+{
+    int flag = 0;
+    void *attr = NULL;
+    if (keyval == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL ||
+        PMPI_Comm_get_attr(comm, keyval, &attr, &flag) != MPI_SUCCESS || !flag)
+        return -1;
+    const aapc_cluster_comm_t *cc = attr;
+    return cc->rank_machine == NULL ? -1 : cc->settings_agreed;
+}
+
+const aapc_job_shape_t *aapc_cluster_comm_shape(aapc_cluster_comm_t *cc, int *nomem)
+{
+    *nomem = 0;
+    if (cc->shape_state == 0 && cc->all_known) {
+        int rc = aapc_job_shape(cc->cluster, cc->rank_machine, cc->size, &cc->shape);
+        if (rc == AAPC_JOB_ENOMEM) {
+            *nomem = 1;
+            return NULL;
+        }
+        cc->shape_state = rc == AAPC_JOB_OK ? 1 : -1;
+    }
+    return cc->shape_state == 1 ? &cc->shape : NULL;
+}
+
+int aapc_cluster_comm_settle(const aapc_cluster_t *cl, MPI_Comm comm, const char *name)
+{
+    int inter = 0;
+    aapc_cluster_comm_t *cc = NULL;
+    if (cl == NULL || comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
+        inter)
+        return MPI_SUCCESS; /* nothing to gather: the routine meets the argument itself */
+    return aapc_cluster_comm(cl, comm, name, "MPI_Alltoall", 0, &cc);
 }

@@ -42,6 +42,9 @@ typedef struct aapc_cluster_comm {
     const aapc_cluster_t *cluster; /* what rank_machine was gathered for */
     int32_t *rank_machine;         /* machine of every rank; -1: a rank on an unknown host */
     int all_known;                 /* every rank is on a known machine (and size >= 2) */
+    int settings_agreed;           /* every rank has the same settings (aapc_settings.h) */
+    int shape_state;               /* 0: not computed, 1: computed, -1: none */
+    aapc_job_shape_t shape;        /* what the per-call selection reads */
     int tree_state;                /* 0: not built, 1: built, -1: the scheduler refused */
     aapc_job_tree_t tree;
     char tree_error[160];
@@ -66,6 +69,20 @@ int aapc_cluster_split(const aapc_cluster_t *cluster, MPI_Comm comm, int color, 
 /* The job tree of the communicator (built once): NULL when the scheduler refuses it (the
    reason is in cc->tree_error) or when out of memory (*nomem set). */
 const aapc_job_tree_t *aapc_cluster_comm_tree(aapc_cluster_comm_t *cc, int *nomem);
+
+/* The generated entry points' first step on an intra-communicator: its first use gathers the
+   machines and the settings (aapc_cluster_comm, no warning), so that every choice a setting
+   makes (the variant, the Alltoallv routine, recorded splits) is the same on every rank.
+   Later calls: one attribute lookup. Returns an MPI error code. */
+int aapc_cluster_comm_settle(const aapc_cluster_t *cluster, MPI_Comm comm, const char *name);
+
+/* What the gather of comm's first use found of the settings (aapc_settings.h): 1 every rank
+   has the same, 0 they differ, -1 comm was never gathered. No communication. */
+int aapc_cluster_comm_agreed(MPI_Comm comm);
+
+/* The shape of the communicator's job (computed once; cluster/aapc_cluster_shape.c): NULL when
+   some rank's machine is unknown, or when out of memory (*nomem set). */
+const aapc_job_shape_t *aapc_cluster_comm_shape(aapc_cluster_comm_t *cc, int *nomem);
 
 /* The slot of `key` on this communicator, created empty (data NULL) on first use; NULL when
    out of memory. */

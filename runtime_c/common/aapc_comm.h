@@ -20,7 +20,8 @@ extern "C" {
 #endif
 
 /* Tags on the private dup: one per kind of message, so kinds never match each other. */
-enum { AAPC_TAG_DATA = 1, AAPC_TAG_SYNC = 2, AAPC_TAG_DUMMY = 3, AAPC_TAG_SELF = 4 };
+enum { AAPC_TAG_DATA = 1, AAPC_TAG_SYNC = 2, AAPC_TAG_DUMMY = 3, AAPC_TAG_SELF = 4,
+       AAPC_TAG_ROUND = 5 /* the log-round all-to-all */ };
 
 typedef struct aapc_comm_info {
     int usable;               /* 0: the communicator does not match the schedule (fall back) */

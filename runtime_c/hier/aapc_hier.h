@@ -43,10 +43,11 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
 
 /* Round arithmetic: the bytes of every block one round moves, for blocks of b bytes, R ranks
    per machine and P ranks, so that a leader's R*P*c bytes stay under `limit` (at least 1, at
-   most b: one round whenever R*P*b <= limit). aapc_hier_round_limit(): AAPC_HIER_ROUND_BYTES,
-   default 256 MiB, at most INT_MAX. */
+   most b: one round whenever R*P*b <= limit). aapc_hier_round_limit(comm): AAPC_HIER_ROUND_BYTES
+   (a setting every rank of comm shares: common/aapc_settings.h), default 256 MiB, at most
+   INT_MAX. */
 MPI_Aint aapc_hier_round_bytes(MPI_Aint b, int r, int p, MPI_Aint limit);
-MPI_Aint aapc_hier_round_limit(void);
+MPI_Aint aapc_hier_round_limit(MPI_Comm comm);
 
 /* The communicators of the hierarchical collectives, created on first use (collective over
    comm) and cached on comm: node = the ranks of this rank's machine (rank / R), in rank order;

@@ -36,7 +36,8 @@
 #include <string.h>
 
 #include "aapc_comm.h" /* aapc_warn_fallback */
-#include "aapc_exec.h" /* aapc_dense */
+#include "aapc_exec.h"     /* aapc_dense */
+#include "aapc_settings.h" /* AAPC_HIER_ROUND_BYTES */
 
 struct aapc_hier_cache {
     MPI_Comm node, leaders; /* leaders: MPI_COMM_NULL on non-leaders */
@@ -138,17 +139,12 @@ static int hier_types(int r, int p, MPI_Aint b, MPI_Datatype *send, MPI_Datatype
     return rc;
 }
 
-MPI_Aint aapc_hier_round_limit(void)
+MPI_Aint aapc_hier_round_limit(MPI_Comm comm)
 {
-    static MPI_Aint limit = 0;
-    if (limit == 0) {
-        const char *e = getenv("AAPC_HIER_ROUND_BYTES");
-        long long v = e != NULL ? atoll(e) : 0;
-        limit = v > 0 ? (MPI_Aint)v : (MPI_Aint)256 << 20;
-        if (limit > INT_MAX)
-            limit = INT_MAX;
-    }
-    return limit;
+    const char *e = aapc_setting(comm, "AAPC_HIER_ROUND_BYTES");
+    long long v = e != NULL ? atoll(e) : 0;
+    MPI_Aint limit = v > 0 ? (MPI_Aint)v : (MPI_Aint)256 << 20;
+    return limit > INT_MAX ? INT_MAX : limit;
 }
 
 MPI_Aint aapc_hier_round_bytes(MPI_Aint b, int r, int p, MPI_Aint limit)
@@ -219,7 +215,7 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
     total = b * p; /* one rank's P blocks */
     int sdense = !inplace && aapc_dense(sendtype), rdense = aapc_dense(recvtype);
     int pack_in = !sdense && !(inplace && rdense);
-    MPI_Aint c = aapc_hier_round_bytes(b, r, p, aapc_hier_round_limit());
+    MPI_Aint c = aapc_hier_round_bytes(b, r, p, aapc_hier_round_limit(comm));
 
     disp = malloc(sizeof *disp * (size_t)p);
     if (pack_in)

@@ -1,0 +1,89 @@
+"""The per-call selection's cost model, fitted to measured calls (runtime_c/cluster/
+aapc_cluster_select.c holds the model; this module only fits its constants).
+
+Every way's time is linear in the constants (``lib_alpha lg P + lib_beta S b`` and so on), so the
+feature of a constant for one call is the C cost function evaluated with that constant 1 and the
+others 0: the formulas exist once, in C, and Python never restates them. The library's two
+constants are fitted to the library's own calls (its default algorithm, what ``PMPI_Alltoall``
+runs); ours jointly to the calls of every way of ours. The fit is a least-squares fit of the
+relative error (each call's residual divided by its time), with every constant >= 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from aapcgen.alltoall.cjob import Shape, default_model, way_costs
+from aapcgen.codegen.cluster import COST_FIELDS
+
+LIBRARY_FIELDS = ("lib_alpha", "lib_beta")
+OURS_FIELDS = ("phase_alpha", "phase_beta", "copy_beta", "round_alpha")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One measured way: its job's shape, block size (bytes) and median seconds per call."""
+
+    shape: Shape
+    way: str  # library, phases, leaders, loground (cjob.WAYS)
+    bytes: int
+    seconds: float
+
+
+def features(call: Call, fields: Sequence[str]) -> np.ndarray:
+    """d time / d constant for each of ``fields`` (the cost is linear in them)."""
+    out = []
+    for name in fields:
+        unit = {k: 1.0 if k == name else 0.0 for k in COST_FIELDS}
+        out.append(way_costs(unit, call.shape, call.bytes).get(call.way, 0.0))
+    return np.array(out)
+
+
+def nonnegative_fit(a: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """min |a x - y| with x >= 0, for a few columns: the best unconstrained fit over every subset
+    of columns whose solution is nonnegative (the others 0)."""
+    n = a.shape[1]
+    best, best_err = np.zeros(n), float(np.sum(y * y))
+    for k in range(1, n + 1):
+        for cols in itertools.combinations(range(n), k):
+            x, *_ = np.linalg.lstsq(a[:, cols], y, rcond=None)
+            if np.any(x < 0):
+                continue
+            err = float(np.sum((a[:, cols] @ x - y) ** 2))
+            if err < best_err:
+                best, best_err = np.zeros(n), err
+                best[list(cols)] = x
+    return best
+
+
+def fit_group(calls: Sequence[Call], fields: Sequence[str]) -> dict[str, float]:
+    """The constants of ``fields`` fitted to ``calls`` (relative least squares, >= 0); a constant
+    no call depends on keeps the default."""
+    defaults = default_model()
+    if not calls:
+        return {k: defaults[k] for k in fields}
+    a = np.array([features(c, fields) / c.seconds for c in calls])
+    x = nonnegative_fit(a, np.ones(len(calls)))
+    used = np.any(a != 0, axis=0)
+    return {k: float(x[i]) if used[i] else defaults[k] for i, k in enumerate(fields)}
+
+
+def fit_model(calls: Iterable[Call]) -> dict[str, float]:
+    """Every constant of the model from measured calls of the library and of our ways."""
+    calls = [c for c in calls if c.seconds > 0]
+    library = [c for c in calls if c.way == "library"]
+    ours = [c for c in calls if c.way != "library"]
+    return {**fit_group(library, LIBRARY_FIELDS), **fit_group(ours, OURS_FIELDS)}
+
+
+def relative_errors(model: dict[str, float], calls: Iterable[Call]) -> list[float]:
+    """(predicted - measured) / measured for each call."""
+    return [
+        way_costs(model, c.shape, c.bytes)[c.way] / c.seconds - 1.0
+        for c in calls
+        if c.way in way_costs(model, c.shape, c.bytes)
+    ]

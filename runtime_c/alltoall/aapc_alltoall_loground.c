@@ -1,0 +1,104 @@
+/*
+ * aapc_alltoall_loground.c: the log-round all-to-all for small blocks: Bruck's algorithm
+ * (Bruck, Ho, Kipnis, Upfal, Weathersby, IEEE TPDS 1997; radix 2) among the members of a
+ * communicator numbered in the switch tree's depth-first order (cluster/aapc_cluster_order.c),
+ * so that the first rounds' short distances stay inside a switch and only the last rounds cross
+ * the switch links. With several ranks per machine the members are the machines' leaders and
+ * the blocks the machines' aggregates (hier/aapc_hier_alltoall.c gathers and scatters them).
+ *
+ * Algorithm, n members, this member at position i, blocks of B bytes:
+ *   0. pack the n send blocks (any datatype) so that slot s holds the block for position
+ *      (i + s) mod n;
+ *   1. round k = 0 .. lg n - 1, d = 2^k: send the slots whose bit k is set to position
+ *      (i + d) mod n and receive the same slots from position (i - d) mod n, each way one
+ *      message of the slots packed together (MPI_Sendrecv);
+ *   2. slot s now holds the block that position (i - s) mod n sent to i: unpack it into the
+ *      receive layout at that member's rank.
+ * Every block moves once per set bit of its distance: at most lg n hops instead of one, in lg n
+ * messages per member instead of n - 1 (aapcgen/verify/loground.py replays the slots of every
+ * round and proves that every block arrives; AAPC_DUMP_SCHEDULE writes the rounds).
+ * Cost: lg n (alpha + (n/2) B beta) on the critical path, plus 2 n B bytes of copying per round
+ * and 2 n B for the packing; memory 3 n B bytes per member.
+ */
+#include "aapc_alltoall_loground.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aapc_comm.h" /* AAPC_TAG_ROUND */
+
+int aapc_alltoall_loground(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                           const int *rank_at)
+{
+    int rc, n, me, rsize, i = -1;
+    if ((rc = PMPI_Comm_size(comm, &n)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(comm, &me)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+        return rc;
+    if (sendbuf == MPI_IN_PLACE) {
+        sendbuf = recvbuf;
+        sendcount = recvcount;
+        sendtype = recvtype;
+    }
+    MPI_Aint b = (MPI_Aint)recvcount * rsize, all = b * n;
+    if (b == 0)
+        return MPI_SUCCESS;
+    if (all > INT_MAX || (MPI_Aint)recvcount * n > INT_MAX || (MPI_Aint)sendcount * n > INT_MAX)
+        return MPI_ERR_COUNT; /* the caller takes this way only for small blocks */
+    for (int k = 0; k < n; k++)
+        if (rank_at[k] == me)
+            i = k;
+    if (i < 0)
+        return MPI_ERR_ARG;
+    char *packed = malloc((size_t)all), *slots = malloc((size_t)all);
+    char *out = malloc((size_t)(all / 2 + b)), *in = malloc((size_t)(all / 2 + b));
+    int pos = 0;
+    if (packed == NULL || slots == NULL || out == NULL || in == NULL) {
+        rc = MPI_ERR_NO_MEM;
+        goto done;
+    }
+    /* 0. my blocks in rank order, then slot s = the block for position (i + s) mod n */
+    if ((rc = PMPI_Pack(sendbuf, sendcount * n, sendtype, packed, (int)all, &pos, comm)) !=
+        MPI_SUCCESS)
+        goto done;
+    if (pos != all) {
+        rc = MPI_ERR_TRUNCATE; /* the send signature does not match recvcount x recvtype */
+        goto done;
+    }
+    for (int s = 0; s < n; s++)
+        memcpy(slots + (MPI_Aint)s * b, packed + (MPI_Aint)rank_at[(i + s) % n] * b, (size_t)b);
+    /* 1. the rounds */
+    for (int d = 1; d < n; d *= 2) {
+        int to = rank_at[(i + d) % n], from = rank_at[(i - d % n + n) % n];
+        MPI_Aint len = 0;
+        for (int s = 0; s < n; s++)
+            if (s & d) {
+                memcpy(out + len, slots + (MPI_Aint)s * b, (size_t)b);
+                len += b;
+            }
+        if ((rc = PMPI_Sendrecv(out, (int)len, MPI_BYTE, to, AAPC_TAG_ROUND, in, (int)len,
+                                MPI_BYTE, from, AAPC_TAG_ROUND, comm, MPI_STATUS_IGNORE)) !=
+            MPI_SUCCESS)
+            goto done;
+        len = 0;
+        for (int s = 0; s < n; s++)
+            if (s & d) {
+                memcpy(slots + (MPI_Aint)s * b, in + len, (size_t)b);
+                len += b;
+            }
+    }
+    /* 2. slot s holds the block from position (i - s) mod n */
+    for (int s = 0; s < n; s++)
+        memcpy(packed + (MPI_Aint)rank_at[(i - s + n) % n] * b, slots + (MPI_Aint)s * b,
+               (size_t)b);
+    pos = 0;
+    rc = PMPI_Unpack(packed, (int)all, &pos, recvbuf, recvcount * n, recvtype, comm);
+done:
+    free(packed);
+    free(slots);
+    free(out);
+    free(in);
+    return rc;
+}

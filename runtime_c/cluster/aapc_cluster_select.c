@@ -1,0 +1,122 @@
+/*
+ * aapc_cluster_select.c: which way an all-to-all of b bytes per block takes on a job of a given
+ * shape (aapc_cluster_shape.c): the MPI library's own routine, the per-rank contention-free
+ * phases, the leader-based (aggregated) phases, or the log-round exchange among the machines.
+ * Selection only: the ways themselves live in runtime_c/alltoall/ and runtime_c/hier/.
+ *
+ * Cost model (seconds for one call, alpha-beta with the job's bound; S = bound_s_per_byte,
+ * the time per byte of block the busiest link needs, P ranks, N machines, R ranks per machine,
+ * lg x = ceil(log2 x)):
+ *   library   T = lib_alpha lg P            + lib_beta   S b
+ *   phases    T = phase_alpha rank_phases    + phase_beta S b
+ *   leaders   T = phase_alpha machine_phases + phase_beta S b + copy_beta 2 R P b
+ *   loground  T = round_alpha lg N           + phase_beta S b lg N N / (2 (N - 1))
+ *                                             + copy_beta (2 + lg N) R P b
+ * The library's routine is a black box: its small-block cost grows with lg P rounds (Bruck,
+ * which MPICH and Open MPI pick for small blocks) and its large-block cost is a multiple of the
+ * bound (lib_beta: contention, measured); ours run at phase_beta times the bound in
+ * rank_phases or machine_phases steps of phase_alpha each (a sync and a message latency), and
+ * the aggregated ways pay the copies through the leaders; the log-round exchange (Bruck among
+ * the machines) forwards a block lg N / 2 times on average instead of once, in lg N steps. The constants are measured by
+ * `aapcgen tune` on the cluster and compiled into the library (aapc_cluster_t.model); an
+ * untuned library uses aapc_cost_model_default, measured on the emulated trees of
+ * docs/performance.md. The choice is the cheapest allowed way; ties go to the earlier way in
+ * the enum (the library first). Every rank computes the same choice from the same shape, model
+ * and block size.
+ * Cost: O(1) per call.
+ */
+#include <math.h> /* INFINITY */
+#include <stddef.h>
+
+#include "aapc_cluster.h"
+
+/* Measured on the emulated trees at 100 Mbit/s (docs/performance.md, "Never slower than the
+   MPI library: the crossovers"); aapcgen tune replaces them with the cluster's own. */
+const aapc_cost_model_t aapc_cost_model_default = {
+    .lib_alpha = 150e-6,
+    .lib_beta = 3.0,
+    .phase_alpha = 250e-6,
+    .phase_beta = 1.08,
+    .copy_beta = 1.0e-9,
+    .round_alpha = 250e-6,
+    .tuned = 0,
+};
+
+/* ceil(log2 x) for x >= 1 (0 below 2) */
+static double lg(double x)
+{
+    double n = 0;
+    for (double p = 1; p < x; p *= 2)
+        n++;
+    return n;
+}
+
+double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b)
+{
+    double P = s->ranks, N = s->machines, R = s->max_per_machine, S = s->bound_s_per_byte;
+    switch (way) {
+    case AAPC_WAY_LIBRARY:
+        return m->lib_alpha * lg(P) + m->lib_beta * S * b;
+    case AAPC_WAY_PHASES:
+        return m->phase_alpha * s->rank_phases + m->phase_beta * S * b;
+    case AAPC_WAY_LEADERS:
+        return m->phase_alpha * s->machine_phases + m->phase_beta * S * b +
+               m->copy_beta * 2 * R * P * b;
+    case AAPC_WAY_LOGROUND:
+        return m->round_alpha * lg(N) + m->phase_beta * S * b * lg(N) * N / (2 * (N - 1)) +
+               m->copy_beta * (2 + lg(N)) * R * P * b;
+    default:
+        return INFINITY;
+    }
+}
+
+unsigned aapc_ways_possible(const aapc_job_shape_t *s)
+{
+    unsigned ways = 1u << AAPC_WAY_LIBRARY;
+    if (s->ranks < 2 || s->machines < 1)
+        return ways;
+    ways |= 1u << AAPC_WAY_PHASES;
+    if (s->machines >= 2 && s->equal_per_machine && s->max_per_machine > 1)
+        ways |= 1u << AAPC_WAY_LEADERS;
+    if (s->machines >= 2 && s->equal_per_machine)
+        ways |= 1u << AAPC_WAY_LOGROUND;
+    return ways;
+}
+
+int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
+                    unsigned allowed)
+{
+    allowed &= aapc_ways_possible(s);
+    int best = -1;
+    double best_t = INFINITY;
+    for (int w = 0; w < AAPC_N_WAYS; w++) {
+        if (!(allowed & (1u << w)))
+            continue;
+        double t = aapc_way_cost(m, s, w, b);
+        if (best < 0 || t < best_t) {
+            best = w;
+            best_t = t;
+        }
+    }
+    return best;
+}
+
+const char *aapc_way_name(int way)
+{
+    static const char *const names[AAPC_N_WAYS] = {"library", "phases", "leaders", "loground"};
+    return way >= 0 && way < AAPC_N_WAYS ? names[way] : "?";
+}
+
+int aapc_way_named(const char *name)
+{
+    for (int w = 0; name != NULL && w < AAPC_N_WAYS; w++) {
+        const char *a = aapc_way_name(w), *b = name;
+        while (*a && *a == *b) {
+            a++;
+            b++;
+        }
+        if (*a == '\0' && *b == '\0')
+            return w;
+    }
+    return -1;
+}

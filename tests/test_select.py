@@ -1,0 +1,183 @@
+"""The per-call selection (runtime_c/cluster/aapc_cluster_shape.c, aapc_cluster_select.c) and
+its fitted constants (aapcgen/tune/model.py).
+
+The shape the C library reads at run time is checked against the Python pipeline's own view of
+the same job (the job tree of aapcgen/alltoall/job.py, its link loads and capacity bound), on
+random trees and placements; the choice against the costs it is made from; the fit against
+calls the model itself generated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_cluster_c import placements
+from trees import MBIT100, make_topology, star_of_subtrees
+
+from aapcgen.alltoall.capacity import capacity_model
+from aapcgen.alltoall.cjob import (
+    WAYS,
+    Shape,
+    choose_way,
+    default_model,
+    job_phases,
+    job_shape,
+    way_costs,
+)
+from aapcgen.alltoall.job import job_topology
+from aapcgen.alltoall.tree import analyze
+from aapcgen.codegen.cluster import COST_FIELDS
+from aapcgen.tune.model import Call, fit_model, nonnegative_fit, relative_errors
+
+
+def python_shape(topo, rank_machine: list[int]) -> Shape:  # noqa: ANN001
+    """The shape from the Python pipeline: the job tree's capacity bound (rank phases), the same
+    for one rank per machine (machine phases), and the largest load / bandwidth of its links."""
+    jt = analyze(job_topology(topo, rank_machine))
+    machines = sorted(set(rank_machine), key=rank_machine.index)
+    counts = [rank_machine.count(m) for m in machines]
+    rank_phases = capacity_model(jt).lower_bound
+    if len(machines) >= 2:
+        machine_phases = capacity_model(analyze(job_topology(topo, machines))).lower_bound
+    else:
+        machine_phases = 0
+    bound = max(link.seconds_per_byte for link in jt.links)
+    return Shape(
+        len(rank_machine), len(machines), max(counts), int(min(counts) == max(counts)),
+        float(rank_phases), float(machine_phases), bound,
+    )  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(placements())
+def test_c_shape_is_the_python_pipelines(case):
+    topo, rank_machine = case
+    c, py = job_shape(topo, rank_machine), python_shape(topo, rank_machine)
+    assert dataclasses.astuple(c)[:6] == dataclasses.astuple(py)[:6]
+    assert math.isclose(c.bound_s_per_byte, py.bound_s_per_byte, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "rank_machine",
+    [[0, 1, 2, 3, 4, 5, 6, 7], [m for m in range(8) for _ in range(2)], [0, 0, 0, 1, 5, 5, 6]],
+)
+def test_rank_phases_are_what_the_scheduler_runs(rank_machine):
+    """On the 4+4 tree (seed 002's phases are exact there) the phases the selection counts are
+    the phases the run-time scheduler builds, per rank and per machine."""
+    topo = star_of_subtrees([4, 4])
+    shape = job_shape(topo, rank_machine)
+    assert shape.rank_phases == job_phases(topo, rank_machine).n_phases
+    machines = sorted(set(rank_machine), key=rank_machine.index)
+    assert shape.machine_phases == job_phases(topo, machines).n_phases
+    # 4+4, 100 Mbit/s: the trunk carries (ranks left) x (ranks right) blocks each way
+    left = sum(1 for m in rank_machine if m < 4)
+    assert shape.bound_s_per_byte == pytest.approx(left * (len(rank_machine) - left) / MBIT100)
+
+
+def test_a_machine_link_faster_than_the_others_carries_several_messages():
+    """Capacity: a 1 Gbit/s machine among 100 Mbit/s ones is a link of capacity 10 (at most the
+    ranks on either side), as the capacity-aware scheduler counts it."""
+    topo = make_topology([0], [0, 0, 1, 1])
+    fast = list(topo.machine_bandwidth)
+    fast[0] = 10 * MBIT100
+    topo = dataclasses.replace(topo, machine_bandwidth=tuple(fast))
+    rank_machine = [0, 0, 0, 1, 2, 3]
+    c, py = job_shape(topo, rank_machine), python_shape(topo, rank_machine)
+    assert c == py
+
+
+def shapes() -> st.SearchStrategy[Shape]:
+    return st.builds(
+        lambda n, r, bound, extra: Shape(
+            n * r, n, r, 1, float(max(n * r - 1, extra)), float(max(n - 1, extra // (r * r))),
+            bound,
+        ),
+        st.integers(2, 64),
+        st.integers(1, 16),
+        st.floats(1e-9, 1e-3),
+        st.integers(0, 4096),
+    )  # fmt: skip
+
+
+models = st.fixed_dictionaries({k: st.floats(1e-10, 1e-2) for k in COST_FIELDS})
+
+
+@settings(max_examples=300, deadline=None)
+@given(shapes(), models, st.integers(0, 1 << 24))
+def test_the_choice_is_the_cheapest_allowed_way(shape, model, block):
+    costs = way_costs(model, shape, block)
+    assert "library" in costs and "phases" in costs
+    assert ("leaders" in costs) == (shape.max_per_machine > 1)
+    chosen = choose_way(model, shape, block)
+    assert costs[chosen] == min(costs.values())
+    # ties go to the earlier way: the library first
+    assert all(costs[w] > costs[chosen] for w in WAYS[: WAYS.index(chosen)] if w in costs)
+    ours = choose_way(model, shape, block, allowed=("phases", "leaders", "loground"))
+    assert ours != "library" and costs[ours] == min(v for k, v in costs.items() if k != "library")
+
+
+def test_the_library_serves_small_blocks_and_our_phases_large_ones():
+    """With the defaults on the emulated 4+4 tree: the library below the crossover, our phases
+    above it, and the crossover where the model's two costs meet."""
+    topo = star_of_subtrees([4, 4])
+    shape = job_shape(topo, list(range(8)))
+    m = default_model()
+    assert choose_way(m, shape, 8) == "library"
+    assert choose_way(m, shape, 1 << 20) != "library"
+    lo, hi = 8, 1 << 20
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if choose_way(m, shape, mid) == "library" else (lo, mid)
+    costs_lo, costs_hi = way_costs(m, shape, lo), way_costs(m, shape, hi)
+    assert costs_lo["library"] <= min(costs_lo.values())
+    assert costs_hi["library"] > min(costs_hi.values())
+
+
+def test_nonnegative_fit_drops_a_column_that_would_go_negative():
+    import numpy as np
+
+    a = np.array([[1.0, 1.0], [1.0, 2.0], [1.0, 3.0]])
+    y = np.array([3.0, 2.0, 1.0])  # unconstrained: slope -1
+    x = nonnegative_fit(a, y)
+    assert x[1] == 0 and x[0] == pytest.approx(2.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(models)
+def test_the_fit_recovers_the_constants_that_made_the_calls(model):
+    """Calls timed exactly as a model predicts give that model back."""
+    topo = star_of_subtrees([4, 4])
+    calls = []
+    for r in (1, 2, 4):
+        shape = job_shape(topo, [m for m in range(8) for _ in range(r)])
+        for b in (8, 512, 4096, 65536, 1 << 20):
+            for way, t in way_costs(model, shape, b).items():
+                if way != "loground":
+                    calls.append(Call(shape, way, b, t))
+    fitted = fit_model(calls)
+    for k in ("lib_alpha", "lib_beta", "phase_alpha", "phase_beta", "copy_beta"):
+        assert fitted[k] == pytest.approx(model[k], rel=1e-6, abs=1e-15)
+    assert max(map(abs, relative_errors(fitted, calls))) < 1e-6
+
+
+@pytest.mark.parametrize("name", ["fat-4-4", "two-level-256-fat", "trunk-8-8", "tree-24"])
+def test_shapes_of_shipped_trees_with_fast_links(name):
+    """Trees whose switch links are faster than their machine links (capacities above 1)."""
+    from test_cluster_c import TOPOS
+
+    from aapcgen.core.topology import load_topology
+
+    topo = load_topology(TOPOS / f"{name}.yaml")
+    n = topo.n_machines
+    for rank_machine in (
+        list(range(n)),
+        [m for m in range(0, n, 3) for _ in range(2)],
+        [m % 5 for m in range(17)] if n >= 5 else list(range(n)),
+    ):
+        c, py = job_shape(topo, rank_machine), python_shape(topo, rank_machine)
+        assert dataclasses.astuple(c)[:6] == dataclasses.astuple(py)[:6], rank_machine
+        assert math.isclose(c.bound_s_per_byte, py.bound_s_per_byte, rel_tol=1e-12)

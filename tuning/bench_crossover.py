@@ -1,0 +1,168 @@
+"""Where the MPI library wins and where our ways win: per ranks per machine and block size, the
+MPI library's algorithms (its default and each forced one) beside the default routine (auto: its
+way chosen per call) and each of its ways forced (AAPC_WAY: the library, the per-rank phases, the
+leader-based phases), side by side in one run per ranks-per-machine. Then the selection's cost
+model fitted to these calls (aapcgen/tune/model.py), its error, and the way it picks per point.
+
+    sudo flock -x /tmp/aapc-cpu.lock .venv/bin/python tuning/bench_crossover.py \\
+        topologies/two-switch-4-4.yaml --backend emulate --ranks-per-machine 1,2,4 \\
+        --sizes 8,64,512,4K,32K,256K -o docs/bench/crossover-two-switch-4-4
+
+Prints, per ranks per machine, one table of median milliseconds per call (best MPICH algorithm
+in bold, the default routine's ratio to it and to MPICH's default), marking points where a
+candidate kept the CPUs busy (32 ranks on 2 cores: those are CPU figures more than network
+ones); then the fitted constants (paste them into a tuned build, or let `aapcgen tune` measure
+them on the cluster). Writes every measurement and the fit to DIR/crossover.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from aapcgen.alltoall.cjob import choose_way, default_model, job_shape  # noqa: E402
+from aapcgen.codegen.generate import variant_specs  # noqa: E402
+from aapcgen.core.topology import load_topology  # noqa: E402
+from aapcgen.core.units import parse_rate_option  # noqa: E402
+from aapcgen.measure.bench import (  # noqa: E402
+    BenchConfig,
+    Summary,
+    parse_sizes,
+    peak_of,
+    run_bench,
+    summarize,
+)
+from aapcgen.platforms.emulate import DEFAULT_QUEUE  # noqa: E402
+from aapcgen.tune.model import Call, fit_model, relative_errors  # noqa: E402
+
+MPICH = ("native-default", "native-brucks", "native-scattered", "native-pairwise")
+
+
+def ways_for(r: int) -> tuple[str, ...]:
+    """The ways worth forcing with r ranks per machine (leaders need several)."""
+    return ("library", "phases", "leaders") if r > 1 else ("library", "phases")
+
+
+def rank_machine(n_machines: int, r: int) -> list[int]:
+    """Blocks of r ranks per machine, as the emulation places them (mpiexec per namespace)."""
+    return [m for m in range(n_machines) for _ in range(r)]
+
+
+def table(r: int, summary: list[Summary]) -> str:
+    """Median ms per call for one ranks-per-machine, one row per size."""
+    cands = [c for c in MPICH if any(s.candidate == c for s in summary)]
+    ours = sorted({s.candidate for s in summary if s.candidate.startswith("auto")})
+    head = ["block", *cands, *ours, "auto / best MPICH", "auto / MPICH default"]
+    lines = [f"R = {r} rank(s) per machine", "| " + " | ".join(head) + " |"]
+    lines.append("|" + "---|" * len(head))
+    for size in sorted({s.bytes for s in summary}):
+        at = {s.candidate: s for s in summary if s.bytes == size}
+        mine = [at[c] for c in cands if c in at]
+        best = min(mine, key=lambda s: s.median_s) if mine else None
+        cells = [str(size)]
+        for c in [*cands, *ours]:
+            s = at.get(c)
+            if s is None:
+                cells.append("")
+                continue
+            text = f"{1e3 * s.median_s:.2f}" + (" (cpu)" if s.cpu_bound else "")
+            cells.append(f"**{text}**" if s is best else text)
+        auto = at.get("auto")
+        for ref in (best, at.get("native-default")):
+            ok = auto is not None and ref is not None
+            cells.append(f"{ref.median_s / auto.median_s:.2f}x" if ok else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def calls_of(topo_r, summary: list[Summary]) -> list[Call]:  # noqa: ANN001
+    """The measured ways as model calls: the library's default algorithm and our forced ways."""
+    shape = job_shape(topo_r, rank_machine(topo_r.n_machines, topo_r.ranks_per_machine))
+    out = []
+    for s in summary:
+        if s.candidate == "native-default":
+            out.append(Call(shape, "library", s.bytes, s.median_s))
+        elif s.candidate.startswith("auto/") and s.candidate != "auto/library":
+            out.append(Call(shape, s.candidate.removeprefix("auto/"), s.bytes, s.median_s))
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("topology")
+    p.add_argument("--backend", default="emulate", choices=("local", "emulate", "mpiexec"))
+    p.add_argument("--ranks-per-machine", default="1,2,4")
+    p.add_argument("--sizes", default="8,64,512,4K,32K,256K")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--target-seconds", type=float, default=1.0)
+    p.add_argument("--max-iters", type=int, default=20)
+    p.add_argument("--rate", default=None, help="emulated link rate (default: the topology's)")
+    p.add_argument("--natives", default="brucks,scattered,pairwise")
+    p.add_argument("--timeout", type=float, default=3600.0)
+    p.add_argument("--prefix", default="aapcx", help="emulate: namespace name prefix")
+    p.add_argument("-o", "--output", required=True)
+    a = p.parse_args()
+    try:
+        rpms = [int(x) for x in a.ranks_per_machine.split(",") if x]
+    except ValueError:
+        p.error(f"--ranks-per-machine: '{a.ranks_per_machine}' is not a list of integers")
+    if not rpms or min(rpms) < 1:
+        p.error("--ranks-per-machine: give positive integers, e.g. 1,2,4")
+    base = load_topology(Path(a.topology))
+    out = Path(a.output)
+    out.mkdir(parents=True, exist_ok=True)
+    natives = tuple(x for x in a.natives.split(",") if x)
+    report, calls, runs = [], [], []
+    start = time.monotonic()
+    for r in rpms:
+        topo = replace(base, ranks_per_machine=r)
+        cfg = BenchConfig(
+            topo, a.backend, parse_sizes(a.sizes), variant_specs("receiver-all", None), natives,
+            a.repeats, a.target_seconds, a.max_iters, parse_rate_option(a.rate), DEFAULT_QUEUE,
+            out / f"r{r}", timeout=a.timeout, prefix=a.prefix, runtime=("auto",),
+            ways=ways_for(r),
+        )  # fmt: skip
+        print(f"R={r}: {topo.n_machines * r} ranks ({time.monotonic() - start:.0f} s)", flush=True)
+        rows = run_bench(cfg, lambda m: print(m, file=sys.stderr, flush=True))
+        rows = [x for x in rows if x.candidate.startswith(("native", "auto"))]
+        summary = summarize(rows, topo.n_machines * r, peak_of(topo, cfg.rate))
+        report.append(table(r, summary))
+        print(report[-1], flush=True)
+        calls += calls_of(topo, summary)
+        runs.append({"ranks_per_machine": r, "summary": [asdict(s) for s in summary]})
+    model = fit_model(calls)
+    errors = relative_errors(model, calls)
+    lines = ["fitted constants (aapc_cost_model_t):"]
+    lines += [f"  {k} = {v:.4g}" for k, v in model.items()]
+    lines.append(
+        f"relative error over {len(errors)} calls: median {sorted(map(abs, errors))[len(errors) // 2]:.0%}, "
+        f"worst {max(map(abs, errors)):.0%}"
+    )
+    lines.append("the way each model picks (fitted | built-in defaults):")
+    for r in rpms:
+        topo = replace(base, ranks_per_machine=r)
+        shape = job_shape(topo, rank_machine(topo.n_machines, r))
+        picks = [
+            f"{b}: {choose_way(model, shape, b)} | {choose_way(default_model(), shape, b)}"
+            for b in parse_sizes(a.sizes)
+        ]
+        lines.append(f"  R={r}: " + ", ".join(picks))
+    print("\n".join(lines))
+    (out / "crossover.json").write_text(
+        json.dumps(
+            {"topology": base.name, "runs": runs, "model": model, "errors": errors}, indent=1
+        )
+    )
+    print(f"wrote {out / 'crossover.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
