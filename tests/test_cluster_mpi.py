@@ -392,11 +392,13 @@ def test_split_peak():
     ["2 ranks per machine, round robin", "3 ranks per machine, round robin",
      "4 ranks on 2 machines", "unequal ranks per machine"],
 )  # fmt: skip
-def test_leader_based_way_at_run_time(exe, job):
-    """AAPC_LEADER_MAX_BYTES forces the leader-based way on every block size (in rounds of at
-    most 20000 bytes per leader): any placement of R ranks on every machine, byte-exact for every
-    run-time variant; unequal ranks per machine keep the per-rank way."""
-    env = {"AAPC_LEADER_MAX_BYTES": "100000000", "AAPC_HIER_ROUND_BYTES": "20000"}
+@pytest.mark.parametrize("way", ["leaders", "loground"])
+def test_leader_based_way_at_run_time(exe, job, way):
+    """AAPC_WAY forces the leader-based ways on every block size (in rounds of at most 20000
+    bytes per leader): the machine-level phases or the log-round exchange among the leaders,
+    any placement of R ranks on every machine, byte-exact for every run-time variant; unequal
+    ranks per machine keep the per-rank way."""
+    env = {"AAPC_WAY": way, "AAPC_HIER_ROUND_BYTES": "20000"}
     proc = run(exe, JOBS[job], "--variant", "runtime-*", "--max-bytes", "65536", env=env)
     passed(proc, 4 * 16)
     assert "aapcgen:" not in proc.stderr, proc.stderr
@@ -404,10 +406,12 @@ def test_leader_based_way_at_run_time(exe, job):
 
 def test_leader_based_way_sanitizers(tmp_path):
     exe = build(tmp_path, extra=tuple(SANITIZE))
-    env = {"AAPC_LEADER_MAX_BYTES": "100000000", "AAPC_HIER_ROUND_BYTES": "20000"}
-    proc = run(exe, n(1, 9, 1, 9, 1, 9), "--variant", "runtime-*", "--max-bytes", "65536", env=env)
-    passed(proc, 4 * 16)
-    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+    for way in ("leaders", "loground"):
+        env = {"AAPC_WAY": way, "AAPC_HIER_ROUND_BYTES": "20000"}
+        proc = run(exe, n(1, 9, 1, 9, 1, 9), "--variant", "runtime-*", "--max-bytes", "65536",
+                   env=env)  # fmt: skip
+        passed(proc, 4 * 16)
+        assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
 
 
 def test_windowed_runtime_variants_match_pmpi(exe):
@@ -417,7 +421,7 @@ def test_windowed_runtime_variants_match_pmpi(exe):
                "--max-bytes", "65536", env={"AAPC_WINDOW": "3"})  # fmt: skip
     passed(proc, 4 * 14)
     assert "aapcgen:" not in proc.stderr, proc.stderr
-    env = {"AAPC_WINDOW": "3", "AAPC_LEADER_MAX_BYTES": "100000000"}
+    env = {"AAPC_WINDOW": "3", "AAPC_WAY": "leaders"}
     proc = run(exe, JOBS["2 ranks per machine, round robin"], "--variant", "runtime-*",
                "--max-bytes", "65536", env=env)  # fmt: skip
     passed(proc, 4 * 14)

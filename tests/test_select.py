@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_cluster_c import placements
-from trees import MBIT100, make_topology, star_of_subtrees
+from trees import MBIT100, make_topology, star_of_subtrees, switch_trees
 
 from aapcgen.alltoall.capacity import capacity_model
 from aapcgen.alltoall.cjob import (
@@ -26,12 +26,15 @@ from aapcgen.alltoall.cjob import (
     default_model,
     job_phases,
     job_shape,
+    machine_order,
     way_costs,
 )
 from aapcgen.alltoall.job import job_topology
 from aapcgen.alltoall.tree import analyze
 from aapcgen.codegen.cluster import COST_FIELDS
+from aapcgen.core.errors import VerificationError
 from aapcgen.tune.model import Call, fit_model, nonnegative_fit, relative_errors
+from aapcgen.verify.loground import check_order, replay, verify_loground
 
 
 def python_shape(topo, rank_machine: list[int]) -> Shape:  # noqa: ANN001
@@ -181,3 +184,43 @@ def test_shapes_of_shipped_trees_with_fast_links(name):
         c, py = job_shape(topo, rank_machine), python_shape(topo, rank_machine)
         assert dataclasses.astuple(c)[:6] == dataclasses.astuple(py)[:6], rank_machine
         assert math.isclose(c.bound_s_per_byte, py.bound_s_per_byte, rel_tol=1e-12)
+
+
+# --------------------------------------------------------------------------- the log-round way
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(switch_trees(min_machines=2, max_machines=120))
+def test_the_c_tree_order_keeps_every_switchs_machines_together(topo):
+    """The order the runtime numbers the log-round members in (C) passes the checker's test:
+    the machines below every switch hold consecutive places."""
+    order = machine_order(topo)
+    assert sorted(order) == list(range(topo.n_machines))
+    check_order(topo, order)
+
+
+def test_the_order_checker_refuses_a_split_switch():
+    topo = star_of_subtrees([4, 4])
+    with pytest.raises(VerificationError, match="below s1 are not consecutive"):
+        check_order(topo, [0, 4, 1, 2, 3, 5, 6, 7])
+    with pytest.raises(VerificationError, match="not distinct machines"):
+        check_order(topo, [0, 0, 1, 2, 3, 5, 6, 7])
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 13, 16, 33, 100])
+def test_bruck_delivers_every_block_for_any_number_of_members(n):
+    assert replay(n) == math.ceil(math.log2(n))
+
+
+def test_log_round_proof_on_the_chain_counts_the_shared_trunks():
+    from test_cluster_c import TOPOS
+
+    from aapcgen.core.topology import load_topology
+
+    topo = load_topology(TOPOS / "chain-4x4.yaml")
+    proof = verify_loground(topo, machine_order(topo))
+    assert (proof.n_members, proof.rounds, proof.messages) == (16, 4, 64)
+    # distance 1 crosses a switch link once per switch boundary; distance 8 puts all 8
+    # messages of the left half on the middle trunk
+    assert [d for d, _, _ in proof.busiest] == [1, 2, 4, 8]
+    assert proof.busiest[0][1] == 1 and proof.busiest[-1][1] == 8

@@ -149,6 +149,8 @@ def library() -> ctypes.CDLL:
     lib.aapc_ways_possible.restype = ctypes.c_uint
     lib.aapc_way_name.argtypes = [ctypes.c_int]
     lib.aapc_way_name.restype = ctypes.c_char_p
+    lib.aapc_cluster_machine_order.argtypes = [ctypes.POINTER(_Cluster), _I32]
+    lib.aapc_cluster_machine_order.restype = ctypes.c_int
     return lib
 
 
@@ -268,3 +270,17 @@ def choose_way(
     mask = sum(1 << WAYS.index(w) for w in allowed)
     way = lib.aapc_way_choose(byref(_c_model(model)), byref(_Shape(*astuple(shape))), block, mask)
     return WAYS[way] if way >= 0 else "none"
+
+
+def machine_order(cluster: Topology) -> list[int]:
+    """The machines in the switch tree's order of the log-round exchange (C): machine indices by
+    place (runtime_c/cluster/aapc_cluster_order.c)."""
+    keep: list = []
+    c = _c_cluster(cluster, keep)
+    position = np.zeros(cluster.n_machines, dtype=np.int32)
+    if library().aapc_cluster_machine_order(byref(c), position.ctypes.data_as(_I32)):
+        raise InputError(f"cluster {cluster.name}: no tree order")
+    order = [0] * cluster.n_machines
+    for m, place in enumerate(position.tolist()):
+        order[place] = m
+    return order

@@ -14,6 +14,7 @@ from aapcgen.alltoall.capacity import capacity_model, schedule_phases
 from aapcgen.alltoall.job import job_topology
 from aapcgen.alltoall.phases import Schedule
 from aapcgen.alltoall.report import info_json, info_text, schedule_json_chunks, schedule_text
+from aapcgen.alltoall.selection import selection_lines
 from aapcgen.alltoall.sync import plan_sync
 from aapcgen.alltoall.tree import TreeInfo, analyze
 from aapcgen.alltoall.variants import VariantSpec
@@ -40,6 +41,7 @@ from aapcgen.verify.alltoall import (
     verify_schedule,
     verify_sync,
 )
+from aapcgen.verify.loground import verify_loground
 
 PROGRESS_MACHINES = 512  # topologies at least this big print stage progress on stderr
 
@@ -77,8 +79,11 @@ def cmd_info(args: argparse.Namespace) -> int:
     tree = analyze(job_topology_of(args, topology_or_builtin(args.topology)))
     model = capacity_model(tree)
     n_phases = tree.load if model.lower_bound >= tree.load else schedule_phases(tree).n_phases
-    render = info_json if args.format == "json" else info_text
-    print(render(tree, model, n_phases))
+    if args.format == "json":
+        print(info_json(tree, model, n_phases))
+        return 0
+    print(info_text(tree, model, n_phases))
+    print("\n".join(selection_lines(tree.topology)))
     return 0
 
 
@@ -162,9 +167,27 @@ def _load_schedule_json(
     return topo, arr[:, 0], arr[:, 1], arr[:, 2], len(data["phases"])
 
 
+def _verify_loground(path: str, topo: Topology, data: dict) -> int:
+    """A log-round member order the runtime dumped (kind "loground"): aapcgen/verify/loground.py."""
+    names = data.get("members")
+    index = {m: i for i, m in enumerate(topo.machines)}
+    if not isinstance(names, list) or not all(isinstance(m, str) for m in names):
+        raise InputError(f"{path}: 'members' must be a list of machine names")
+    bad = next((m for m in names if m not in index), None)
+    if bad is not None:
+        raise InputError(f"{path}: members: '{bad[:80]}' is not a machine of {topo.name}")
+    if len(names) < 2:
+        raise InputError(f"{path}: members: a log-round exchange needs at least 2 members")
+    print(verify_loground(topo, [index[m] for m in names]).summary(f"{path} for {topo.name}"))
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     topo = topology_or_builtin(args.topology)
     if args.schedule:
+        data = _read_json(args.schedule, limits.value(limits.INPUT_BYTES))
+        if isinstance(data, dict) and data.get("kind") == "loground":
+            return _verify_loground(args.schedule, topo, data)
         if args.hosts is not None or args.hostfile:
             raise InputError(
                 "--schedule: the file names its own job (rank_machines); drop --hosts/--hostfile"

@@ -368,6 +368,26 @@ static int tree_order(const aapc_cluster_t *cl, const int32_t *machine_of, int n
     return MPI_SUCCESS;
 }
 
+/* AAPC_DUMP_SCHEDULE: the log-round members' machines in their order (aapcgen verify TOPO
+   --schedule FILE proves it: aapcgen/verify/loground.py). */
+static void dump_loground(const aapc_cluster_t *cl, const int32_t *machine_of, const int *rank_at,
+                          int n)
+{
+    static int serial = 0;
+    FILE *f = aapc_dump_open("loground", &serial);
+    if (f == NULL)
+        return;
+    fprintf(f, "{\"topology\": ");
+    json_string(f, cl->name);
+    fprintf(f, ", \"kind\": \"loground\", \"radix\": 2, \"members\": [");
+    for (int k = 0; k < n; k++) {
+        fprintf(f, k ? ", " : "");
+        json_string(f, cl->machine_name[machine_of[rank_at[k]]]);
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+}
+
 /* The log-round way on a communicator of one rank per machine: its ranks in tree order. */
 struct order_entry {
     int *rank_at;
@@ -395,6 +415,8 @@ static int order_lookup(aapc_cluster_comm_t *cc, const int **rank_at)
                 order_free(o);
             return MPI_ERR_NO_MEM;
         }
+        if (cc->rank == 0)
+            dump_loground(cc->cluster, cc->rank_machine, o->rank_at, cc->size);
         slot->data = o;
     }
     *rank_at = ((struct order_entry *)slot->data)->rank_at;
@@ -504,6 +526,8 @@ static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r,
         free(lm);
         return MPI_ERR_NO_MEM; /* before any collective, as above */
     }
+    if (cc->rank == 0)
+        dump_loground(cc->cluster, lm, le->tree_rank, n);
     le->r = r;
     if ((rc = PMPI_Comm_split(cc->dup, mine, local, &le->node)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_split(cc->dup, local == 0 ? 0 : MPI_UNDEFINED, mine, &le->leaders)) !=
@@ -581,21 +605,24 @@ static long long block_bytes(const void *sendbuf, int sendcount, MPI_Datatype se
     return -1;
 }
 
-/* AAPC_WAY=library|phases|leaders|loground forces a way (a setting every rank shares); -1:
-   unset, or a way `ways` does not allow (said once). */
-static int forced_way(MPI_Comm comm, unsigned ways)
+/* AAPC_WAY=library|phases|leaders|loground forces a way (a setting every rank shares) where it
+   can run (`possible`: leaders need several ranks on every machine); -1: unset, not possible on
+   this communicator, or not a way of this routine (the library under a runtime-* variant: said
+   once, as an unknown name is). */
+static int forced_way(MPI_Comm comm, unsigned routine_ways, unsigned possible)
 {
     static int warned = 0;
     const char *e = aapc_setting(comm, "AAPC_WAY");
     if (e == NULL || e[0] == '\0' || strcmp(e, "auto") == 0)
         return -1;
     int w = aapc_way_named(e);
-    if (w >= 0 && (ways & (1u << w)))
-        return w;
+    if (w >= 0 && (routine_ways & (1u << w)))
+        return possible & (1u << w) ? w : -1;
     if (!warned++)
         fprintf(stderr,
-                "aapcgen: AAPC_WAY=%s is not a way this call can take here (library under auto; "
-                "phases; leaders with several ranks on every machine); choosing by size\n", e);
+                "aapcgen: AAPC_WAY=%s is not a way of this routine (library, phases, leaders, "
+                "loground; the library only under the default routine auto); choosing by size\n",
+                e);
     return -1;
 }
 
@@ -605,11 +632,13 @@ static int forced_way(MPI_Comm comm, unsigned ways)
    of comm (common/aapc_cluster_comm.c). */
 static int select_way(const aapc_cluster_t *cl, const char *name, unsigned ways, int warn,
                       const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
-                      MPI_Datatype recvtype, MPI_Comm comm, int *way)
+                      MPI_Datatype recvtype, MPI_Comm comm, int *way,
+                      aapc_cluster_comm_t **state)
 {
     int rc, inter = 0, nomem = 0;
     aapc_cluster_comm_t *cc = NULL;
     *way = -1;
+    *state = NULL;
     if (cl == NULL || comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
         inter)
         return MPI_SUCCESS;
@@ -621,24 +650,74 @@ static int select_way(const aapc_cluster_t *cl, const char *name, unsigned ways,
     long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
     if (shape == NULL || b < 0)
         return MPI_SUCCESS;
-    ways &= aapc_ways_possible(shape) & AAPC_WAYS_RUNNING;
-    int forced = forced_way(comm, ways);
+    *state = cc;
+    if (cc->family != NULL) { /* a recorded sibling: the union of the siblings' phases, which */
+        *way = AAPC_WAY_PHASES; /* every sibling runs together whatever its block size */
+        return MPI_SUCCESS;
+    }
+    unsigned possible = aapc_ways_possible(shape) & AAPC_WAYS_RUNNING;
+    int forced = forced_way(comm, ways, possible);
+    ways &= possible;
     *way = forced >= 0 ? forced
                        : aapc_way_choose(cl->model ? cl->model : &aapc_cost_model_default, shape,
                                          (double)b, ways);
     return MPI_SUCCESS;
 }
 
+/* The log-round way: Bruck among the ranks (one per machine) or among the leaders. */
+static int run_loground(aapc_cluster_comm_t *cc, int sync, const char *name, const void *sendbuf,
+                        int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm, int *ran);
+
+/* The leader-based ways (several ranks on every machine): gather, exchange among the leaders
+   (their machine-level phases, or the log-round exchange), scatter. *ran = 0: not this
+   communicator's shape (the caller runs the phases). */
+static int run_leaders(aapc_cluster_comm_t *cc, int way, int sync, const char *name,
+                       const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *ran)
+{
+    struct leader_entry *le = NULL;
+    int rc = leader_lookup(cc, sync, runtime_window(comm), name, &le);
+    *ran = rc != MPI_SUCCESS || le != NULL;
+    if (rc != MPI_SUCCESS || le == NULL)
+        return rc;
+    aapc_hier_layout_t h = {le->r, cc->size, le->order, le->node, le->leaders,
+                            way == AAPC_WAY_LEADERS ? leader_exchange : leader_loground, le};
+    atomic_fetch_add(&served[way], 1);
+    return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                   cc->dup);
+}
+
+static int run_loground(aapc_cluster_comm_t *cc, int sync, const char *name, const void *sendbuf,
+                        int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm, int *ran)
+{
+    if (cc->shape.max_per_machine > 1)
+        return run_leaders(cc, AAPC_WAY_LOGROUND, sync, name, sendbuf, sendcount, sendtype,
+                           recvbuf, recvcount, recvtype, comm, ran);
+    const int *rank_at = NULL; /* one rank per machine: Bruck among the ranks */
+    int rc = order_lookup(cc, &rank_at);
+    *ran = 1;
+    if (rc != MPI_SUCCESS)
+        return aapc_args_raise_code(comm, rc);
+    aapc_args_private_returns(cc->dup);
+    atomic_fetch_add(&served[AAPC_WAY_LOGROUND], 1);
+    return aapc_args_raise_code(comm, aapc_alltoall_loground(sendbuf, sendcount, sendtype, recvbuf,
+                                                              recvcount, recvtype, cc->dup,
+                                                              rank_at));
+}
+
 static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluster_fallback_fn otherwise,
                unsigned ways, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rc, ssize = 0, done, way = -1;
+    int rc, ssize = 0, done, way = -1, ran = 0;
     MPI_Aint bytes = 0;
+    aapc_cluster_comm_t *state = NULL;
     /* first the way (before the checks: a call the library serves pays nothing of ours but
        one attribute lookup; the library checks its own arguments) */
     if ((rc = select_way(cl, name, ways, otherwise == NULL, sendbuf, sendcount, sendtype,
-                         recvcount, recvtype, comm, &way)) != MPI_SUCCESS)
+                         recvcount, recvtype, comm, &way, &state)) != MPI_SUCCESS)
         return rc;
     if (way == AAPC_WAY_LIBRARY) {
         atomic_fetch_add(&served[AAPC_WAY_LIBRARY], 1);
@@ -654,7 +733,19 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return MPI_ERR_ARG;
     if (comm == MPI_COMM_NULL)
         return MPI_ERR_COMM;
-    aapc_cluster_comm_t *state = NULL;
+    /* the aggregated ways need no per-rank schedule (so they serve jobs of any size) */
+    if (way == AAPC_WAY_LOGROUND &&
+        (double)bytes * state->size * state->shape.max_per_machine > (double)INT_MAX / 2)
+        way = aapc_ways_possible(&state->shape) & (1u << AAPC_WAY_LEADERS) ? AAPC_WAY_LEADERS
+                                                                           : AAPC_WAY_PHASES;
+    if (way == AAPC_WAY_LOGROUND)
+        rc = run_loground(state, sync, name, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                          recvtype, comm, &ran);
+    else if (way == AAPC_WAY_LEADERS)
+        rc = run_leaders(state, way, sync, name, sendbuf, sendcount, sendtype, recvbuf,
+                         recvcount, recvtype, comm, &ran);
+    if (ran)
+        return rc;
     struct cluster_entry *e = NULL;
     if ((rc = lookup(cl, sync, name, comm, otherwise == NULL, &state, &e)) != MPI_SUCCESS)
         return rc;
@@ -662,34 +753,6 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return otherwise(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e == NULL || !e->usable || bytes == 0)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (way == AAPC_WAY_LOGROUND && (double)bytes * state->size * state->shape.max_per_machine >
-                                         (double)INT_MAX / 2)
-        way = AAPC_WAY_PHASES; /* forced for blocks too large to pack in one piece */
-    if (e->info.machine_block == NULL && way == AAPC_WAY_LOGROUND &&
-        state->shape.max_per_machine == 1) {
-        const int *rank_at = NULL; /* one rank per machine: Bruck among the ranks */
-        if ((rc = order_lookup(state, &rank_at)) != MPI_SUCCESS)
-            return aapc_args_raise_code(comm, rc);
-        aapc_args_private_returns(state->dup);
-        atomic_fetch_add(&served[AAPC_WAY_LOGROUND], 1);
-        return aapc_args_raise_code(comm, aapc_alltoall_loground(sendbuf, sendcount, sendtype,
-                                                                  recvbuf, recvcount, recvtype,
-                                                                  state->dup, rank_at));
-    }
-    if (e->info.machine_block == NULL &&
-        (way == AAPC_WAY_LEADERS || way == AAPC_WAY_LOGROUND)) {
-        struct leader_entry *le = NULL; /* several ranks per machine, aggregated on leaders */
-        if ((rc = leader_lookup(state, sync, e->rows.sched.window, name, &le)) != MPI_SUCCESS)
-            return rc;
-        if (le != NULL) {
-            aapc_hier_layout_t h = {le->r, state->size, le->order, le->node, le->leaders,
-                                    way == AAPC_WAY_LEADERS ? leader_exchange : leader_loground,
-                                    le};
-            atomic_fetch_add(&served[way], 1);
-            return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                           recvtype, state->dup);
-        }
-    }
     aapc_args_private_returns(e->info.dup);
     atomic_fetch_add(&served[AAPC_WAY_PHASES], 1);
     return aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf, sendcount, sendtype, recvbuf,

@@ -75,8 +75,10 @@ unsigned aapc_ways_possible(const aapc_job_shape_t *s)
     unsigned ways = 1u << AAPC_WAY_LIBRARY;
     if (s->ranks < 2 || s->machines < 1)
         return ways;
-    ways |= 1u << AAPC_WAY_PHASES;
-    if (s->machines >= 2 && s->equal_per_machine && s->max_per_machine > 1)
+    if (s->ranks <= AAPC_JOB_MAX_RANKS)
+        ways |= 1u << AAPC_WAY_PHASES;
+    if (s->machines >= 2 && s->machines <= AAPC_JOB_MAX_RANKS && s->equal_per_machine &&
+        s->max_per_machine > 1)
         ways |= 1u << AAPC_WAY_LEADERS;
     if (s->machines >= 2 && s->equal_per_machine)
         ways |= 1u << AAPC_WAY_LOGROUND;

@@ -127,6 +127,76 @@ static int bench(const aapc_cluster_t *c, const int32_t *rm, int P, int repeat, 
     return 0;
 }
 
+/* --first-call R: the per-call selection's first call on a communicator, per rank, for a job far
+   above what the per-rank schedule takes: its shape (every rank), the members' tree order of
+   the log-round way (every rank), and, on a machine's leader, the machine-level phases with the
+   leader's rows (the leaders' way; -DAAPC_WITH_VTABLES). Prints "shape MIN MEDIAN", "order MIN
+   MEDIAN", "leader MIN MEDIAN" (seconds; -1 without the rows) and "maxrss_kib N". */
+static int first_call(const aapc_cluster_t *c, const int32_t *rm, int P, int repeat)
+{
+    double *t[3];
+    int32_t *pos = malloc(sizeof *pos * (size_t)c->n_machines), *lm = malloc(sizeof *lm * (size_t)P);
+    int *rank_at = malloc(sizeof *rank_at * (size_t)P), *seen = calloc((size_t)c->n_machines, sizeof *seen);
+    for (int k = 0; k < 3; k++)
+        t[k] = calloc((size_t)repeat, sizeof **t);
+    if (!pos || !lm || !rank_at || !seen || !t[0] || !t[1] || !t[2])
+        return 2;
+    int n = 0;
+    for (int r = 0; r < P; r++) /* the machines in the order of their lowest rank (the leaders) */
+        if (!seen[rm[r]]++)
+            lm[n++] = rm[r];
+    for (int it = 0; it < repeat; it++) {
+        aapc_job_shape_t shape;
+        double t0 = now();
+        if (aapc_job_shape(c, rm, P, &shape) != 0)
+            return 1;
+        double t1 = now();
+        if (aapc_cluster_machine_order(c, pos) != 0)
+            return 1;
+        int *count = calloc((size_t)c->n_machines + 1, sizeof *count); /* the counting sort of */
+        if (count == NULL) /* aapc_alltoall_cluster.c tree_order: ranks by their machine's place */
+            return 2;
+        for (int r = 0; r < P; r++)
+            count[pos[rm[r]] + 1]++;
+        for (int m = 0; m < c->n_machines; m++)
+            count[m + 1] += count[m];
+        for (int r = 0; r < P; r++)
+            rank_at[count[pos[rm[r]]]++] = r;
+        free(count);
+        double t2 = now();
+        t[0][it] = t1 - t0;
+        t[1][it] = t2 - t1;
+        t[2][it] = -1;
+#ifdef AAPC_WITH_VTABLES
+        aapc_job_phases_t ph;
+        aapc_job_tree_t tree;
+        aapc_rows_t rows;
+        char err[160];
+        if (aapc_job_phases(c, lm, n, &ph) != 0 || aapc_job_tree(c, lm, n, &tree, err, 160) != 0 ||
+            aapc_rows_build(&ph, &tree, AAPC_VSYNC_RECEIVER, 1, 0, "driver", &rows) != 0)
+            return 1;
+        aapc_job_phases_free(&ph);
+        aapc_job_tree_free(&tree);
+        aapc_rows_free(&rows);
+        t[2][it] = now() - t2;
+#endif
+    }
+    const char *names[3] = {"shape", "order", "leader"};
+    for (int k = 0; k < 3; k++) {
+        qsort(t[k], (size_t)repeat, sizeof *t[k], cmp_double);
+        printf("%s %.6f %.6f\n", names[k], t[k][0], t[k][repeat / 2]);
+        free(t[k]);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("maxrss_kib %ld\n", ru.ru_maxrss);
+    free(pos);
+    free(lm);
+    free(rank_at);
+    free(seen);
+    return 0;
+}
+
 /* The default: the phases, one "phase src dst" line per message, or "error CODE MSG". */
 static int print_phases(const aapc_cluster_t *c, const int32_t *rm, int P)
 {
@@ -162,7 +232,7 @@ static int read_ints(int32_t *a, int n)
 
 int main(int argc, char **argv)
 {
-    int S, M, L, P, repeat = 0, sync = 0, rows = 0, window = 1;
+    int S, M, L, P, repeat = 0, sync = 0, rows = 0, window = 1, first = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--repeat"))
             repeat = atoi(argv[i + 1]);
@@ -172,6 +242,8 @@ int main(int argc, char **argv)
             rows = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--window"))
             window = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--first-call"))
+            first = atoi(argv[i + 1]);
     }
     if (scanf("%d %d %d %d", &S, &M, &L, &P) != 4 || S < 1 || M < 1 || L < 0 || P < 0)
         return 2;
@@ -194,7 +266,8 @@ int main(int argc, char **argv)
         if (!speeds || scanf("%lf", &lbw[i]) != 1)
             lbw[i] = 12.5e6;
     aapc_cluster_t c = {"driver", M, S, L, NULL, NULL, msw, mbw, NULL, la, lb, lbw, 0, NULL};
-    int rc = rows > 0 ? print_rows(&c, rm, P, rows, window)
+    int rc = first > 0  ? first_call(&c, rm, P, first)
+             : rows > 0 ? print_rows(&c, rm, P, rows, window)
              : repeat > 0 ? bench(&c, rm, P, repeat, sync)
                           : print_phases(&c, rm, P);
     free(msw);
