@@ -203,8 +203,11 @@ def test_the_order_checker_refuses_a_split_switch():
     topo = star_of_subtrees([4, 4])
     with pytest.raises(VerificationError, match="below s1 are not consecutive"):
         check_order(topo, [0, 4, 1, 2, 3, 5, 6, 7])
-    with pytest.raises(VerificationError, match="not distinct machines"):
-        check_order(topo, [0, 0, 1, 2, 3, 5, 6, 7])
+    with pytest.raises(VerificationError, match="not machines of the tree"):
+        check_order(topo, [0, 1, 2, 3, 4, 5, 6, 8])
+    with pytest.raises(VerificationError, match="below n0 are not consecutive"):
+        check_order(topo, [0, 1, 0, 2, 3, 4, 5, 6, 7])  # the two ranks of n0 apart
+    check_order(topo, [0, 0, 1, 2, 3, 4, 5, 6, 7])  # several ranks per machine, together
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8, 13, 16, 33, 100])

@@ -1,8 +1,9 @@
 """Where the MPI library wins and where our ways win: per ranks per machine and block size, the
 MPI library's algorithms (its default and each forced one) beside the default routine (auto: its
-way chosen per call) and each of its ways forced (AAPC_WAY: the library, the per-rank phases, the
-leader-based phases), side by side in one run per ranks-per-machine. Then the selection's cost
-model fitted to these calls (aapcgen/tune/model.py), its error, and the way it picks per point.
+way chosen per call) and each of its ways forced (AAPC_WAY: the library, the per-rank phases,
+the leader-based phases, the log-round exchange), side by side in one run per ranks-per-machine.
+Then the selection's cost model fitted to these calls (aapcgen/tune/model.py), its error, and
+the way it picks per point.
 
     sudo flock -x /tmp/aapc-cpu.lock .venv/bin/python tuning/bench_crossover.py \\
         topologies/two-switch-4-4.yaml --backend emulate --ranks-per-machine 1,2,4 \\
@@ -47,7 +48,8 @@ MPICH = ("native-default", "native-brucks", "native-scattered", "native-pairwise
 
 def ways_for(r: int) -> tuple[str, ...]:
     """The ways worth forcing with r ranks per machine (leaders need several)."""
-    return ("library", "phases", "leaders") if r > 1 else ("library", "phases")
+    ours = ("phases", "leaders", "loground") if r > 1 else ("phases", "loground")
+    return ("library", *ours)
 
 
 def rank_machine(n_machines: int, r: int) -> list[int]:

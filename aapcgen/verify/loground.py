@@ -1,17 +1,19 @@
 """Independent checker of the log-round all-to-all (runtime_c/alltoall/aapc_alltoall_loground.c):
-Bruck's radix-2 exchange among one member per machine, numbered in the switch tree's order.
+Bruck's radix-2 exchange among the ranks of a job, numbered in the switch tree's order.
 
 It shares no code with the runtime: from the Topology and the members' order alone (what the
 library dumps under AAPC_DUMP_SCHEDULE, kind "loground") it proves
 
-1. the order follows the tree: the members below every switch hold consecutive places, so a
-   round of distance d keeps inside a switch every message whose two ends are in it;
+1. the order follows the tree: the members below every machine and every switch hold consecutive
+   places, so a round of distance d keeps inside a machine or a switch every message whose two
+   ends are in it;
 2. delivery: replaying Bruck's rounds slot by slot (slot s of the member at place i starts with
    its block for place (i + s) mod n; round d moves the slots whose bit d is set to place
    (i + d) mod n), every member ends with the block of every member, each exactly once;
 
 and it counts, per round, the messages on the busiest directed link (against the link's
-capacity: 1 on a machine link, floor(b / b_ref) on a switch link), so the cost of a round's
+capacity: 1 on a machine link, floor(b / b_ref) on a switch link; messages between two ranks of
+one machine use no link), so the cost of a round's
 sharing is on record. The rounds' messages are small (the selection takes this way for small
 blocks only), so a round is not split into contention-free sub-phases: a round whose messages
 share a link runs them together.
@@ -60,14 +62,17 @@ def subtree_of(tree: VTree, n: int) -> list[list[int]]:
 
 
 def check_order(topo: Topology, order: Sequence[int]) -> None:
-    """Every member is a distinct machine, and the members below each switch are consecutive."""
+    """Every member is on a machine of the tree, and the members below each node (a machine: its
+    ranks; a switch: its subtree's ranks) hold consecutive places."""
     n = topo.n_machines
-    if sorted(order) != sorted(set(order)) or any(not 0 <= m < n for m in order):
-        raise VerificationError(f"loground order {list(order)}: not distinct machines of the tree")
-    place = {m: i for i, m in enumerate(order)}
+    if any(not 0 <= m < n for m in order):
+        raise VerificationError(f"loground order {list(order)[:20]}: not machines of the tree")
+    places_of: dict[int, list[int]] = {}
+    for i, m in enumerate(order):
+        places_of.setdefault(m, []).append(i)
     tree = hang_tree(topo)
     for v, below in enumerate(subtree_of(tree, n)):
-        places = sorted(place[m] for m in below if m in place)
+        places = sorted(i for m in below for i in places_of.get(m, []))
         if places and places[-1] - places[0] + 1 != len(places):
             raise VerificationError(
                 f"loground order: the members below {tree.names[v]} are not consecutive "
@@ -133,7 +138,7 @@ def round_loads(topo: Topology, order: Sequence[int], d: int) -> tuple[int, int]
 
 
 def verify_loground(topo: Topology, order: Sequence[int]) -> LogroundProof:
-    """Prove the log-round exchange of one member per machine of ``order`` (machine indices in
+    """Prove the log-round exchange of the members of ``order`` (the machine of each member, in
     the members' order) complete on ``topo``; raises VerificationError naming the first fault."""
     check_order(topo, order)
     n = len(order)

@@ -388,7 +388,7 @@ static void dump_loground(const aapc_cluster_t *cl, const int32_t *machine_of, c
     fclose(f);
 }
 
-/* The log-round way on a communicator of one rank per machine: its ranks in tree order. */
+/* The log-round way on a communicator: its ranks in tree order. */
 struct order_entry {
     int *rank_at;
 };
@@ -430,7 +430,6 @@ struct leader_entry {
     int usable;
     int r;
     int *order;            /* order[k*R + i]: rank of local rank i of machine k */
-    int *tree_rank;        /* the leaders' ranks in the switch tree's order (log-round way) */
     MPI_Comm node, leaders;
     aapc_rows_t rows;      /* the leaders' machine-level rows (leaders only) */
     aapc_comm_info_t info; /* where the leaders run them */
@@ -445,7 +444,6 @@ static void leader_free(void *p)
         PMPI_Comm_free(&le->leaders);
     aapc_rows_free(&le->rows);
     free(le->order);
-    free(le->tree_rank);
     free(le);
 }
 
@@ -478,14 +476,6 @@ static int leader_exchange(void *ctx, const void *g, MPI_Datatype gt, void *s, M
     return aapc_alltoall_exec(&le->rows.sched, &le->info, g, 1, gt, s, 1, st);
 }
 
-/* The machine-level exchange of the log-round way: Bruck among the leaders in tree order. */
-static int leader_loground(void *ctx, const void *g, MPI_Datatype gt, void *s, MPI_Datatype st,
-                           MPI_Comm leaders)
-{
-    struct leader_entry *le = ctx;
-    return aapc_alltoall_loground(g, 1, gt, s, 1, st, leaders, le->tree_rank);
-}
-
 /* Build (collective over the communicator's dup) the leader-based way for `sync`. */
 static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r, int n,
                         int sync, int32_t window, const char *name)
@@ -495,9 +485,7 @@ static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r,
     int *index = malloc(sizeof *index * (size_t)M), *fill = calloc((size_t)n, sizeof *fill);
     int32_t *lm = malloc(sizeof *lm * (size_t)n);
     le->order = malloc(sizeof *le->order * (size_t)P);
-    le->tree_rank = malloc(sizeof *le->tree_rank * (size_t)n);
-    if (index == NULL || fill == NULL || lm == NULL || le->order == NULL ||
-        le->tree_rank == NULL) {
+    if (index == NULL || fill == NULL || lm == NULL || le->order == NULL) {
         free(index);
         free(fill);
         free(lm);
@@ -522,12 +510,6 @@ static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r,
     }
     free(index);
     free(fill);
-    if (tree_order(cc->cluster, lm, n, le->tree_rank) != MPI_SUCCESS) {
-        free(lm);
-        return MPI_ERR_NO_MEM; /* before any collective, as above */
-    }
-    if (cc->rank == 0)
-        dump_loground(cc->cluster, lm, le->tree_rank, n);
     le->r = r;
     if ((rc = PMPI_Comm_split(cc->dup, mine, local, &le->node)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_split(cc->dup, local == 0 ? 0 : MPI_UNDEFINED, mine, &le->leaders)) !=
@@ -664,40 +646,33 @@ static int select_way(const aapc_cluster_t *cl, const char *name, unsigned ways,
     return MPI_SUCCESS;
 }
 
-/* The log-round way: Bruck among the ranks (one per machine) or among the leaders. */
-static int run_loground(aapc_cluster_comm_t *cc, int sync, const char *name, const void *sendbuf,
-                        int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype, MPI_Comm comm, int *ran);
-
-/* The leader-based ways (several ranks on every machine): gather, exchange among the leaders
-   (their machine-level phases, or the log-round exchange), scatter. *ran = 0: not this
-   communicator's shape (the caller runs the phases). */
-static int run_leaders(aapc_cluster_comm_t *cc, int way, int sync, const char *name,
-                       const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *ran)
+/* The leader-based way (several ranks on every machine): gather, the machine-level phases
+   among the leaders, scatter. *ran = 0: not this communicator's shape (the caller runs the
+   per-rank phases). */
+static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, const void *sendbuf,
+                       int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, int *ran)
 {
     struct leader_entry *le = NULL;
     int rc = leader_lookup(cc, sync, runtime_window(comm), name, &le);
     *ran = rc != MPI_SUCCESS || le != NULL;
     if (rc != MPI_SUCCESS || le == NULL)
         return rc;
-    aapc_hier_layout_t h = {le->r, cc->size, le->order, le->node, le->leaders,
-                            way == AAPC_WAY_LEADERS ? leader_exchange : leader_loground, le};
-    atomic_fetch_add(&served[way], 1);
+    aapc_hier_layout_t h = {le->r, cc->size, le->order, le->node, le->leaders, leader_exchange,
+                            le};
+    atomic_fetch_add(&served[AAPC_WAY_LEADERS], 1);
     return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                    cc->dup);
 }
 
-static int run_loground(aapc_cluster_comm_t *cc, int sync, const char *name, const void *sendbuf,
-                        int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype, MPI_Comm comm, int *ran)
+/* The log-round way: Bruck among all the ranks in the switch tree's order (the ranks of one
+   machine next to each other, then the machines of one switch). */
+static int run_loground(aapc_cluster_comm_t *cc, const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (cc->shape.max_per_machine > 1)
-        return run_leaders(cc, AAPC_WAY_LOGROUND, sync, name, sendbuf, sendcount, sendtype,
-                           recvbuf, recvcount, recvtype, comm, ran);
-    const int *rank_at = NULL; /* one rank per machine: Bruck among the ranks */
+    const int *rank_at = NULL;
     int rc = order_lookup(cc, &rank_at);
-    *ran = 1;
     if (rc != MPI_SUCCESS)
         return aapc_args_raise_code(comm, rc);
     aapc_args_private_returns(cc->dup);
@@ -734,17 +709,16 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
     if (comm == MPI_COMM_NULL)
         return MPI_ERR_COMM;
     /* the aggregated ways need no per-rank schedule (so they serve jobs of any size) */
-    if (way == AAPC_WAY_LOGROUND &&
-        (double)bytes * state->size * state->shape.max_per_machine > (double)INT_MAX / 2)
+    if (way == AAPC_WAY_LOGROUND && (double)bytes * state->size > (double)INT_MAX / 2)
         way = aapc_ways_possible(&state->shape) & (1u << AAPC_WAY_LEADERS) ? AAPC_WAY_LEADERS
                                                                            : AAPC_WAY_PHASES;
     if (way == AAPC_WAY_LOGROUND)
-        rc = run_loground(state, sync, name, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                          recvtype, comm, &ran);
-    else if (way == AAPC_WAY_LEADERS)
-        rc = run_leaders(state, way, sync, name, sendbuf, sendcount, sendtype, recvbuf,
-                         recvcount, recvtype, comm, &ran);
-    if (ran)
+        return run_loground(state, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                            comm);
+    if (way == AAPC_WAY_LEADERS &&
+        ((rc = run_leaders(state, sync, name, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                           recvtype, comm, &ran)) != MPI_SUCCESS ||
+         ran))
         return rc;
     struct cluster_entry *e = NULL;
     if ((rc = lookup(cl, sync, name, comm, otherwise == NULL, &state, &e)) != MPI_SUCCESS)

@@ -1,10 +1,9 @@
 /*
  * aapc_alltoall_loground.c: the log-round all-to-all for small blocks: Bruck's algorithm
  * (Bruck, Ho, Kipnis, Upfal, Weathersby, IEEE TPDS 1997; radix 2) among the members of a
- * communicator numbered in the switch tree's depth-first order (cluster/aapc_cluster_order.c),
- * so that the first rounds' short distances stay inside a switch and only the last rounds cross
- * the switch links. With several ranks per machine the members are the machines' leaders and
- * the blocks the machines' aggregates (hier/aapc_hier_alltoall.c gathers and scatters them).
+ * communicator numbered in the switch tree's depth-first order (cluster/aapc_cluster_order.c;
+ * the ranks of one machine next to each other), so that the first rounds' short distances stay
+ * inside a machine, then inside a switch, and only the last rounds cross the switch links.
  *
  * Algorithm, n members, this member at position i, blocks of B bytes:
  *   0. pack the n send blocks (any datatype) so that slot s holds the block for position

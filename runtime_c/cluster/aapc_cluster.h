@@ -138,7 +138,7 @@ extern const aapc_cost_model_t aapc_cost_model_default;
 double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b);
 /* The ways that can run on shape s (a bit per way): the library always; the phases from 2 to
    AAPC_JOB_MAX_RANKS ranks; leaders with R > 1 ranks on every one of 2 to AAPC_JOB_MAX_RANKS
-   machines; the log-round exchange with equal ranks on N >= 2 machines, any number. */
+   machines; the log-round exchange from 2 ranks, any number and placement. */
 unsigned aapc_ways_possible(const aapc_job_shape_t *s);
 /* The cheapest way among `allowed` (a bit per way) that can run on s; -1 when none. */
 int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,

@@ -10,14 +10,15 @@
  *   library   T = lib_alpha lg P            + lib_beta   S b
  *   phases    T = phase_alpha rank_phases    + phase_beta S b
  *   leaders   T = phase_alpha machine_phases + phase_beta S b + copy_beta 2 R P b
- *   loground  T = round_alpha lg N           + phase_beta S b lg N N / (2 (N - 1))
- *                                             + copy_beta (2 + lg N) R P b
+ *   loground  T = round_alpha lg P           + phase_beta S b lg P P / (2 (P - 1))
+ *                                             + copy_beta (2 + lg P) P b
  * The library's routine is a black box: its small-block cost grows with lg P rounds (Bruck,
  * which MPICH and Open MPI pick for small blocks) and its large-block cost is a multiple of the
  * bound (lib_beta: contention, measured); ours run at phase_beta times the bound in
  * rank_phases or machine_phases steps of phase_alpha each (a sync and a message latency), and
- * the aggregated ways pay the copies through the leaders; the log-round exchange (Bruck among
- * the machines) forwards a block lg N / 2 times on average instead of once, in lg N steps. The constants are measured by
+ * the aggregated way pays the copies through the leaders; the log-round exchange (Bruck among
+ * the ranks in the tree's order) forwards a block lg P / 2 times on average instead of once,
+ * in lg P steps, and copies every rank's P blocks in each. The constants are measured by
  * `aapcgen tune` on the cluster and compiled into the library (aapc_cluster_t.model); an
  * untuned library uses aapc_cost_model_default, measured on the emulated trees of
  * docs/performance.md. The choice is the cheapest allowed way; ties go to the earlier way in
@@ -53,7 +54,7 @@ static double lg(double x)
 
 double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b)
 {
-    double P = s->ranks, N = s->machines, R = s->max_per_machine, S = s->bound_s_per_byte;
+    double P = s->ranks, R = s->max_per_machine, S = s->bound_s_per_byte;
     switch (way) {
     case AAPC_WAY_LIBRARY:
         return m->lib_alpha * lg(P) + m->lib_beta * S * b;
@@ -63,8 +64,8 @@ double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int 
         return m->phase_alpha * s->machine_phases + m->phase_beta * S * b +
                m->copy_beta * 2 * R * P * b;
     case AAPC_WAY_LOGROUND:
-        return m->round_alpha * lg(N) + m->phase_beta * S * b * lg(N) * N / (2 * (N - 1)) +
-               m->copy_beta * (2 + lg(N)) * R * P * b;
+        return m->round_alpha * lg(P) + m->phase_beta * S * b * lg(P) * P / (2 * (P - 1)) +
+               m->copy_beta * (2 + lg(P)) * P * b;
     default:
         return INFINITY;
     }
@@ -80,8 +81,7 @@ unsigned aapc_ways_possible(const aapc_job_shape_t *s)
     if (s->machines >= 2 && s->machines <= AAPC_JOB_MAX_RANKS && s->equal_per_machine &&
         s->max_per_machine > 1)
         ways |= 1u << AAPC_WAY_LEADERS;
-    if (s->machines >= 2 && s->equal_per_machine)
-        ways |= 1u << AAPC_WAY_LOGROUND;
+    ways |= 1u << AAPC_WAY_LOGROUND;
     return ways;
 }
 
