@@ -80,7 +80,7 @@ generated: $(STAMP)
 	$(BIN)/python tuning/regenerate.py
 
 clean:
-	rm -rf $(VENV) .venv-openmpi build dist *.egg-info
+	rm -rf $(VENV) .venv-openmpi build dist *.egg-info mutants
 
 # The long fuzz run (docs/performance.md, "Fuzzing"): 3,600 topology files, 600 patterns, 200
 # command lines, 400 hypothesis examples per property, 50 randomly interrupted benches (root).
@@ -89,3 +89,14 @@ clean:
 fuzz: $(STAMP)
 	AAPC_FUZZ_TOPOLOGIES=3600 AAPC_FUZZ_PATTERNS=600 AAPC_FUZZ_CLI=200 AAPC_FUZZ_EXAMPLES=400 \
 	AAPC_INTERRUPT_RUNS=50 $(BIN)/pytest -q tests/test_fuzz.py tests/test_interrupt.py
+
+# Mutation testing (docs/scheduling.md "Mutation testing"): mutmut runs the fast tier against
+# mutants of the verifiers and the sync checker (aapcgen/verify/), the phases, the capacity
+# model and the input parsers, then prints the score per file and every surviving mutant that
+# tests/mutation-equivalent.md does not list as equivalent (exit 1 if one is a verifier's).
+# Not part of `make test`: it takes hours on 2 cores. Results are kept in mutants/, so a second
+# run only tests the mutants of functions that changed.
+.PHONY: mutate
+mutate: $(STAMP)
+	$(BIN)/mutmut run --max-children 2
+	$(BIN)/python tests/mutation_score.py

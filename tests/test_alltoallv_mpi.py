@@ -83,6 +83,41 @@ def passed(proc, cases: int) -> None:
     assert failed == 0 and ok == cases, last
 
 
+def handed(proc) -> dict[str, set[str]]:
+    """Per routine, the cases in which alltoallv_check saw it hand the call to the library's
+    PMPI_Alltoallv (tests/c/library_calls.h)."""
+    out = {}
+    for line in proc.stdout.splitlines():
+        head, sep, rest = line.partition(": handed to the library:")
+        if sep:
+            out[head.removeprefix("alltoallv_check: ")] = set(rest.split())
+    return out
+
+
+# calls on all of WORLD (or a duplicate, or a reversed split) with the compiled counts
+WHOLE = {"bytes", "bytes-gaps-reversed", "int", "holey-to-int", "int-to-holey"}
+WHOLE |= {"vector-to-holey", "zero-counts", "repeat-3", "dup-comm", "split-reversed"}
+
+
+def served(proc, symmetric: bool) -> None:
+    """Every generated routine served the calls on the whole communicator; the compiled
+    pattern (level 3) handed over the counts that differ from it (and MPI_IN_PLACE when the
+    pattern is not symmetric); levels 1 and 2 scheduled any counts; native is the library."""
+    by = handed(proc)
+    assert len(by) == ROUTINES, proc.stdout[-2000:]
+    in_place = {"in-place-int", "in-place-holey"}
+    for routine, cases in by.items():
+        if routine == "native":
+            assert WHOLE | in_place | {"other-counts-fallback"} <= cases, cases
+            continue
+        assert not cases & WHOLE, (routine, cases)
+        if routine.startswith("level3"):
+            assert "other-counts-fallback" in cases, (routine, cases)
+            assert (in_place & cases) == (set() if symmetric else in_place), (routine, cases)
+        else:
+            assert not cases & (in_place | {"other-counts-fallback"}), (routine, cases)
+
+
 def cases(n: int) -> int:
     """Cases per routine on n ranks: 15, and the grid's rows and columns when n has a divisor
     1 < k <= sqrt(n)."""
@@ -107,6 +142,7 @@ def test_level3_matches_pmpi(tmp_path, topo_file, scheduler, threshold, seed, sy
     exe = build(topo_file, pattern, scheduler, threshold, tmp_path)
     proc = run(exe, n, str(tmp_path / "pattern.txt"), env={"AAPC_QUIET": "1"}, timeout=400)
     passed(proc, cases(n) * ROUTINES)
+    served(proc, symmetric)
 
 
 def test_level3_sanitizers(tmp_path):
@@ -114,9 +150,10 @@ def test_level3_sanitizers(tmp_path):
     exe = build("paper-fig1.yaml", pattern, "balanced", 0, tmp_path, extra=SANITIZE)
     env = {"AAPC_QUIET": "1", "ASAN_OPTIONS": "detect_leaks=0", "AAPC_PREPOST_WINDOW": "2"}
     passed(
-        run(exe, 5, str(tmp_path / "pattern.txt"), env=env, timeout=400),
+        proc := run(exe, 5, str(tmp_path / "pattern.txt"), env=env, timeout=400),
         cases(5) * ROUTINES,
     )
+    served(proc, symmetric=True)
 
 
 @pytest.mark.openmpi
@@ -133,6 +170,7 @@ def test_level3_open_mpi(tmp_path):
         timeout=400,
     )
     passed(proc, cases(5) * ROUTINES)
+    served(proc, symmetric=False)
 
 
 # ---- levels 1 and 2 on any communicator of a cluster ------------------------------------------
@@ -203,6 +241,7 @@ def test_levels_1_2_on_jobs_of_a_cluster(cluster_exe, job, tmp_path):
                   env={"AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
     passed(proc, 8 * cases(len(JOBS[job])))
     assert "aapcgen:" not in proc.stderr, proc.stderr  # nothing fell back
+    assert handed(proc) == {r: set() for r in handed(proc)} and len(handed(proc)) == 8
     assert check_dumps(dump, JOBS[job]) >= 8
 
 
@@ -216,6 +255,7 @@ def test_levels_1_2_other_schedulers(tmp_path, scheduler):
                   env={"AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
     passed(proc, 4 * cases(6))
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    assert handed(proc) == {r: set() for r in handed(proc)} and len(handed(proc)) == 4
     check_dumps(dump, job)
 
 
@@ -227,6 +267,7 @@ def test_levels_1_2_on_the_4x4_grid(cluster_exe):
     )
     passed(proc, cases(16))
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    assert handed(proc) == {"level1-receiver-all": set()}
 
 
 def test_levels_1_2_unknown_host_falls_back_on_every_rank(cluster_exe):
@@ -241,6 +282,7 @@ def test_levels_1_2_unknown_host_falls_back_on_every_rank(cluster_exe):
         "level1-sender-all",
     )
     passed(proc, cases(4))
+    assert handed(proc)["level1-sender-all"] >= WHOLE - {"zero-counts"}  # the library ran them
     warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
     assert warnings and all("MPI_Alltoallv" in w for w in warnings), proc.stderr
 
@@ -259,6 +301,7 @@ def test_levels_1_2_open_mpi(tmp_path):
     proc = run_on(exe, machines(0, 4, 4, 9, 14), "--random", "4", "--variant", "level*", ompi=True)
     passed(proc, 8 * cases(5))
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    assert handed(proc) == {r: set() for r in handed(proc)} and len(handed(proc)) == 8
 
 
 def test_dummy_variants_rejected_for_alltoallv(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from test_cluster_mpi import BIN, CFLAGS, HARNESS, OMPI, SANITIZE, passed, run
+from test_mpi import served
 
 from aapcgen.codegen.generate import generate, variant_specs
 from aapcgen.core.topology import load_topology
@@ -44,6 +45,7 @@ def test_precomputed_variants_on_the_whole_cluster(exe):
     """Every precomputed variant (7 phases, up to 4 messages per switch link and phase)."""
     proc = run(exe, WHOLE, "--max-bytes", "8192")
     passed(proc, 10 * 15)
+    served(proc, parts=False, variants=10)
 
 
 @pytest.mark.parametrize(
@@ -59,6 +61,7 @@ def test_run_time_variants_on_jobs(exe, job):
     proc = run(exe, job, "--variant", "runtime-*", "--max-bytes", "8192")
     passed(proc, 4 * 14)
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    served(proc, parts=True, variants=4)
 
 
 def test_dumped_capacity_schedule_verifies(exe, tmp_path):
@@ -94,3 +97,4 @@ def test_open_mpi(tmp_path):
     exe = build(tmp_path, mpicc=OMPI / "mpicc")
     proc = run(exe, WHOLE, "--max-bytes", "1000", ompi=True)
     passed(proc, 10 * 14)
+    served(proc, parts=False, variants=10)

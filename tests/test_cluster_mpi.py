@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_mpi import library_calls, served
 
 from aapcgen.alltoall.job import job_topology
 from aapcgen.alltoallv.schedule import run_scheduler
@@ -96,6 +97,7 @@ def test_jobs_on_a_subset_of_the_cluster(exe, job):
     proc = run(exe, JOBS[job], "--variant", "runtime-receiver-all", "--max-bytes", "65536")
     passed(proc, 15)
     assert "aapcgen:" not in proc.stderr, proc.stderr  # nothing fell back
+    served(proc, parts=True)
 
 
 def test_every_runtime_variant_on_the_4x4_grid(exe):
@@ -104,11 +106,14 @@ def test_every_runtime_variant_on_the_4x4_grid(exe):
     proc = run(exe, n(*range(16)), "--variant", "runtime-*", "--max-bytes", "1000")
     passed(proc, 4 * 14)
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    served(proc, parts=True)
 
 
 def test_unknown_host_falls_back_on_every_rank_with_one_warning(exe):
     proc = run(exe, [*n(0, 5, 9), "nowhere"], "--variant", "runtime-receiver-all")
     passed(proc, 15)
+    whole, _ = library_calls(proc)["runtime-receiver-all"]
+    assert whole > 0  # the library ran them
     warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
     assert len(warnings) == 1, proc.stderr
     assert "AAPC_MACHINE=nowhere is not a machine of cluster chain-4x4" in warnings[0]
@@ -277,6 +282,7 @@ def test_leader_based_past_int_max(tmp_path):
                            "--huge", "300000000"], capture_output=True, text=True, timeout=900)  # fmt: skip
     passed(proc, 1)
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    served(proc, parts=True)
 
 
 # ---- sibling communicators: the union of their schedules -------------------------------------
@@ -320,6 +326,7 @@ def test_union_of_grid_rows_and_columns(exe, tmp_path):
                env={"AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
     passed(proc, 4 * 16)
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    served(proc, parts=True)
     phases = check_unions(dump)
     assert sorted(set(phases)) == [3, 16, 21], phases  # rows, columns, thirds
 
@@ -331,6 +338,7 @@ def test_union_on_a_job_with_several_ranks_per_machine(exe, tmp_path):
                env={"AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
     passed(proc, 4 * 16)
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    served(proc, parts=True)
     assert len(check_unions(dump)) >= 3
 
 
@@ -347,6 +355,7 @@ def test_intercepted_split_records_siblings_under_aapc_siblings_union(tmp_path):
                    "1000", env={"AAPC_SIBLINGS": mode, "AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
         passed(proc, 16)
         assert "aapcgen:" not in proc.stderr, proc.stderr
+        served(proc, parts=True)
         found[mode] = len(check_unions(dump))
     assert found[""] == 2 and found["union"] > found[""], found  # grid rows+columns, thirds
 
@@ -402,6 +411,7 @@ def test_leader_based_way_at_run_time(exe, job, way):
     proc = run(exe, JOBS[job], "--variant", "runtime-*", "--max-bytes", "65536", env=env)
     passed(proc, 4 * 16)
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    served(proc, parts=True)
 
 
 def test_leader_based_way_sanitizers(tmp_path):
@@ -421,11 +431,13 @@ def test_windowed_runtime_variants_match_pmpi(exe):
                "--max-bytes", "65536", env={"AAPC_WINDOW": "3"})  # fmt: skip
     passed(proc, 4 * 14)
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    served(proc, parts=True)
     env = {"AAPC_WINDOW": "3", "AAPC_WAY": "leaders"}
     proc = run(exe, JOBS["2 ranks per machine, round robin"], "--variant", "runtime-*",
                "--max-bytes", "65536", env=env)  # fmt: skip
     passed(proc, 4 * 14)
     assert "aapcgen:" not in proc.stderr, proc.stderr
+    served(proc, parts=True)
 
 
 def test_windowed_runtime_sanitizers(tmp_path):

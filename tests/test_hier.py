@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from test_emulate import IS_ROOT, TOPOS, clean, needs_root  # noqa: F401  (fixture)
-from test_mpi import CFLAGS, MPICC, MPIEXEC, ROOT, run
+from test_mpi import CFLAGS, MPICC, MPIEXEC, ROOT, run, served
 from test_mpi import build as build_harness
 
 from aapcgen.alltoall.phases import build_phases
@@ -30,14 +30,24 @@ def two_ppn(name: str, r: int = 2):
     return replace(load_topology(TOPOS / f"{name}.yaml"), ranks_per_machine=r)
 
 
-def test_verify_hierarchical_accepts_the_schedule_and_rejects_mutations():
+def test_rank_level_model_delivers_every_rank_pair_once():
+    """verify_hierarchical: the rank arithmetic of the hierarchical routine's model (R*R blocks
+    per machine-level message, intra-machine pairs kept local) delivers every rank pair once,
+    and a dropped, doubled or self-addressed machine message shows as a rank pair delivered 0 or
+    2 times. The C routine itself: test_two_ranks_per_machine_local."""
     topo = two_ppn("paper-fig1", 3)
     s = build_phases(analyze(topo))
     summary = verify_hierarchical(topo, s.phase, s.src, s.dst)
-    assert "15 ranks" in summary and "210 rank pairs" in summary
-    with pytest.raises(VerificationError, match="delivered 0 times"):
+    assert summary == (
+        "hierarchical (3 ranks per machine, 15 ranks): every one of the 210 rank pairs delivered "
+        "exactly once (30 inside machines); 6 machine-level phases of 9-block aggregates"
+    )
+    with pytest.raises(VerificationError, match="^ranks 3 -> 4: delivered 2 times"):
+        verify_hierarchical(topo, np.r_[s.phase, 0], np.r_[s.src, 1], np.r_[s.dst, 1])
+    first = f"ranks {3 * s.src[0]} -> {3 * s.dst[0]}: delivered"
+    with pytest.raises(VerificationError, match=f"^{first} 0 times in the hierarchical schedule$"):
         verify_hierarchical(topo, s.phase[1:], s.src[1:], s.dst[1:])
-    with pytest.raises(VerificationError, match="delivered 2 times"):
+    with pytest.raises(VerificationError, match=f"^{first} 2 times"):
         verify_hierarchical(topo, np.r_[s.phase, 0], np.r_[s.src, s.src[0]], np.r_[s.dst, s.dst[0]])
 
 
@@ -68,7 +78,9 @@ def passed(proc, cases: int) -> None:
 def test_two_ranks_per_machine_local(tmp_path):
     """paper-fig1 with 2 ranks per machine: 10 ranks, every harness case, both variants."""
     exe = build(two_ppn("paper-fig1"), tmp_path)
-    passed(run(exe, 10, "--max-bytes", "65536", env={"AAPC_QUIET": "1"}, timeout=600), 24)
+    proc = run(exe, 10, "--max-bytes", "65536", env={"AAPC_QUIET": "1"}, timeout=600)
+    passed(proc, 24)
+    served(proc, parts=False, variants=2)  # the hierarchical routine ran on WORLD
 
 
 @needs_root
@@ -91,6 +103,7 @@ def test_two_ranks_per_namespace_on_the_emulated_tree(clean, tmp_path):  # noqa:
         )
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         passed(proc, 12)
+        served(proc, parts=False)
         after = link_counters(em)
         assert after["s0->s1"][0] - before["s0->s1"][0] >= 4 * 4 * 4 * 1000
     finally:

@@ -44,10 +44,24 @@ def test_bad_hostlists_are_one_line_errors(bad):
         parse_hostlist(bad)
 
 
-@given(st.lists(st.integers(0, 50), min_size=1, max_size=20, unique=True))
-def test_ranges_round_trip(numbers):
-    text = ",".join(f"n[{k}]" for k in numbers)
-    assert parse_hostlist(text) == [f"n{k}" for k in numbers]
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 120), st.integers(0, 12), st.integers(1, 3)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_ranges_expand_to_every_number(parts, one_bracket):
+    """Ranges lo-hi zero-padded to a width (single numbers when lo = hi), several in one
+    bracket or one bracket each: every number of every range, in order, at the range's width."""
+    items, want = [], []
+    for lo, span, width in parts:
+        hi = lo + span
+        items.append(f"{lo:0{width}d}-{hi:0{width}d}" if span else f"{lo:0{width}d}")
+        want += [f"n{k:0{width}d}" for k in range(lo, hi + 1)]
+    text = "n[" + ",".join(items) + "]" if one_bracket else ",".join(f"n[{i}]" for i in items)
+    assert parse_hostlist(text) == want
 
 
 def test_hostfile_formats(tmp_path):

@@ -171,6 +171,17 @@ def bench(tmp: Path, out: Path, repeats: int = 3) -> subprocess.Popen:
     )
 
 
+def wait_for_job(text: str, proc: subprocess.Popen) -> bool:
+    """Until a process mentioning ``text`` (the MPI job's timer) runs; False if ``proc`` ended
+    first. The timer's compile alone takes about 10 s, more on a busy machine."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        if processes_mentioning(text):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def wait_started(pid: int) -> None:
     """Until aapcgen's own code runs (it is loading numpy, inside main's error handling): a
     signal during the interpreter's start-up reaches CPython, not aapcgen (CPython prints a
@@ -294,17 +305,24 @@ def test_isolated_command_sees_a_checkout_under_tmp_and_only_its_own_tmp(tmp_pat
 @pytest.mark.root
 def test_bench_interrupted_at_random_moments_leaves_nothing(tmp_path):
     """``RUNS`` benches, each stopped by SIGINT or SIGTERM at a random moment: afterwards its
-    private /dev/shm and /tmp hold nothing but its -o folder, and none of its processes lives."""
+    private /dev/shm and /tmp hold nothing but its -o folder, and none of its processes lives.
+    Odd runs wait for the MPI job to run before their random delay (0-1 s), so the job's
+    clean-up is exercised; at least one of them must have been interrupted in it."""
     rng = random.Random(int(os.environ.get("AAPC_INTERRUPT_SEED", "19")))
+    in_job = 0
     for run in range(RUNS):
         shm, tmp = tmp_path / f"shm{run}", tmp_path / f"tmp{run}"
         shm.mkdir(mode=0o1777)
         tmp.mkdir(mode=0o1777)
         sig = rng.choice([signal.SIGINT, signal.SIGTERM])
-        delay = rng.uniform(0.0, 8.0)
+        during_job = run % 2 == 1
+        delay = rng.uniform(0.0, 1.0 if during_job else 8.0)
         proc = isolated(shm, tmp, bench_argv("/tmp/out"))
         wait_started(proc.pid)
+        if during_job:
+            assert wait_for_job("alltoall_timer --bytes 1024,65536", proc), "no MPI job"
         time.sleep(delay)
+        in_job += during_job and proc.poll() is None
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
         what = f"run {run}: {sig.name} after {delay:.1f} s, exit {proc.returncode}: {err[-300:]}"
@@ -314,6 +332,7 @@ def test_bench_interrupted_at_random_moments_leaves_nothing(tmp_path):
         assert leftovers(shm, Path("/dev/shm")) == [], what
         assert leftovers(tmp, Path("/tmp"), ("out",)) == [], what
         assert processes_mentioning("alltoall_timer --bytes 1024,65536") == [], what
+    assert in_job > 0 or RUNS < 2, "no run was interrupted during its MPI job"
 
 
 @pytest.mark.mpi

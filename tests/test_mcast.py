@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -206,10 +205,8 @@ def test_loopback_sixteen_ranks(progs: dict[str, Path]) -> None:
 )
 def test_loopback_injected_drops(progs: dict[str, Path], what: str, env: dict[str, str]) -> None:
     env = {**env, "AAPC_MCAST_SEED": "7"}
-    start = time.monotonic()
-    proc = run_loopback([str(progs["check"])], 4, env, timeout=150)
+    proc = run_loopback([str(progs["check"])], 4, env, timeout=150)  # a hang: TimeoutExpired
     assert_ok(proc, 4)
-    assert time.monotonic() - start < 150, what
 
 
 @needs_root
@@ -230,11 +227,9 @@ def test_gives_up_with_an_error_instead_of_hanging(progs: dict[str, Path]) -> No
         "AAPC_MCAST_RTO_US": "2000",
         "AAPC_MCAST_RECV_TIMEOUT": "3",
     }
-    start = time.monotonic()
-    proc = run_loopback([str(progs["check"])], 3, env, timeout=60)
+    proc = run_loopback([str(progs["check"])], 3, env, timeout=60)  # a hang: TimeoutExpired
     assert proc.returncode != 0
     assert "gave up after 4 retransmission timeouts" in proc.stderr or "no data" in proc.stderr
-    assert time.monotonic() - start < 60
 
 
 @needs_root

@@ -8,6 +8,7 @@ so the bigger jobs cap the block size with --max-bytes.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,28 @@ def run(
     return proc
 
 
+def library_calls(proc) -> dict[str, tuple[int, int]]:
+    """Per variant, the calls alltoall_check saw it hand to the library's PMPI_Alltoall (summed
+    over the ranks): on whole communicators and on parts (tests/c/library_calls.h)."""
+    found = (
+        re.fullmatch(r"alltoall_check: (\S+): library calls on whole communicators (\d+), on "
+                     r"parts (\d+)", line)
+        for line in proc.stdout.splitlines()
+    )  # fmt: skip
+    return {m[1]: (int(m[2]), int(m[3])) for m in found if m}
+
+
+def served(proc, parts: bool, variants: int = 1) -> None:
+    """Every variant the harness ran (at least ``variants``) served every call on a whole
+    communicator itself; ``parts``: also every call on a part (run-time routines), else it
+    handed the parts to the library (precomputed schedules are for the whole job)."""
+    calls = library_calls(proc)
+    assert len(calls) >= variants, proc.stdout[-2000:]
+    for variant, (whole, part) in calls.items():
+        assert whole == 0, f"{variant} handed {whole} whole-communicator calls to the library"
+        assert (part == 0) if parts else (part > 0), (variant, part)
+
+
 def passed(proc, cases_at_least: int) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     last = [line for line in proc.stdout.splitlines() if line.startswith("alltoall_check:")][-1]
@@ -98,6 +121,7 @@ def test_every_variant_matches_pmpi(tmp_path, name, ranks, max_bytes):
     exe = build(load_topology(ROOT / "topologies" / f"{name}.yaml"), tmp_path)
     proc = run(exe, ranks, *(["--max-bytes", max_bytes] if max_bytes else []))
     passed(proc, 10 * 10)
+    served(proc, parts=False, variants=10 + len(WINDOWS))
     # the sub-communicator cases fall back: rank 0 of a communicator warns, and a process
     # prints each distinct warning (routine, reason) once however many calls fall back
     warnings = Counter(
@@ -109,13 +133,18 @@ def test_every_variant_matches_pmpi(tmp_path, name, ranks, max_bytes):
 
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(switch_trees(min_machines=3, max_machines=12))
-def test_random_trees_match_pmpi(topo):
+def test_three_drawn_trees_match_pmpi(topo):
+    """Three trees drawn by hypothesis, the same three in every run (derandomized: a CI run
+    must not depend on luck; tests/test_verify.py and tests/test_sync.py draw hundreds of trees
+    without MPI). Every variant matches the library and serves the whole communicator."""
     out = Path(os.environ.get("TMPDIR", "/tmp")) / f"aapc-random-{os.getpid()}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     try:
         exe = build(topo, out, specs=variant_specs("all", (2,)))  # windows: the other tests
-        passed(run(exe, topo.n_machines, "--max-bytes", "65536", env={"AAPC_QUIET": "1"}), 10 * 8)
+        proc = run(exe, topo.n_machines, "--max-bytes", "65536", env={"AAPC_QUIET": "1"})
+        passed(proc, 10 * 8)
+        served(proc, parts=False, variants=10)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -191,6 +220,7 @@ def test_sanitizers_clean(tmp_path):
     env["AAPC_PREPOST_WINDOW"] = "1"
     proc = run(exe, 5, "--max-bytes", "65536", env=env)
     passed(proc, 10 * 10)
+    served(proc, parts=False, variants=10)
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
 
 
@@ -199,7 +229,9 @@ def test_portable_to_open_mpi(tmp_path):
     exe = build(
         load_topology(ROOT / "topologies" / "paper-fig1.yaml"), tmp_path, mpicc=OPENMPI / "mpicc"
     )
-    passed(run(exe, 5, "--max-bytes", "65536", mpiexec=OPENMPI / "mpiexec"), 10 * 10)
+    proc = run(exe, 5, "--max-bytes", "65536", mpiexec=OPENMPI / "mpiexec")
+    passed(proc, 10 * 10)
+    served(proc, parts=False, variants=10)
 
 
 def test_build_shared_library_and_preload(tmp_path):

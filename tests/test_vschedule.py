@@ -76,7 +76,7 @@ def test_table3_all_schedulers_verified(name):
     sched = run_scheduler(name, topo, p)
     proof = verify_vschedule(topo, p, sched)
     assert proof.ratio == pytest.approx(sched.ratio)
-    assert proof.cost >= proof.bound
+    assert proof.bound == pytest.approx(lower_bound(topo, p))  # computed apart from the checker
     if name == "alltoall":
         assert sched.n_phases == 15  # as in seed 000 (N - 1 phases)
     if name == "balanced":
@@ -134,8 +134,7 @@ def test_random_patterns_every_schedule_verified(case):
     bound = lower_bound(topo, p)
     for name in SCHEDULERS:
         sched = run_scheduler(name, topo, p, threshold)
-        proof = verify_vschedule(topo, p, sched)
-        assert proof.cost >= bound * (1 - 1e-9)
+        proof = verify_vschedule(topo, p, sched)  # (it refuses a cost below its bound)
         assert proof.bound == pytest.approx(bound)
         # chunking exact: per pair, the lengths add up to the count
         sent = np.zeros_like(p)

@@ -120,7 +120,7 @@ def test_run_time_syncs_are_sufficient(vdriver, name, sync):
     phase, src, dst = (np.array(x, dtype=np.int64) for x in zip(*t["p"]))
     syncs = syncs_of(t, KIND[sync])
     proof = verify_sync(topo, phase, src, dst, KIND[sync], "all", 1, syncs, minimal=False)
-    assert proof.required_pairs > 0 and proof.syncs == len(syncs[0])
+    assert proof.required_pairs > 0 and len(syncs[0]) > 0  # pairs to order, and C ordered some
 
 
 @pytest.mark.mpi
@@ -197,7 +197,7 @@ def test_per_rank_rows_syncs_are_sufficient(rows_driver, case, sync):
     phase, src, dst = (np.array(x, dtype=np.int64) for x in zip(*t["p"]))
     syncs = syncs_of(t, KIND[sync])
     proof = verify_sync(job, phase, src, dst, KIND[sync], "all", 1, syncs, minimal=False)
-    assert proof.required_pairs > 0 and proof.syncs == len(syncs[0]) > 0
+    assert proof.required_pairs > 0 and len(syncs[0]) > 0  # pairs to order, and C ordered some
 
 
 @pytest.mark.mpi
@@ -217,10 +217,9 @@ def test_per_rank_rows_windowed_syncs_are_sufficient(rows_driver, case, sync, wi
     t = c_tables(rows_driver, text, sync, flag="--rows", extra=("--window", str(window)))
     phase, src, dst = (np.array(x, dtype=np.int64) for x in zip(*t["p"]))
     syncs = syncs_of(t, KIND[sync])
-    proof = verify_sync(
-        job, phase, src, dst, KIND[sync], "all", 1, syncs, minimal=False, window=window
-    )
-    assert proof.syncs == len(syncs[0])  # (none at all when every lane is shorter than w)
+    # raises unless no link can have more than w x its capacity in flight (the C rows may have
+    # no sync at all when every lane is shorter than w)
+    verify_sync(job, phase, src, dst, KIND[sync], "all", 1, syncs, minimal=False, window=window)
     plain = syncs_of(c_tables(rows_driver, text, sync, flag="--rows"), KIND[sync])
     assert sorted(zip(*(a.tolist() for a in syncs))) != sorted(zip(*(a.tolist() for a in plain)))
     if window == 2:  # (a window of 5 lets the smallest jobs run every phase at once)

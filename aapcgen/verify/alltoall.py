@@ -417,13 +417,16 @@ def verify_sync(
 
 
 def verify_hierarchical(topo: Topology, phase: np.ndarray, src: np.ndarray, dst: np.ndarray) -> str:
-    """Machines running R = topo.ranks_per_machine ranks each (runtime_c/hier/aapc_hier_alltoall.c):
-    expand every machine-level message a -> c of the schedule into the R*R rank messages it
-    aggregates (rank a*R+i -> c*R+j) and check that, with the R*R intra-machine pairs of every
-    machine kept local, every ordered pair of distinct ranks is delivered exactly once. The
-    machine-level schedule itself is checked by verify_schedule (complete, contention-free,
-    optimal), so the network sees the same contention-free phases. Returns a one-line summary;
-    raises VerificationError naming the first missing or doubled rank pair."""
+    """Machines running R = topo.ranks_per_machine ranks each: the rank-level model of the
+    hierarchical routine (runtime_c/hier/aapc_hier_alltoall.c: gather on the machine, the
+    machine-level schedule on R*R-block aggregates, scatter). Expand every machine-level message
+    a -> c into the R*R rank messages it aggregates (rank a*R+i -> c*R+j) and check that, with
+    the R*R intra-machine pairs of every machine kept local, every ordered pair of distinct ranks
+    is delivered exactly once. This follows from a complete machine-level schedule; it checks
+    the model's rank arithmetic, not the C code (tests/test_hier.py runs that against the
+    library) and not the phases: verify_schedule proves those (complete, contention-free,
+    optimal). Returns a one-line summary; raises VerificationError naming the first missing or
+    doubled rank pair."""
     r, n = topo.ranks_per_machine, topo.n_machines
     p = n * r
     phase, src, dst = (np.asarray(a, dtype=np.int64) for a in (phase, src, dst))
@@ -447,5 +450,5 @@ def verify_hierarchical(topo: Topology, phase: np.ndarray, src: np.ndarray, dst:
     return (
         f"hierarchical ({r} ranks per machine, {p} ranks): every one of the {p * (p - 1)} rank "
         f"pairs delivered exactly once ({n * r * (r - 1)} inside machines); "
-        f"{n_phases} machine-level phases of {r * r}-block aggregates, contention-free"
+        f"{n_phases} machine-level phases of {r * r}-block aggregates"
     )

@@ -14,6 +14,12 @@
  *     alltoall_check: N passed, M failed
  * Exit status 0 only if M == 0.
  *
+ * Served or handed over: library_calls.h counts the calls a variant hands to the library's
+ * PMPI_Alltoall on the caller's communicator; after each variant rank 0 prints
+ *     alltoall_check: VARIANT: library calls on whole communicators W, on parts P
+ * (sums over ranks; whole: as many ranks as MPI_COMM_WORLD). A precomputed variant must serve
+ * every whole communicator (W = 0) and hands the parts to the library (P > 0).
+ *
  * Options: --max-bytes N (skip cases whose block is larger than N bytes), --variant NAME (run
  * only that variant), -v (one line per test on rank 0). See tests/c/README.md.
  * --huge BYTES: instead of the cases, one in-place MPI_BYTE call with blocks of BYTES bytes
@@ -21,6 +27,8 @@
  * rank computes for every (source, destination, offset) instead of a reference call, so a
  * rank holds one buffer of P x BYTES bytes.
  */
+#include "library_calls.h" /* first: it sets _GNU_SOURCE */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +45,20 @@ static long max_bytes = -1; /* -1: no limit */
 static long long huge_bytes = 0; /* --huge */
 static const char *only_variant = NULL;
 static int verbose = 0;
+static long handed_whole = 0, handed_part = 0; /* this rank's library calls, current variant */
+
+/* fn on comm, counting what it hands to the library (whole: a communicator of every rank). */
+static int counted(aapc_alltoall_fn fn, const void *sb, int sc, MPI_Datatype st, void *rb,
+                   int rc, MPI_Datatype rt, MPI_Comm comm)
+{
+    int size, world;
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    library_watch(comm);
+    int err = fn(sb, sc, st, rb, rc, rt, comm);
+    *(size == world ? &handed_whole : &handed_part) += library_unwatch();
+    return err;
+}
 
 /* A buffer for `count` elements of `type`, addressed like an MPI buffer (base may be offset
    from the allocation when the type has a negative lower bound). */
@@ -100,7 +122,7 @@ static void compare_once(aapc_alltoall_fn fn, MPI_Comm comm, MPI_Datatype stype,
         fill(&ref, rank, seed); /* the data to send, and holes that must survive */
         fill(&test, rank, seed);
         rc_ref = PMPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ref.base, rcount, rtype, comm);
-        rc_test = fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, test.base, rcount, rtype, comm);
+        rc_test = counted(fn, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, test.base, rcount, rtype, comm);
     } else {
         buf_alloc(&sb, stype, (long)size * scount);
         fill(&sb, rank, seed);
@@ -109,7 +131,7 @@ static void compare_once(aapc_alltoall_fn fn, MPI_Comm comm, MPI_Datatype stype,
         for (size_t i = 0; i < ref.len; i += 3)
             ref.raw[i] = test.raw[i] = (unsigned char)(i * 5u);
         rc_ref = PMPI_Alltoall(sb.base, scount, stype, ref.base, rcount, rtype, comm);
-        rc_test = fn(sb.base, scount, stype, test.base, rcount, rtype, comm);
+        rc_test = counted(fn, sb.base, scount, stype, test.base, rcount, rtype, comm);
     }
     if (rc_ref != MPI_SUCCESS) {
         snprintf(desc, DESC_LEN, "rank %d: PMPI_Alltoall itself returned %d", rank, rc_ref);
@@ -422,7 +444,7 @@ static int huge_case(aapc_alltoall_fn fn, int rank, int size)
         for (int q = 0; q < size; q++)
             for (size_t i = 0; i < b; i++)
                 buf[(size_t)q * b + i] = huge_byte(rank, q, i);
-        int rc = fn(MPI_IN_PLACE, 0, MPI_BYTE, buf, (int)b, MPI_BYTE, MPI_COMM_WORLD);
+        int rc = counted(fn, MPI_IN_PLACE, 0, MPI_BYTE, buf, (int)b, MPI_BYTE, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS) {
             fprintf(stderr, "rank %d: error code %d\n", rank, rc);
             bad = 1;
@@ -438,6 +460,16 @@ static int huge_case(aapc_alltoall_fn fn, int rank, int size)
     int any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return any;
+}
+
+/* Rank 0 prints the variant's library calls, summed over the ranks. */
+static void report_handed(const char *variant, int rank)
+{
+    long mine[2] = {handed_whole, handed_part}, all[2] = {0, 0};
+    MPI_Reduce(mine, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("alltoall_check: %s: library calls on whole communicators %ld, on parts %ld\n",
+               variant, all[0], all[1]);
 }
 
 int main(int argc, char **argv)
@@ -462,6 +494,7 @@ int main(int argc, char **argv)
                          : !by_default(aapc_variants[v].variant))
             continue;
         nrun++;
+        handed_whole = handed_part = 0;
         if (huge_bytes > 0) {
             int bad = huge_case(aapc_variants[v].fn, rank, size);
             passed += !bad;
@@ -470,6 +503,7 @@ int main(int argc, char **argv)
                 printf("%s %s huge-%lld\n", bad ? "FAIL" : "ok  ", aapc_variants[v].variant,
                        huge_bytes);
             shown += bad;
+            report_handed(aapc_variants[v].variant, rank);
             continue;
         }
         for (int k = 0; k < ncases; k++) {
@@ -501,6 +535,7 @@ int main(int argc, char **argv)
                        cases[k].name);
             fflush(stdout);
         }
+        report_handed(aapc_variants[v].variant, rank);
     }
     if (rank == 0 && only_variant && nrun == 0) {
         printf("alltoall_check: no variant named '%s' in %s\n", only_variant,

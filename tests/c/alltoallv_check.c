@@ -25,7 +25,14 @@
  * largest divisor of N up to its square root; skipped when k = 1). Rank 0 prints the failures and finally
  *     alltoallv_check: N passed, M failed
  * Exit status 0 only if M == 0.
+ *
+ * Served or handed over: library_calls.h counts the calls a routine hands to the library's
+ * PMPI_Alltoallv on the caller's communicator; after each routine rank 0 prints the cases in
+ * which any rank did (a fallback gives the library's bytes, so the comparison alone cannot tell):
+ *     alltoallv_check: ROUTINE: handed to the library: CASE CASE ...
  */
+#include "library_calls.h" /* first: it sets _GNU_SOURCE */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,10 +97,20 @@ struct result {
     int passed, failed;
 };
 
+static long handed = 0;     /* this rank's library calls in the current case */
+static char handed_cases[2048]; /* rank 0: the current routine's cases handed over */
+
 static void report(struct result *res, const char *variant, const char *name, int bad)
 {
     int any = 0;
+    long calls = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&handed, &calls, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    handed = 0;
+    if (calls > 0 && strlen(handed_cases) + strlen(name) + 2 < sizeof handed_cases) {
+        strcat(handed_cases, " ");
+        strcat(handed_cases, name);
+    }
     if (any) {
         res->failed++;
     } else {
@@ -134,8 +151,10 @@ static int run_case(aapc_alltoallv_fn fn, const long long *bytes, MPI_Datatype s
         fill(r.buf, r.len, (unsigned)(me + 99 + rep));
         g_bytes = bytes; /* (a sub-communicator case calls run_case again in between) */
         memcpy(ref, r.buf, r.len);
+        library_watch(comm);
         int rc = fn(inplace ? MPI_IN_PLACE : s.buf, s.counts, s.displs, stype, r.buf, r.counts,
                     r.displs, rtype, comm);
+        handed += library_unwatch();
         int rc2 = PMPI_Alltoallv(inplace ? MPI_IN_PLACE : s.buf, s.counts, s.displs, stype, ref,
                                  r.counts, r.displs, rtype, comm);
         if (rc != MPI_SUCCESS || rc2 != MPI_SUCCESS) {
@@ -316,6 +335,7 @@ int main(int argc, char **argv)
         if (!variant_selected(name))
             continue;
         nrun++;
+        handed_cases[0] = '\0';
         report(&res, name, "bytes",
                run_case(fn, pattern, MPI_BYTE, MPI_BYTE, CONTIGUOUS, 0, 1, MPI_COMM_WORLD));
         report(&res, name, "bytes-gaps-reversed",
@@ -350,6 +370,8 @@ int main(int argc, char **argv)
             report(&res, name, "grid-columns",
                    split_case(fn, pattern, 0, nranks / k, 0, MPI_INT, GAPS_REVERSED));
         }
+        if (me == 0)
+            printf("alltoallv_check: %s: handed to the library:%s\n", name, handed_cases);
     }
     if (me == 0 && only_variant != NULL && nrun == 0)
         printf("alltoallv_check: no routine named '%s'\n", only_variant);
