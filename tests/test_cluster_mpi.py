@@ -130,7 +130,7 @@ def test_dumped_schedules_verify(exe, tmp_path):
         "runtime-receiver-all",
         "--max-bytes",
         "1000",
-        env={"AAPC_DUMP_SCHEDULE": str(dump)},
+        env={"AAPC_DUMP_SCHEDULE": str(dump), "AAPC_WAY": "phases"},  # the per-rank phases
     )
     passed(proc, 15)
     files = sorted(dump.glob("aapc-schedule-*.json"))  # (aapc-union-*: test_union_*)
@@ -175,7 +175,8 @@ def test_default_mpi_alltoall_schedules_jobs_at_run_time(tmp_path):
                    check=True, timeout=300)  # fmt: skip
     dump = tmp_path / "dump"
     dump.mkdir()
-    proc = run(exe, n(2, 6, 6, 11), env={"AAPC_DUMP_SCHEDULE": str(dump)})
+    # AAPC_WAY: the run-time phases whatever the block size (the selection is tests/test_select*)
+    proc = run(exe, n(2, 6, 6, 11), env={"AAPC_DUMP_SCHEDULE": str(dump), "AAPC_WAY": "phases"})
     assert proc.returncode == 0 and "plain_alltoall: ok" in proc.stdout, proc.stderr
     assert "aapcgen:" not in proc.stderr
     assert len(list(dump.glob("*.json"))) == 1  # scheduled for this job's 4 ranks
@@ -184,7 +185,7 @@ def test_default_mpi_alltoall_schedules_jobs_at_run_time(tmp_path):
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "AAPC_DUMP_SCHEDULE": str(dump)},
+        env={**os.environ, "AAPC_DUMP_SCHEDULE": str(dump), "AAPC_WAY": "phases"},
     )
     assert whole.returncode == 0 and "plain_alltoall: ok" in whole.stdout, whole.stderr
     assert len(list(dump.glob("*.json"))) == 1  # host names unknown: the precomputed schedule

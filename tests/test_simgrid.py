@@ -90,6 +90,8 @@ def test_rate_overrides_every_link() -> None:
 def test_hostfile_is_rank_order() -> None:
     topo = load_topology(TOPOS / "paper-fig1.yaml")
     assert hostfile(topo).splitlines() == list(topo.machines)
+    two = load_topology(TOPOS / "two-switch-4-4-2ppn.yaml")  # ranks in blocks of 2 per machine
+    assert hostfile(two).splitlines() == [m for m in two.machines for _ in range(2)]
 
 
 def test_bottleneck_bound() -> None:

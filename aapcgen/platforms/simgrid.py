@@ -116,8 +116,11 @@ def platform_xml(topo: Topology, rate: float | None = None) -> str:
 
 
 def hostfile(topo: Topology) -> str:
-    """One host name per line, in rank order."""
-    return "".join(f"{m}\n" for m in topo.machines)
+    """One host name per line, in rank order: ``ranks_per_machine`` lines per machine, in blocks
+    (its ranks talk to each other over SimGrid's loopback of the host: network/loopback-bw and
+    network/loopback-lat, a stand-in for shared memory)."""
+    r = topo.ranks_per_machine
+    return "".join(f"{m}\n" * r for m in topo.machines)
 
 
 def _file_stem(topo: Topology) -> str:
