@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from aapcgen.alltoall.variants import VariantSpec
+from aapcgen.alltoall.variants import DEFAULT_VARIANT, VariantSpec
 from aapcgen.cli.options import (
     MAX_REPEATS,
     block_sizes,
@@ -84,7 +84,9 @@ def plan_tune(a: argparse.Namespace) -> TunePlan:
         for alg in natives:
             native_env(flavour, alg)  # validates the names
     bcfg = replace(bcfg, natives=natives)
-    cfg = TuneConfig(bcfg, flavour, mpi, a.mpicc, a.budget, a.validate_repeats, a.dry_run)
+    # the model needs the default routine (auto), which exists when receiver-all is generated
+    model = not a.no_model and any(v.label == DEFAULT_VARIANT for v in specs)
+    cfg = TuneConfig(bcfg, flavour, mpi, a.mpicc, a.budget, a.validate_repeats, a.dry_run, model)
     env = {
         "topology_hash": topology_hash(topo),
         "backend": a.backend,
@@ -199,5 +201,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=whole(0, MAX_REPEATS),
         default=2,
         help="rounds timing the tuned routine against the best and the default (0: none)",
+    )
+    p.add_argument(
+        "--no-model",
+        action="store_true",
+        help="do not measure the per-call selection's cost model (DIR/model.json; measured "
+        "when receiver-all is among the variants: docs/tuning.md)",
     )
     p.add_argument("-o", "--output", metavar="DIR", help="results directory (default tuning/NAME)")

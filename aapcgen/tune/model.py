@@ -12,13 +12,17 @@ relative error (each call's residual divided by its time), with every constant >
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
 from aapcgen.alltoall.cjob import Shape, default_model, way_costs
 from aapcgen.codegen.cluster import COST_FIELDS
+from aapcgen.core.errors import InputError
+from aapcgen.core.inputs import read_bytes
 
 LIBRARY_FIELDS = ("lib_alpha", "lib_beta")
 OURS_FIELDS = ("phase_alpha", "phase_beta", "copy_beta", "round_alpha")
@@ -87,3 +91,40 @@ def relative_errors(model: dict[str, float], calls: Iterable[Call]) -> list[floa
         for c in calls
         if c.way in way_costs(model, c.shape, c.bytes)
     ]
+
+
+# --------------------------------------------------------------------------- model files
+
+
+def write_model(path: Path, model: dict[str, float], calls: Sequence[Call], source: str) -> None:
+    """DIR/model.json: the fitted constants (what ``--model`` compiles into a library), the calls
+    they were fitted to and each call's relative error."""
+    errors = relative_errors(model, calls)
+    path.write_text(
+        json.dumps(
+            {
+                "model": model,
+                "source": source,
+                "calls": [{**asdict(c), "error": e} for c, e in zip(calls, errors)],
+            },
+            indent=1,
+        )
+    )
+
+
+def read_model(path: str) -> dict[str, float]:
+    """The constants of a model file (``aapcgen tune`` wrote it); one-line errors."""
+    try:
+        data = json.loads(read_bytes(path, path, "model file").decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a model file (malformed JSON: {exc})") from None
+    model = data.get("model") if isinstance(data, dict) else None
+    if not isinstance(model, dict):
+        raise InputError(f"{path}: not a model file (no 'model' object)")
+    out = {}
+    for k in COST_FIELDS:
+        v = model.get(k)
+        if type(v) not in (int, float) or not (0 <= v < 1e6):
+            raise InputError(f"{path}: model.{k} must be a number of seconds >= 0, got {v!r}")
+        out[k] = float(v)
+    return out

@@ -30,6 +30,8 @@ class TuneConfig:
     budget: float | None
     validate_repeats: int
     dry_run: bool
+    # also measure the per-call selection's cost model (tune/sweep.py measure_model)
+    model: bool = True
 
 
 def candidates(cfg: TuneConfig) -> list[str]:

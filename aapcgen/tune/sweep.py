@@ -164,6 +164,59 @@ def sweep(
             return
 
 
+MODEL_FILE = "model.json"
+
+
+def measure_model(
+    cfg: TuneConfig, run: bench.Runner, exe: LazyTimer, say: Callable[[str], None]
+) -> Path:
+    """The selection's cost model for this cluster (aapcgen/tune/model.py): the library's own
+    routine and the default routine with each of its ways forced (AAPC_WAY) that can run on
+    this job, at every size of the sweep, ``repeats`` rounds; the constants fitted to their
+    medians go to DIR/model.json (kept: a resumed sweep reuses it)."""
+    from aapcgen.alltoall.cjob import job_shape, way_costs
+    from aapcgen.tune.model import Call, fit_model, relative_errors, write_model
+
+    b = cfg.bench
+    path = b.out_dir / MODEL_FILE
+    if path.exists():
+        say(f"model: {path} is already measured; remove it to measure again")
+        return path
+    topo = b.topology
+    r = topo.ranks_per_machine
+    shape = job_shape(topo, [m for m in range(topo.n_machines) for _ in range(r)])
+    possible = [
+        w for w in bench.WAYS if w != "library" and w in way_costs(cfg_model_unit(), shape, 1.0)
+    ]
+    jobs = bench.plan_jobs(cfg.flavour, (), b.sizes, b.target_seconds, b.max_iters, tuple(possible))
+    jobs[0] = replace(jobs[0], label="library", args=(*jobs[0].args, "--only", "native"))
+    progress = Progress(len(jobs) * b.repeats, say)
+    rows: list[Measurement] = []
+    for rnd in range(b.repeats):
+        for job in jobs:
+            rows += run_job(run, job, exe, b.backend, rnd)
+            progress.step(1, f"model round {rnd + 1}/{b.repeats} {job.label}")
+    calls = []
+    for cand, way in [("native-default", "library")] + [(f"auto/{w}", w) for w in possible]:
+        for size in b.sizes:
+            times = sorted(m.seconds for m in rows if m.candidate == cand and m.bytes == size)
+            if times:
+                calls.append(Call(shape, way, size, times[len(times) // 2]))
+    model = fit_model(calls)
+    write_model(path, model, calls, f"aapcgen tune on {topo.name} ({b.backend})")
+    errors = relative_errors(model, calls)
+    worst = max(map(abs, errors)) if errors else 0.0
+    say(f"model: {len(calls)} calls fitted (worst relative error {worst:.0%}); wrote {path}")
+    return path
+
+
+def cfg_model_unit() -> dict[str, float]:
+    """Every constant 1: the ways a shape allows show in way_costs' keys."""
+    from aapcgen.codegen.cluster import COST_FIELDS
+
+    return dict.fromkeys(COST_FIELDS, 1.0)
+
+
 def validation_jobs(
     cfg: TuneConfig, choices: list[Choice], file_env: tuple[tuple[str, str], ...] = ()
 ) -> list[tuple[Job, str, set[tuple[str, int]]]]:
@@ -258,6 +311,8 @@ def run_tune(
 
             exe = LazyTimer(build_sweep, Path(tmp) / "alltoall_timer")
             sweep(cfg, store, env, run, exe, peak, say)
+            if cfg.model:
+                measure_model(cfg, run, exe, say)
             library = None
             if cfg.flavour == "mpich":
                 library = mpich_library(cfg.mpicc or mpicc) or (
