@@ -136,9 +136,16 @@ enum { AAPC_WAY_LIBRARY = 0, AAPC_WAY_PHASES, AAPC_WAY_LEADERS, AAPC_WAY_LOGROUN
 extern const aapc_cost_model_t aapc_cost_model_default;
 /* The model's time of `way` for blocks of b bytes on a job of shape s (seconds). */
 double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b);
+/* The most machines the leader-based way takes: each leader computes the machine-level phases
+   at the first call, 12 N^2 bytes for N machines (tuning/bench_first_call.py: 17 MiB and 64 ms
+   at 1024 machines, 545 MiB and 2 s at 4096); larger jobs take the log-round way (O(P) at the
+   first call) or the library. */
+#define AAPC_LEADERS_MAX_MACHINES 1024
+
 /* The ways that can run on shape s (a bit per way): the library always; the phases from 2 to
-   AAPC_JOB_MAX_RANKS ranks; leaders with R > 1 ranks on every one of 2 to AAPC_JOB_MAX_RANKS
-   machines; the log-round exchange from 2 ranks, any number and placement. */
+   AAPC_JOB_MAX_RANKS ranks; leaders with R > 1 ranks on every one of 2 to
+   AAPC_LEADERS_MAX_MACHINES machines; the log-round exchange from 2 ranks, any number and
+   placement. */
 unsigned aapc_ways_possible(const aapc_job_shape_t *s);
 /* The cheapest way among `allowed` (a bit per way) that can run on s; -1 when none. */
 int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,

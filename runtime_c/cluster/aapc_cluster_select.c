@@ -78,7 +78,7 @@ unsigned aapc_ways_possible(const aapc_job_shape_t *s)
         return ways;
     if (s->ranks <= AAPC_JOB_MAX_RANKS)
         ways |= 1u << AAPC_WAY_PHASES;
-    if (s->machines >= 2 && s->machines <= AAPC_JOB_MAX_RANKS && s->equal_per_machine &&
+    if (s->machines >= 2 && s->machines <= AAPC_LEADERS_MAX_MACHINES && s->equal_per_machine &&
         s->max_per_machine > 1)
         ways |= 1u << AAPC_WAY_LEADERS;
     ways |= 1u << AAPC_WAY_LOGROUND;
