@@ -50,6 +50,7 @@
 #include "aapc_comm.h"
 #include "aapc_exec.h" /* aapc_alltoall_block */
 #include "aapc_hier.h"
+#include "aapc_report.h"
 #include "aapc_vsched.h"
 
 /* One variant's schedule on one communicator (a slot of aapc_cluster_comm_t). */
@@ -299,6 +300,7 @@ static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
     aapc_job_phases_t ph;
     int rc = aapc_job_phases(cc->cluster, cc->rank_machine, cc->size, &ph);
     if (rc == AAPC_JOB_ERANGE || rc == AAPC_JOB_EINVAL) {
+        snprintf(cc->why, sizeof cc->why, "%s", ph.error); /* for the report's later calls */
         aapc_warn_fallback(comm, name, ph.error, "MPI_Alltoall");
         return MPI_SUCCESS;
     }
@@ -532,6 +534,8 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return rc;
     if ((e == NULL || !e->usable) && otherwise != NULL)
         return otherwise(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (e == NULL || !e->usable)
+        aapc_report_fallback(aapc_cluster_comm_why(state));
     if (e == NULL || !e->usable || bytes == 0)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e->info.machine_block == NULL && bytes <= leader_max_bytes()) {
@@ -541,11 +545,13 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         if (le != NULL) {
             aapc_hier_layout_t h = {le->r, state->size, le->order, le->node, le->leaders,
                                     leader_exchange, le};
+            aapc_report_served("run-time, leader-based");
             return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                            recvtype, state->dup);
         }
     }
     aapc_args_private_returns(e->info.dup);
+    aapc_report_served(e->info.machine_block != NULL ? "run-time, siblings' union" : "run-time");
     return aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype);
 }
