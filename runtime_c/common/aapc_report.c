@@ -230,8 +230,10 @@ static void count(MPI_Comm comm, const char *collective, const char *routine, lo
         clean_copy(w->collective, sizeof w->collective, collective);
         clean_copy(w->routine, sizeof w->routine, label);
         clean_copy(w->reason, sizeof w->reason, reason);
-        w->next = r->rows;
-        r->rows = w;
+        struct row **tail = &r->rows; /* in the order the program met them */
+        while (*tail != NULL)
+            tail = &(*tail)->next;
+        *tail = w;
     }
     if (w != NULL) {
         w->calls++;
@@ -355,7 +357,6 @@ struct mcomm {
     int machines, rpm_min, rpm_max;
     struct mrow *rows;
     int nrows, caprows;
-    int group;     /* index of its group's first communicator */
     int printed;
 };
 
@@ -546,19 +547,27 @@ static void ranks_text(char *out, size_t n, const int *members, int size)
     }
 }
 
+/* 1234567 -> "1,234,567" (exact: the report's counts are checked against programs). */
 static void bytes_text(char *out, size_t n, long long b)
 {
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%lld", b < 0 ? 0 : b), k = 0;
+    for (int i = 0; i < len && (size_t)k + 2 < n; i++) {
+        if (i > 0 && (len - i) % 3 == 0)
+            out[k++] = ',';
+        out[k++] = digits[i];
     }
-    if (u == 0)
-        snprintf(out, n, "%lld B", b);
-    else
-        snprintf(out, n, "%.2f %s", v, unit[u]);
+    out[k] = '\0';
+}
+
+/* Larger communicators first, then by their first world rank. */
+static int by_size(const void *a, const void *b)
+{
+    const struct mcomm *x = a, *y = b;
+    if (x->size != y->size)
+        return y->size - x->size;
+    int fx = x->members ? x->members[0] : -1, fy = y->members ? y->members[0] : -1;
+    return (fx > fy) - (fx < fy);
 }
 
 static void print_report(FILE *out, struct merged *m, const char *topology)
@@ -577,6 +586,8 @@ static void print_report(FILE *out, struct merged *m, const char *topology)
         fprintf(out, "  no MPI_Alltoall or MPI_Alltoallv call went through aapcgen's routines\n");
     for (int i = 0; i < m->ncomms; i++)
         shape(m, &m->comms[i]);
+    if (m->ncomms > 1)
+        qsort(m->comms, (size_t)m->ncomms, sizeof *m->comms, by_size);
     for (int i = 0; i < m->ncomms; i++) {
         struct mcomm *c = &m->comms[i];
         if (c->printed)
@@ -627,12 +638,12 @@ static void print_report(FILE *out, struct merged *m, const char *topology)
                          "rank%s per machine (calls and bytes summed over them)\n",
                     n, c->size, c->size == 1 ? "" : "s", list, n > 3 ? "; ..." : "", c->machines,
                     c->machines == 1 ? "" : "s", rpm, strcmp(rpm, "1") == 0 ? "" : "s");
-        fprintf(out, "  %-13s %8s %12s %10s  %s\n", "collective", "calls", "bytes", "seconds",
+        fprintf(out, "  %-13s %8s %17s %10s  %s\n", "collective", "calls", "bytes", "seconds",
                 "routine");
         for (int a = 0; a < c->nrows; a++) {
             char b[32];
             bytes_text(b, sizeof b, sum[a].bytes);
-            fprintf(out, "  %-13s %8lld %12s %10.4f  %s%s%s\n", sum[a].collective, sum[a].calls,
+            fprintf(out, "  %-13s %8lld %17s %10.4f  %s%s%s\n", sum[a].collective, sum[a].calls,
                     b, sum[a].seconds, sum[a].routine, sum[a].reason[0] ? ": " : "",
                     sum[a].reason);
         }
