@@ -30,7 +30,7 @@ demo: $(STAMP)
 	$(BIN)/aapcgen sync --variant sender-all
 	$(BIN)/aapcgen generate --variant all --block-size 2 -o $(DEMO)
 	$(BIN)/mpicc -std=c11 -O2 -DAAPC_INTERCEPT -I $(DEMO) tests/c/plain_alltoall.c $(DEMO)/*.c -o $(DEMO)/plain_alltoall
-	timeout 120 $(BIN)/mpiexec -n 5 $(DEMO)/plain_alltoall
+	AAPC_REPORT=1 timeout 120 $(BIN)/mpiexec -n 5 $(DEMO)/plain_alltoall
 	$(BIN)/mpicc -std=c11 -O2 -I $(DEMO) tests/c/alltoall_check.c $(DEMO)/*.c -o $(DEMO)/alltoall_check
 	AAPC_QUIET=1 timeout 300 $(BIN)/mpiexec -n 5 $(DEMO)/alltoall_check --max-bytes 65536
 

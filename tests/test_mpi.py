@@ -181,8 +181,10 @@ def test_one_warning_per_communicator_and_cause(tmp_path):
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
     assert len(lines) == 3, proc.stderr
     for why in (
-        "communicator has 2 ranks, the topology 5 machines; using the MPI library's MPI_Alltoall",
-        "communicator has 3 ranks, the topology 5 machines; using the MPI library's MPI_Alltoall",
+        "communicator has 2 ranks; the precomputed schedule needs one on each of the "
+        "topology's 5 machines; using the MPI library's MPI_Alltoall",
+        "communicator has 3 ranks; the precomputed schedule needs one on each of the "
+        "topology's 5 machines; using the MPI library's MPI_Alltoall",
         "counts differ from the compiled pattern; using the MPI library's MPI_Alltoallv",
     ):
         assert sum(why in ln for ln in lines) == 1, (why, lines)

@@ -421,7 +421,7 @@ def test_two_topologies_in_one_folder(tmp_path, capsys, monkeypatch):
     out = "g"
     assert run(capsys, "generate", FIG1, "-o", out)[0] == 0
     line = one_error(capsys, "generate", TWO, "-o", out)
-    assert "holds another topology's routine (aapc_paper_fig1_intercept.c)" in line
+    assert "holds another topology's routine (aapc_topo_paper_fig1_intercept.c)" in line
     assert "multiple definition of MPI_Alltoall" in line
     assert run(capsys, "generate", FIG1, "-o", out)[0] == 0  # the same topology again is fine
 

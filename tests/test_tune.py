@@ -452,9 +452,9 @@ def test_tuned_routine_mpich_at_boundaries_with_csel_json(tmp_path):
     topo = load_topology(_tiny(tmp_path))
     gen = tmp_path / "tuned"
     render_tuned(topo, BOUNDARY_RANGES, gen, "synthetic ranges")
-    source = (gen / "aapc_tiny_2_2_tuned.c").read_text()
+    source = (gen / "aapc_topo_tiny_2_2_tuned.c").read_text()
     assert "{ 100u, native_alltoall }" in source and "{ SIZE_MAX, native_alltoall }" in source
-    assert "aapc_alltoall_tiny_2_2_no_sync }" in source
+    assert "aapc_alltoall_topo_tiny_2_2_no_sync }" in source
     exe = tmp_path / "tb"
     _compile(BIN / "mpicc", gen, exe, ["-O1", "-g", "-fsanitize=address,undefined"])
     library = mpi_library(exe)
@@ -598,7 +598,7 @@ def test_local_sweep_end_to_end_then_resume_and_invalidate(tmp_path):
     assert (out / "throughput.png").read_bytes()[:4] == b"\x89PNG"
     csel = json.loads((out / "mpich-alltoall.json").read_text())
     assert "collective=alltoall" in csel
-    assert (out / "tuned" / "aapc_tiny_2_2_tuned.c").exists()
+    assert (out / "tuned" / "aapc_topo_tiny_2_2_tuned.c").exists()
     # everything stored: a rerun measures nothing new
     again = _tune(*args)
     assert again.returncode == 0 and "resuming: 16 of 16 points" in again.stderr

@@ -22,6 +22,7 @@ Columns:
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -93,6 +94,40 @@ def runtime_label(name: str) -> str:
     return RUNTIME_PREFIX + name
 
 
+# MPI_Alltoall's default in a generated library: the run-time routine when every rank's machine
+# is known, else the precomputed default variant (docs/generate.md)
+AUTO = "auto"
+
+
+def precomputed_name(name: str) -> str:
+    """The precomputed variant a routine name of AAPC_VARIANT stands for: ``auto`` -> the
+    default variant, ``runtime-receiver-all`` -> ``receiver-all``; other names unchanged.
+    InputError for ``runtime-X`` when X has no run-time routine."""
+    if name == AUTO:
+        return DEFAULT_VARIANT
+    if name.startswith(RUNTIME_PREFIX):
+        base = name.removeprefix(RUNTIME_PREFIX)
+        if base not in RUNTIME_SYNC_C:
+            choices = ", ".join(runtime_label(v) for v in RUNTIME_SYNC_C)
+            raise InputError(f"unknown run-time routine '{name}' (choose from: {choices})")
+        return base
+    return name
+
+
+def routine_names() -> list[str]:
+    """Every name AAPC_VARIANT and ``--variant`` take, besides a variant's label with a block
+    size or a window (``sender-partial-4``, ``receiver-all-w4``)."""
+    return [*VARIANTS, *(runtime_label(v) for v in RUNTIME_SYNC_C), AUTO, "all"]
+
+
+def did_you_mean(word: str, names: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for a close name, else ``""``."""
+    close = difflib.get_close_matches(word, list(names), n=2, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(f"'{c}'" for c in close) + "?)"
+
+
 def default_variant(labels: Iterable[str]) -> str:
     """The variant a generated library runs unless told otherwise: the first of
     DEFAULT_PREFERENCE among ``labels``, else the first label."""
@@ -103,9 +138,12 @@ def default_variant(labels: Iterable[str]) -> str:
 def help_text(default: str | None) -> str:
     """``--variant`` help, from the table."""
     names = ", ".join(VARIANTS)
+    runtime = ", ".join(runtime_label(v) for v in RUNTIME_SYNC_C)
     return (
         f"seed 002 Table 5 variant: {names}, or all (default: {default}); "
-        f"{', '.join(sorted(WINDOWED))} also with a window of w phases in flight: NAME-wW"
+        f"{', '.join(sorted(WINDOWED))} also with a window of w phases in flight: NAME-wW; "
+        f"a partial variant with its block size: NAME-BS; every name AAPC_VARIANT takes: "
+        f"{runtime} (the run-time routine, with its precomputed variant), {AUTO} (the default)"
     )
 
 
@@ -152,7 +190,10 @@ def variant_spec(name: str, block_size: int | None = None) -> VariantSpec:
     name, window = split_window(name)
     variant = BY_NAME.get(name)
     if variant is None:
-        raise InputError(f"unknown variant '{name}' (choose from: {', '.join(VARIANTS)}, all)")
+        hint = did_you_mean(name, routine_names())
+        raise InputError(
+            f"unknown variant '{name}'" + (hint or f" (choose from: {', '.join(routine_names())})")
+        )
     if not 1 <= window <= MAX_WINDOW:
         raise InputError(
             f"variant '{name}{WINDOW_MARK}{window}': the window must be 1 to {MAX_WINDOW} phases"

@@ -25,18 +25,19 @@ from aapcgen.codegen.generate import (
     build_library,
     find_mpicc,
     generate,
+    intercept_default,
     stderr_progress,
 )
-from aapcgen.codegen.render import c_identifier, runtime_compile_args
+from aapcgen.codegen.render import intercept_file_name, runtime_compile_args
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Topology
 from aapcgen.core.topology import topology_or_builtin
 
 
 def other_topology_files(out: Path, topo: Topology) -> list[str]:
-    """The routines of other topologies already in the folder ``out`` (``aapc_<id>_intercept.c``
-    each defines MPI_Alltoall: two of them in one program do not link)."""
-    mine = f"aapc_{c_identifier(topo.name)}_intercept.c"
+    """The routines of other topologies already in the folder ``out`` (each
+    ``aapc_*_intercept.c`` defines MPI_Alltoall: two of them in one program do not link)."""
+    mine = intercept_file_name(topo.name)
     if not out.is_dir():
         return []
     return sorted(p.name for p in out.glob("aapc_*_intercept.c") if p.name != mine)
@@ -67,11 +68,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         _alltoallv_request(args, topo),
         args.runtime_scheduler,
         copy_runtime=not args.no_runtime,
+        default=intercept_default(args.variant),
     )
+    for line in written_lines(gen.files, out, topo, args.verbose):
+        print(line)
     labels = ", ".join(v.label for v in gen.variants)
-    print(
-        f"wrote {len(gen.files)} files to {out}/ for {topo.name} ({labels}; default {gen.default})"
-    )
+    print(f"variants: {labels}; MPI_Alltoall runs {gen.default} (AAPC_VARIANT picks another)")
     print(
         "MPI_Alltoall runs it on the whole cluster, and schedules any other communicator at its "
         "first call when every rank's machine is known (docs/generate.md)"
@@ -91,6 +93,22 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if gen.phased_over_bound > PHASED_WARN:
         print(phased_warning(topo, gen.phased_over_bound), file=sys.stderr)
     return 0
+
+
+def written_lines(files: list[Path], out: Path, topo: Topology, every: bool) -> list[str]:
+    """What generate wrote: the topology's files by name, then the runtime's (by name with -v,
+    else counted)."""
+    prefix = intercept_file_name(topo.name).removesuffix("_intercept.c")
+    own = [f.name for f in files if f.name.startswith(prefix)]
+    runtime = [f.name for f in files if not f.name.startswith(prefix)]
+    lines = [f"wrote {len(files)} files to {out}/ for {topo.name}:", "  " + " ".join(own)]
+    if runtime and every:
+        lines.append("  runtime: " + " ".join(runtime))
+    elif runtime:
+        lines.append(
+            f"  and the {len(runtime)} files of the runtime (aapc_*.c, aapc_*.h; -v names them)"
+        )
+    return lines
 
 
 # phases that need this much more than the bound, even back to back, are worth a warning
@@ -128,8 +146,9 @@ def venv_mpicc() -> str | None:
 
 def mpicc_of(explicit: str | None) -> str:
     """--mpicc, else $MPICC, else the venv's mpicc, else PATH's."""
-    if explicit or os.environ.get("MPICC"):
-        return find_mpicc(explicit)
+    env = os.environ.get("MPICC")
+    if explicit or env:
+        return find_mpicc(explicit, env)
     return venv_mpicc() or find_mpicc(None)
 
 
@@ -141,7 +160,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     check_phase_slots(topo)
     mpicc = mpicc_of(args.mpicc)
     for line in build_library(
-        topo, specs, Path(args.output), mpicc, stderr_progress if args.verbose else lambda _: None
+        topo,
+        specs,
+        Path(args.output),
+        mpicc,
+        stderr_progress if args.verbose else lambda _: None,
+        default=intercept_default(args.variant),
     ):
         print(line)
     return 0

@@ -12,11 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from aapcgen.alltoall.job import job_topology, rank_machines
+from aapcgen.alltoall.job import job_topology
 from aapcgen.alltoall.variants import help_text
 from aapcgen.core import limits
 from aapcgen.core.errors import InputError, one_line
-from aapcgen.core.hostlist import job_machines, parse_hostlist, read_hostfile
+from aapcgen.core.hostlist import (
+    job_rank_machines,
+    parse_hostlist,
+    parse_hostlist_ranks,
+    read_hostfile_ranks,
+    slurm_tasks_per_node,
+)
 from aapcgen.core.model import Topology
 from aapcgen.core.units import parse_rate_option
 
@@ -299,22 +305,33 @@ def job_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--hosts",
         metavar="LIST",
-        help="the job's hosts, Slurm hostlist syntax (e.g. 'n[0-3],n9'); default: "
-        "$SLURM_JOB_NODELIST when set, else the whole cluster",
+        help="the host of every rank, Slurm hostlist syntax (e.g. 'n[0-3],n9'; 'n0:2' or a "
+        "repeated host: two ranks there); default: $SLURM_JOB_NODELIST (and "
+        "$SLURM_TASKS_PER_NODE) when set, else the whole cluster",
     )
-    g.add_argument("--hostfile", metavar="FILE", help="the job's hosts, one per line")
+    g.add_argument(
+        "--hostfile",
+        metavar="FILE",
+        help="the job's hosts, one per line, as mpiexec reads it ('host:N', 'host slots=N')",
+    )
 
 
 def job_topology_of(args: argparse.Namespace, cluster: Topology) -> Topology:
-    """The cluster, or the job tree of ``--hosts``/``--hostfile``/``$SLURM_JOB_NODELIST`` (one
-    rank per machine, in host order): what the runtime schedules for that job."""
+    """The cluster, or the job tree of ``--hosts``/``--hostfile``/``$SLURM_JOB_NODELIST`` (with
+    ``$SLURM_TASKS_PER_NODE``): every rank on the machine of its host, in rank order, several
+    ranks per machine where the list gives them (``n0:2``, a repeated host, ``n0:2`` or
+    ``slots=2`` in a host file): what the runtime schedules for that job."""
+    what = "--hosts"
     if args.hostfile:
-        hosts = read_hostfile(args.hostfile)
+        ranks, what = read_hostfile_ranks(args.hostfile), "--hostfile"
     elif args.hosts is not None:
-        hosts = parse_hostlist(args.hosts)
+        ranks = parse_hostlist_ranks(args.hosts)
     elif os.environ.get("SLURM_JOB_NODELIST"):
-        hosts = parse_hostlist(os.environ["SLURM_JOB_NODELIST"], "$SLURM_JOB_NODELIST")
+        what = "$SLURM_JOB_NODELIST"
+        nodes = parse_hostlist(os.environ["SLURM_JOB_NODELIST"], what)
+        tasks = os.environ.get("SLURM_TASKS_PER_NODE")
+        counts = slurm_tasks_per_node(tasks, len(nodes)) if tasks else [1] * len(nodes)
+        ranks = [host for host, k in zip(nodes, counts) for _ in range(k)]
     else:
         return cluster
-    machines = job_machines(cluster, hosts, "--hostfile" if args.hostfile else "--hosts")
-    return job_topology(cluster, rank_machines(cluster, machines))
+    return job_topology(cluster, job_rank_machines(cluster, ranks, what))

@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
@@ -167,7 +168,7 @@ def _load_schedule_json(
     return topo, arr[:, 0], arr[:, 1], arr[:, 2], len(data["phases"])
 
 
-def _verify_loground(path: str, topo: Topology, data: dict) -> int:
+def _verify_loground(path: str, topo: Topology, data: dict) -> None:
     """A log-round member order the runtime dumped (kind "loground"): aapcgen/verify/loground.py."""
     names = data.get("members")
     index = {m: i for i, m in enumerate(topo.machines)}
@@ -179,30 +180,81 @@ def _verify_loground(path: str, topo: Topology, data: dict) -> int:
     if len(names) < 2:
         raise InputError(f"{path}: members: a log-round exchange needs at least 2 members")
     print(verify_loground(topo, [index[m] for m in names]).summary(f"{path} for {topo.name}"))
-    return 0
+
+
+def schedule_files(given: list[str]) -> list[str]:
+    """``--schedule`` values: files, and folders for their dumped schedules
+    (``aapc-schedule-*.json``, else every ``*.json``), each folder's in name order."""
+    files: list[str] = []
+    for item in given:
+        folder = Path(item)
+        if not folder.is_dir():
+            files.append(item)
+            continue
+        found = sorted(folder.glob("aapc-schedule-*.json")) or sorted(folder.glob("*.json"))
+        if not found:
+            raise InputError(f"--schedule {item}: the folder holds no schedule (*.json)")
+        files += [str(f) for f in found]
+    return files
+
+
+def prove_file(path: str, cluster: Topology) -> None:
+    """Prove one dumped file: a log-round members' order (kind "loground") or a schedule."""
+    data = _read_json(path, limits.value(limits.INPUT_BYTES))
+    if isinstance(data, dict) and data.get("kind") == "loground":
+        _verify_loground(path, cluster, data)
+        return
+    topo, phase, src, dst, listed = _load_schedule_json(path, cluster)
+    prove(topo, phase, src, dst, listed, f"{path} for {topo.name}")
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     topo = topology_or_builtin(args.topology)
     if args.schedule:
-        data = _read_json(args.schedule, limits.value(limits.INPUT_BYTES))
-        if isinstance(data, dict) and data.get("kind") == "loground":
-            return _verify_loground(args.schedule, topo, data)
         if args.hosts is not None or args.hostfile:
             raise InputError(
                 "--schedule: the file names its own job (rank_machines); drop --hosts/--hostfile"
             )
-        topo, phase, src, dst, listed = _load_schedule_json(args.schedule, topo)
-        what = f"{args.schedule} for {topo.name}"
-    else:
-        topo = job_topology_of(args, topo)
-        check_schedule_memory(topo)
-        check_proof_work(topo)
-        if topo.ranks_per_machine > 1:
-            check_ranks(topo)  # before anything is scheduled
-        _, sched = pipeline(topo)
-        phase, src, dst, listed = sched.phase, sched.src, sched.dst, sched.n_phases
-        what = topo.name
+        files = schedule_files(args.schedule)
+        if len(files) == 1:  # one file: its failure is the command's
+            prove_file(files[0], topo)
+            return 0
+        failed = [path for path in files if not verify_file(path, topo)]
+        if failed:
+            raise VerificationError(
+                f"{len(failed)} schedule file(s) failed: {', '.join(failed[:5])}"
+                + (" ..." if len(failed) > 5 else "")
+            )
+        return 0
+    verify_job(job_topology_of(args, topo))
+    return 0
+
+
+def verify_file(path: str, cluster: Topology) -> bool:
+    """Prove one schedule file (printing its result); False when its proof fails (said on
+    stderr; bad input stays an InputError)."""
+    try:
+        prove_file(path, cluster)
+    except VerificationError as exc:
+        print(f"aapcgen: {path}: verification FAILED: {exc}", file=sys.stderr, flush=True)
+        return False
+    return True
+
+
+def verify_job(topo: Topology) -> None:
+    """Schedule ``topo`` (the cluster or a job's tree) and prove the schedule."""
+    check_schedule_memory(topo)
+    check_proof_work(topo)
+    if topo.ranks_per_machine > 1:
+        check_ranks(topo)  # before anything is scheduled
+    _, sched = pipeline(topo)
+    prove(topo, sched.phase, sched.src, sched.dst, sched.n_phases, topo.name)
+
+
+def prove(
+    topo: Topology, phase: np.ndarray, src: np.ndarray, dst: np.ndarray, listed: int, what: str
+) -> None:
+    """The proof of one schedule of ``topo``, printed (VerificationError when it fails)."""
     check_schedule_memory(topo)
     check_proof_work(topo)
     if topo.ranks_per_machine > 1:
@@ -218,7 +270,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(proof.summary(what))
     if topo.ranks_per_machine > 1:
         print(verify_hierarchical(topo, phase, src, dst))
-    return 0
 
 
 def specs_of(args: argparse.Namespace) -> list[VariantSpec]:
@@ -292,8 +343,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--schedule",
-        metavar="FILE.json",
-        help="verify this schedule (JSON contract) instead of ours",
+        nargs="+",
+        metavar="FILE.json|DIR",
+        help="verify these schedules (JSON contract; a folder: the runtime's dumps in it, "
+        "AAPC_DUMP_SCHEDULE) instead of ours",
     )
     job_options(p)
     p = command(

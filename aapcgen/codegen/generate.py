@@ -25,10 +25,14 @@ from aapcgen.alltoall.phases import Schedule
 from aapcgen.alltoall.sync import SyncCounts, SyncPlan, plan_sync
 from aapcgen.alltoall.tree import TreeInfo, analyze
 from aapcgen.alltoall.variants import (
+    AUTO,
     BLOCKED,
+    RUNTIME_PREFIX,
     VARIANTS,
     VariantSpec,
     default_variant,
+    precomputed_name,
+    split_label,
     variant_spec,
 )
 from aapcgen.alltoallv.schedule import run_scheduler
@@ -37,6 +41,7 @@ from aapcgen.codegen.render import (
     RankTables,
     VariantCode,
     c_identifier,
+    intercept_label,
     piece_tables,
     rank_tables,
     render,
@@ -64,7 +69,17 @@ def parse_block_sizes(text: str | None) -> tuple[int, ...] | None:
 
 
 def variant_specs(variant: str, block_sizes: tuple[int, ...] | None) -> list[VariantSpec]:
-    """``--variant V`` or ``--variant all`` (partial variants once per block size)."""
+    """``--variant V`` or ``--variant all`` (partial variants once per block size). V is any
+    name AAPC_VARIANT takes: a variant, its label with a block size (``sender-partial-4``),
+    ``runtime-<variant>`` or ``auto`` (their precomputed variant: variants.precomputed_name)."""
+    variant = precomputed_name(variant)
+    if variant not in BLOCKED and block_sizes is None:
+        try:
+            name, block = split_label(variant)
+        except ValueError:
+            name, block = variant, None
+        if block is not None:
+            return [variant_spec(name, block)]
     names = list(VARIANTS) if variant == "all" else [variant]
     specs = []
     for name in names:
@@ -78,6 +93,12 @@ def variant_specs(variant: str, block_sizes: tuple[int, ...] | None) -> list[Var
                 )
             )
     return specs
+
+
+def intercept_default(variant: str) -> str | None:
+    """The routine MPI_Alltoall runs by default for ``--variant``: a run-time routine or auto
+    when named, else None (generate's choice: auto over the default variant)."""
+    return variant if variant == AUTO or variant.startswith(RUNTIME_PREFIX) else None
 
 
 def empty_plan(spec: VariantSpec) -> SyncPlan:
@@ -154,6 +175,7 @@ def generate(
     runtime_scheduler: str = "greedy",
     *,
     copy_runtime: bool = True,
+    default: str | None = None,
 ) -> Generated:
     """``runtime_scheduler``: the C scheduler of MPI_Alltoallv levels 1 and 2 (greedy: 10 ms
     per call for 256 machines, dense; balanced is closer to the bound but takes seconds there,
@@ -179,7 +201,7 @@ def generate(
             f"{spec.label}: {c.after_removal} sync messages after redundancy removal "
             f"(from {c.after_program_order}; {len(plan.dummy_phase)} dummies) ({time.perf_counter() - start:.1f} s)"
         )
-    default = default_variant(v.label for v in variants)
+    chosen = default_variant(v.label for v in variants)
     vcode = None
     if alltoallv is not None:
         vspecs = [s for s in specs if not s.dummy] if len(specs) > 1 else specs
@@ -187,22 +209,75 @@ def generate(
     start = time.perf_counter()
     vlevel = vlevel_code(topo, runtime_scheduler, 0, None)
     files = render(
-        topo, sched, plain, variants, default, out_dir, vcode, vlevel, copy_runtime=copy_runtime
+        topo,
+        sched,
+        plain,
+        variants,
+        chosen,
+        out_dir,
+        vcode,
+        vlevel,
+        copy_runtime=copy_runtime,
+        intercept=default,
     )
+    missing = [f for f in files if not f.is_file()]
+    if missing:
+        raise AapcError(f"{missing[0]}: was written but is not there (a full disk?)")
     progress(f"wrote {len(files)} files to {out_dir} ({time.perf_counter() - start:.1f} s)")
     return Generated(
-        files=files, variants=variants, default=default, alltoallv=vcode, phased_over_bound=over
+        files=files,
+        variants=variants,
+        default=default or intercept_label(chosen, variants),
+        alltoallv=vcode,
+        phased_over_bound=over,
     )
 
 
-def find_mpicc(explicit: str | None) -> str:
-    candidates = [explicit] if explicit else [os.environ.get("MPICC"), "mpicc"]
-    for c in candidates:
-        if c and shutil.which(c):
-            return str(shutil.which(c))
-    raise AapcError(
-        f"{explicit or 'mpicc'} not found on PATH; install an MPI (e.g. `make demo` puts MPICH in .venv/bin) "
-        "or pass --mpicc PATH"
+MPI_HINT = (
+    "install an MPI (your cluster's: `module load mpi`, `apt install mpich`; or MPICH from PyPI: "
+    "`pip install 'aapcgen[mpi]'`) or pass --mpicc PATH"
+)
+
+
+def find_mpicc(explicit: str | None, env: str | None = None) -> str:
+    """The MPI compiler wrapper: ``explicit`` (--mpicc), else ``env`` ($MPICC), else mpicc on
+    PATH; an AapcError naming which one is missing."""
+    for given, what in ((explicit, "--mpicc"), (env, "$MPICC")):
+        if given:
+            found = shutil.which(given)
+            if found is None:
+                kind = "not an executable file" if os.path.exists(given) else "not found"
+                where = "" if os.sep in given else " on PATH"
+                raise AapcError(f"{what} {given}: {kind}{where}; {MPI_HINT}")
+            return found
+    found = shutil.which("mpicc")
+    if found is None:
+        raise AapcError(f"mpicc not found on PATH (no MPI compiler); {MPI_HINT}")
+    return found
+
+
+COMPILE_LOG = "compile.log"
+
+
+def link_lines(output: Path) -> list[str]:
+    """How a Makefile links the shared library ``output``: -L/-l for lib<name>.so, the path
+    itself for any other name (``-lfoo`` would look for libfoo.so)."""
+    lib_dir = output.parent
+    if output.name.startswith("lib") and output.suffix == ".so" and len(output.stem) > 3:
+        return [f"  LDLIBS += -L{lib_dir} -Wl,-rpath,{lib_dir} -l{output.stem.removeprefix('lib')}"]
+    return [f"  LDLIBS += {output} -Wl,-rpath,{lib_dir}"]
+
+
+def compile_failed(cmd: list[str], proc: subprocess.CompletedProcess[str], kept: Path) -> AapcError:
+    """The error of a failed compile: the compiler's first error line, and where its whole
+    output and the sources were kept."""
+    lines = (proc.stderr + proc.stdout).strip().splitlines()
+    first = next(
+        (ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "(no output)"
+    )
+    return AapcError(
+        f"compiling failed: the compiler's whole output is in {kept / COMPILE_LOG} (the sources "
+        f"beside it); {Path(cmd[0]).name}: {first.strip()}"
     )
 
 
@@ -212,46 +287,71 @@ def build_library(
     output: Path,
     mpicc: str,
     progress: Callable[[str], None],
+    default: str | None = None,
 ) -> list[str]:
-    """Compile the generated routine into ``output`` (.so or .a); return how to use it."""
+    """Compile the generated routine into ``output`` (.so or .a); return how to use it. A failed
+    compile keeps the sources and the compiler's output (``compile.log``) in a folder it names;
+    ``default``: the routine MPI_Alltoall runs unless AAPC_VARIANT says otherwise (generate)."""
     if output.suffix not in (".so", ".a"):
         raise InputError(f"-o {output}: the library name must end in .so (shared) or .a (static)")
-    with tempfile.TemporaryDirectory(prefix="aapcgen-build-") as tmp:
-        gen = generate(topo, specs, Path(tmp), progress)
+    tmp = Path(tempfile.mkdtemp(prefix="aapcgen-build-"))
+    try:
+        gen = generate(topo, specs, tmp, progress, default=default)
         sources = sorted(str(f) for f in gen.files if f.suffix == ".c")
         flags = ["-std=c11", "-O2", "-fPIC", "-DAAPC_INTERCEPT", f"-I{tmp}"]
         output = output.resolve()
         if output.suffix == ".so":
             commands = [[mpicc, *flags, "-shared", *sources, "-o", str(output)]]
         else:
-            objects = [str(Path(tmp) / (Path(s).stem + ".o")) for s in sources]
+            objects = [str(tmp / (Path(s).stem + ".o")) for s in sources]
             commands = [[mpicc, *flags, "-c", s, "-o", o] for s, o in zip(sources, objects)]
             commands.append(["ar", "rcs", str(output), *objects])
         for cmd in commands:
             progress(shlex.join(cmd[:3] + ["..."]))
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+            except OSError as exc:
+                raise AapcError(f"cannot run {cmd[0]}: {exc.strerror or exc}; {MPI_HINT}") from None
             if proc.returncode != 0:
-                detail = (proc.stderr.strip().splitlines() or ["(no output)"])[0]
-                raise AapcError(f"compiling failed: {shlex.join(cmd[:2])} ...: {detail}")
-    lib_dir, stem = output.parent, output.stem.removeprefix("lib")
+                (tmp / COMPILE_LOG).write_text(
+                    f"$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}", encoding="utf-8"
+                )
+                raise compile_failed(cmd, proc, tmp)
+    except AapcError as exc:
+        if (tmp / COMPILE_LOG).exists():
+            raise exc  # the folder stays: the error names it
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+    built = (
+        f"built {output} (variants: {', '.join(v.label for v in gen.variants)}; MPI_Alltoall "
+        f"runs {gen.default})"
+    )
+    after = [
+        "pick another routine at run time with AAPC_VARIANT=<name>; "
+        "AAPC_REPORT=1 prints what ran at MPI_Finalize",
+    ]
     if output.suffix == ".so":
         return [
-            f"built {output} (variants: {', '.join(v.label for v in gen.variants)}; default {gen.default})",
+            built,
             "use it without relinking:",
             f"  LD_PRELOAD={output} mpiexec -n {topo.n_machines} ./your_program",
             "or link it (Makefile):",
-            f"  LDLIBS += -L{lib_dir} -Wl,-rpath,{lib_dir} -l{stem}",
+            *link_lines(output),
             "or (CMake):",
             f"  target_link_libraries(your_program PRIVATE {output})",
-            "pick a variant at run time with AAPC_VARIANT=<name>",
+            *after,
         ]
     return [
-        f"built {output} (variants: {', '.join(v.label for v in gen.variants)}; default {gen.default})",
+        built,
         "link it before the MPI library (Makefile):",
         f"  LDLIBS += -Wl,--whole-archive {output} -Wl,--no-whole-archive",
         "or (CMake):",
         f"  target_link_libraries(your_program PRIVATE -Wl,--whole-archive {output} -Wl,--no-whole-archive)",
-        "pick a variant at run time with AAPC_VARIANT=<name>",
+        *after,
     ]
 
 

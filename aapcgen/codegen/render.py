@@ -17,11 +17,17 @@ import numpy as np
 
 from aapcgen.alltoall.phases import Schedule
 from aapcgen.alltoall.sync import SyncPlan
-from aapcgen.alltoall.variants import DEFAULT_VARIANT, KIND_C, RUNTIME_SYNC_C, runtime_label
+from aapcgen.alltoall.variants import (
+    AUTO,
+    DEFAULT_VARIANT,
+    KIND_C,
+    RUNTIME_SYNC_C,
+    runtime_label,
+)
 from aapcgen.alltoallv.schedule import VSchedule
 from aapcgen.codegen.cluster import cluster_tables, render_cluster_c
 from aapcgen.codegen.vtree import render_vtree_c, vtree_tables
-from aapcgen.core.errors import InputError
+from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Topology
 from aapcgen.core.resources import resource_dir
 
@@ -29,9 +35,29 @@ NUMBERS_PER_LINE = 20
 
 
 def c_identifier(name: str) -> str:
-    """A topology or variant name as part of a C identifier: ``paper-fig1`` -> ``paper_fig1``."""
+    """A variant name as part of a C identifier: ``receiver-all`` -> ``receiver_all``."""
     ident = re.sub(r"[^0-9A-Za-z_]", "_", name).lower()
     return ident if not ident[:1].isdigit() else f"t{ident}"
+
+
+# The namespace of everything generated for a topology. The runtime (runtime_c/) names no file,
+# function, variable or macro aapc_topo_*, aapc_alltoall_topo_*, aapc_alltoallv_topo_* or
+# AAPC_TOPO_* (tests/test_site.py checks it), so no topology name can collide with it: a topology
+# named cluster, comm or registry writes aapc_topo_cluster.h, never runtime_c's aapc_cluster.h.
+TOPOLOGY_PREFIX = "topo_"
+RESERVED_PREFIXES = ("aapc_topo_", "aapc_alltoall_topo_", "aapc_alltoallv_topo_", "AAPC_TOPO_")
+
+
+def topology_c_name(name: str) -> str:
+    """The C name of a topology's files and symbols: ``paper-fig1`` -> ``topo_paper_fig1``
+    (files ``aapc_topo_paper_fig1*.c``, ``aapc_topo_paper_fig1.h``; functions
+    ``aapc_alltoall_topo_paper_fig1_<variant>``)."""
+    return TOPOLOGY_PREFIX + re.sub(r"[^0-9A-Za-z_]", "_", name).lower()
+
+
+def intercept_file_name(topology_name: str) -> str:
+    """The generated file that defines MPI_Alltoall for a topology (two in one folder clash)."""
+    return f"aapc_{topology_c_name(topology_name)}_intercept.c"
 
 
 def _csr(owner: np.ndarray, n: int) -> np.ndarray:
@@ -219,9 +245,6 @@ def runtime_variants() -> list[RuntimeVariant]:
     ]
 
 
-AUTO = "auto"
-
-
 @dataclass(frozen=True)
 class AutoVariant:
     """The default MPI_Alltoall: scheduled at run time when every rank's machine is known, else
@@ -237,6 +260,12 @@ def auto_variant(default: str, variants: list[VariantCode]) -> AutoVariant | Non
     if default not in RUNTIME_SYNC_C or not any(v.label == default for v in variants):
         return None
     return AutoVariant(RUNTIME_SYNC_C[default], c_identifier(default), default)
+
+
+def intercept_label(default: str, variants: list[VariantCode]) -> str:
+    """What MPI_Alltoall runs by default: auto when the default variant has a run-time
+    routine, else the default variant itself."""
+    return AUTO if auto_variant(default, variants) else default
 
 
 def runtime_sources() -> list[Path]:
@@ -319,11 +348,13 @@ def render(
     vlevel: VLevelCode | None = None,
     *,
     copy_runtime: bool = True,
+    intercept: str | None = None,
 ) -> list[Path]:
     """Write the generated sources and (unless ``copy_runtime`` is false) a flat copy of the
-    runtime into ``out_dir``."""
+    runtime into ``out_dir``; ``intercept``: what MPI_Alltoall runs by default (a run-time
+    routine or auto; None: intercept_label)."""
     env = template_environment()
-    topo_id = c_identifier(topo.name)
+    topo_id = topology_c_name(topo.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     runtime, auto = runtime_variants(), auto_variant(default, variants)
@@ -342,7 +373,7 @@ def render(
         "vpattern": alltoallv.pattern.ravel() if alltoallv else np.zeros(0),
         "runtime_variants": runtime,
         "auto": auto,
-        "intercept_default": AUTO if auto else default,
+        "intercept_default": intercept or intercept_label(default, variants),
         "n_variants": len(variants) + len(runtime) + (1 if auto else 0),
         "cluster_c": render_cluster_c(cluster_tables(topo), f"aapc_{topo_id}_cluster"),
     }
@@ -360,13 +391,24 @@ def render(
             ("vvariant.c.j2", f"aapc_{topo_id}_alltoallv_{v.ident}.c", {"v": v, **vextra})
             for v in alltoallv.variants
         ]
+    runtime = runtime_sources() if copy_runtime else []
+    check_unique_names([name for _, name, _ in outputs] + [f.name for f in runtime])
     for template, name, extra in outputs:
         path = out_dir / name
         path.write_text(env.get_template(template).render(**common, **extra))
         written.append(path)
-    if not copy_runtime:
-        return written
-    for source in runtime_sources():
+    for source in runtime:
         shutil.copyfile(source, out_dir / source.name)
         written.append(out_dir / source.name)
     return written
+
+
+def check_unique_names(names: list[str]) -> None:
+    """Every file of a generated folder has its own name (one would overwrite the other)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise AapcError(
+                f"two generated files would be named {name}: one would overwrite the other"
+            )
+        seen.add(name)

@@ -69,8 +69,33 @@ def builtin_topology() -> Topology:
     return parse_topology(data, source, lines)
 
 
+def shipped_examples() -> list[str]:
+    """The names of the example topologies shipped with aapcgen (topologies/*.yaml)."""
+    return sorted(p.stem for p in resource_dir("topologies").glob("*.yaml"))
+
+
+def topology_path(path: str) -> str:
+    """``path``, or the shipped example of that name when no such file exists and the name has
+    no folder in it (``two-level-1024``, ``two-level-1024.yaml``). InputError for a bare name
+    that is neither, with the closest examples."""
+    if os.path.exists(path) or os.sep in path or (os.altsep and os.altsep in path):
+        return path
+    name = path.removesuffix(".yaml")
+    shipped = resource_dir("topologies") / f"{name}.yaml"
+    if shipped.is_file():
+        return str(shipped)
+    close = difflib.get_close_matches(name, shipped_examples(), n=3, cutoff=0.5)
+    hint = (
+        f"did you mean {', '.join(close)}?"
+        if close
+        else f"the shipped examples are in {resource_dir('topologies')}"
+    )
+    raise InputError(f"{path}: file not found, nor a shipped example of that name ({hint})")
+
+
 def topology_or_builtin(path: str | None) -> Topology:
-    """The topology in ``path``; without a path, the built-in example, saying so on stderr."""
+    """The topology in ``path`` (a file, or the name of a shipped example); without a path, the
+    built-in example, saying so on stderr."""
     if path is None:
         topo = builtin_topology()
         print(
@@ -79,7 +104,7 @@ def topology_or_builtin(path: str | None) -> Topology:
             file=sys.stderr,
         )
         return topo
-    return load_topology(path)
+    return load_topology(topology_path(path))
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -476,7 +501,10 @@ def _parse_machines(ctx: _Context, value: object, switches: dict[str, str]) -> l
                 raise ctx.error(
                     machine.where, f"switch {_q(machine.switch)} is a machine, not a switch"
                 )
-            raise ctx.error(machine.where, f"unknown switch {_q(machine.switch)}")
+            raise ctx.error(
+                machine.where,
+                f"unknown switch {_q(machine.switch)}{_closest(machine.switch, switches)}",
+            )
 
     if len(machines) < 2:
         raise ctx.error("machines", f"needs at least 2 machines, found {len(machines)}")
@@ -516,6 +544,12 @@ def _link_entry(
             )
         expanded.append(_expand(ctx, where, "link end", pattern))
     return _pair(ctx, where, expanded[0], expanded[1], "link ends"), bandwidth
+
+
+def _closest(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for a close known name (a typo), else ``""``."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {_q(close[0])}?)" if close else ""
 
 
 def _tree_path(adjacency: dict[str, list[str]], start: str, goal: str) -> list[str]:
@@ -606,7 +640,8 @@ def _parse_links(
             where = f"links[{index}] [{_clip(a)}, {_clip(b)}]"
             for end in (a, b):
                 if end not in switches and end not in machines:
-                    raise ctx.error(where, f"unknown node {_q(end)}")
+                    close = _closest(end, [*switches, *machines])
+                    raise ctx.error(where, f"unknown node {_q(end)}{close}")
             if a == b:
                 raise ctx.error(where, f"self-link: both ends are {_q(a)}")
             if a in machines and b in machines:

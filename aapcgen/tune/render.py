@@ -15,7 +15,13 @@ from aapcgen.alltoall.capacity import schedule_phases
 from aapcgen.alltoall.tree import analyze
 from aapcgen.alltoall.variants import DEFAULT_VARIANT, VariantSpec, split_label, variant_spec
 from aapcgen.codegen.generate import empty_plan, generate
-from aapcgen.codegen.render import c_identifier, rank_tables, render, template_environment
+from aapcgen.codegen.render import (
+    c_identifier,
+    rank_tables,
+    render,
+    template_environment,
+    topology_c_name,
+)
 from aapcgen.core.model import Topology
 from aapcgen.tune.decide import Choice, Point, Range, is_native
 
@@ -82,7 +88,7 @@ def render_tuned(
     plain = rank_tables(sched, empty_plan(variant_spec("no-sync")))
     entry = replace(gen.variants[0], label=TUNED, ident=TUNED)
     files = render(topo, sched, plain, [*gen.variants, entry], TUNED, out_dir)
-    topo_id = c_identifier(topo.name)
+    topo_id = topology_c_name(topo.name)
     tuned = out_dir / f"aapc_{topo_id}_{TUNED}.c"
     tuned.write_text(
         template_environment()

@@ -54,6 +54,7 @@
 #include "aapc_exec.h" /* aapc_alltoall_block */
 #include "aapc_args.h" /* aapc_args_raise_code */
 #include "aapc_hier.h"
+#include "aapc_report.h"
 #include "aapc_settings.h"
 #include "aapc_vsched.h"
 
@@ -296,6 +297,7 @@ static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
     aapc_job_phases_t ph;
     int rc = aapc_job_phases(cc->cluster, cc->rank_machine, cc->size, &ph);
     if (rc == AAPC_JOB_ERANGE || rc == AAPC_JOB_EINVAL) {
+        snprintf(cc->why, sizeof cc->why, "%s", ph.error); /* for the report's later calls */
         aapc_warn_fallback(comm, name, ph.error, "MPI_Alltoall");
         return MPI_SUCCESS;
     }
@@ -661,6 +663,7 @@ static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, cons
     aapc_hier_layout_t h = {le->r, cc->size, le->order, le->node, le->leaders, leader_exchange,
                             le};
     atomic_fetch_add(&served[AAPC_WAY_LEADERS], 1);
+    aapc_report_served("run-time, leader-based");
     return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                    cc->dup);
 }
@@ -677,6 +680,7 @@ static int run_loground(aapc_cluster_comm_t *cc, const void *sendbuf, int sendco
         return aapc_args_raise_code(comm, rc);
     aapc_args_private_returns(cc->dup);
     atomic_fetch_add(&served[AAPC_WAY_LOGROUND], 1);
+    aapc_report_served("run-time, log-round");
     return aapc_args_raise_code(comm, aapc_alltoall_loground(sendbuf, sendcount, sendtype, recvbuf,
                                                               recvcount, recvtype, cc->dup,
                                                               rank_at));
@@ -696,6 +700,7 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return rc;
     if (way == AAPC_WAY_LIBRARY) {
         atomic_fetch_add(&served[AAPC_WAY_LIBRARY], 1);
+        aapc_report_served("MPI library, chosen by size");
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     }
     if ((rc = aapc_args_alltoall(name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
@@ -725,10 +730,13 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return rc;
     if ((e == NULL || !e->usable) && otherwise != NULL)
         return otherwise(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (e == NULL || !e->usable)
+        aapc_report_fallback(aapc_cluster_comm_why(state));
     if (e == NULL || !e->usable || bytes == 0)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     aapc_args_private_returns(e->info.dup);
     atomic_fetch_add(&served[AAPC_WAY_PHASES], 1);
+    aapc_report_served(e->info.machine_block != NULL ? "run-time, siblings' union" : "run-time");
     return aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype);
 }

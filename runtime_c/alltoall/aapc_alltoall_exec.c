@@ -19,6 +19,7 @@
 
 #include "aapc_args.h"
 #include "aapc_exec.h"
+#include "aapc_report.h"
 
 int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcount,
                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -40,8 +41,11 @@ int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcou
     aapc_comm_info_t info;
     if ((rc = aapc_comm_lookup(s, comm, &info)) != MPI_SUCCESS)
         return rc;
-    if (!info.usable)
+    if (!info.usable) {
+        aapc_report_fallback(aapc_comm_why(s, &info));
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
+    aapc_report_served(aapc_comm_why(s, &info)[0] ? aapc_comm_why(s, &info) : "precomputed");
     aapc_args_private_returns(info.dup);
     return aapc_args_raise_code(comm, aapc_alltoall_exec(s, &info, sendbuf, sendcount, sendtype,
                                                          recvbuf, recvcount, recvtype));

@@ -1,9 +1,10 @@
 /*
  * aapc_registry.c: choose the variant that MPI_Alltoall runs (selection, kept apart from the
  * algorithms). The environment variable AAPC_VARIANT names a variant of aapc_variants[]; unset,
- * the generation-time default runs. A setting every rank of a communicator shares
- * (common/aapc_settings.h): where its ranks differ, every rank runs the default. Resolved once
- * per name; cost per call: one attribute lookup.
+ * the generation-time default runs; a name that is none of them is reported with the closest
+ * generated names. A setting every rank of a communicator shares (common/aapc_settings.h):
+ * where its ranks differ, every rank runs the default. Resolved once per name; cost per call:
+ * one attribute lookup.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 
 #include "aapc_registry.h"
 #include "aapc_settings.h"
+
+#include "aapc_comm.h" /* aapc_closest_names */
 
 static aapc_alltoall_fn find(const char *name)
 {
@@ -20,6 +23,30 @@ static aapc_alltoall_fn find(const char *name)
         }
     }
     return NULL;
+}
+
+/* AAPC_VARIANT names no variant: say so with the closest names (a typo), else all of them. The
+   environment is the same on every rank (mpiexec and srun pass it on). */
+static void say_unknown(const char *wanted, const char *default_variant)
+{
+    enum { MAX_LISTED = 64 };
+    int rank = 0; /* once per job: MPI_COMM_WORLD's rank 0 says it (AAPC_WARN=all: every rank) */
+    if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS && rank != 0 && !aapc_warn_every())
+        return;
+    const char *names[MAX_LISTED] = {NULL};
+    int n = aapc_nvariants < MAX_LISTED ? aapc_nvariants : MAX_LISTED;
+    char close[160], all[1024] = "";
+    for (int i = 0; i < n; i++)
+        names[i] = aapc_variants[i].variant;
+    aapc_closest_names(wanted, names, n, close, sizeof close);
+    for (int i = 0; i < n && !close[0]; i++) {
+        size_t used = strlen(all);
+        snprintf(all + used, sizeof all - used, "%s%s", i ? ", " : "", names[i]);
+    }
+    fprintf(stderr,
+            "aapcgen: AAPC_VARIANT=%s is not a variant generated for %s (%s%s%s); using %s\n",
+            wanted, aapc_topology_name, close[0] ? "did you mean " : "generated: ",
+            close[0] ? close : all, close[0] ? "?" : "", default_variant);
 }
 
 /* The variant named `wanted` (NULL or empty: default_variant), resolved once per name. */
@@ -32,8 +59,7 @@ static aapc_alltoall_fn resolve(const char *wanted, const char *default_variant)
             env_fn = find(wanted);
             env_name = wanted;
             if (env_fn == NULL)
-                fprintf(stderr, "aapcgen: AAPC_VARIANT=%s is not a variant generated for %s; using %s\n",
-                        wanted, aapc_topology_name, default_variant);
+                say_unknown(wanted, default_variant);
         }
         if (env_fn != NULL)
             return env_fn;

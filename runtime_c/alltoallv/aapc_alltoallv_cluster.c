@@ -40,6 +40,7 @@
 #include "aapc_args.h"
 #include "aapc_cluster_comm.h"
 #include "aapc_comm.h"
+#include "aapc_report.h"
 
 /* The job tree of a communicator as the Alltoallv schedulers take it (one slot, shared by
    every level-1/2 routine on the communicator). */
@@ -281,6 +282,7 @@ int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, con
     }
     if (size == 1) { /* a copy to itself: nothing to schedule */
         *handled = 1;
+        aapc_report_fallback("a communicator of 1 rank (the library's local copy)");
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
     }
@@ -360,6 +362,7 @@ int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, con
                               rdispls, recvtype, comm);
     }
     aapc_comm_info_t info = {1, cc->dup, cc->rank, NULL, NULL, NULL, 0};
+    aapc_report_served("run-time, job tree");
     return aapc_alltoallv_exec(&s->tab.sched, &info, sendbuf, sendcounts, sdispls, sendtype,
                                recvbuf, recvcounts, rdispls, recvtype);
 }

@@ -20,6 +20,7 @@
 
 #include "aapc_args.h"
 #include "aapc_exec.h"
+#include "aapc_report.h"
 
 /* Byte span [*lo, *hi) of `count` elements of `type` at displacement disp (in extents). */
 static void aapc_span(MPI_Aint disp, int count, MPI_Aint ext, MPI_Aint tlb, MPI_Aint text,
@@ -231,9 +232,12 @@ int aapc_alltoallv_run(const aapc_schedule_t *s, const void *sendbuf, const int 
     if (!ok)
         aapc_warn_fallback(comm, s->name, "this call's counts differ from the compiled pattern",
                        "MPI_Alltoallv");
+    if (!info.usable)
+        aapc_report_fallback(aapc_comm_why(s, &info));
     if (!info.usable || !ok)
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
+    aapc_report_served("precomputed, compiled pattern");
     return aapc_args_raise_code(comm, aapc_alltoallv_exec(s, &info, sendbuf, sendcounts, sdispls,
                                                           sendtype, recvbuf, recvcounts, rdispls,
                                                           recvtype));

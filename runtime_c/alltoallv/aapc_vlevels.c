@@ -22,6 +22,7 @@
 
 #include "aapc_alltoallv_cluster.h"
 #include "aapc_comm.h"
+#include "aapc_report.h"
 
 /* The last schedule of each program (one entry per aapc_vprog_t used in the process). */
 struct vcache {
@@ -109,6 +110,7 @@ static int run(const aapc_vprog_t *prog, aapc_comm_info_t *info, const long long
     free(m);
     if (s == NULL)
         return rc;
+    aapc_report_served("run-time, whole cluster");
     return aapc_alltoallv_exec(s, info, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                recvcounts, rdispls, recvtype);
 }
@@ -128,9 +130,11 @@ int aapc_alltoallv_level1(const aapc_vprog_t *prog, const void *sendbuf, const i
         return rc;
     if ((rc = aapc_comm_lookup(prog->key, comm, &info)) != MPI_SUCCESS)
         return rc;
-    if (!info.usable)
+    if (!info.usable) {
+        aapc_report_fallback(aapc_comm_why(prog->key, &info));
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
+    }
     n = prog->key->nmachines;
     const int *counts = sendbuf == MPI_IN_PLACE ? recvcounts : sendcounts;
     if ((rc = PMPI_Type_size(sendbuf == MPI_IN_PLACE ? recvtype : sendtype, &size)) != MPI_SUCCESS)
@@ -168,9 +172,11 @@ int aapc_alltoallv_level2(const aapc_vprog_t *prog, const long long *bytes, cons
         return rc;
     if ((rc = aapc_comm_lookup(prog->key, comm, &info)) != MPI_SUCCESS)
         return rc;
-    if (!info.usable)
+    if (!info.usable) {
+        aapc_report_fallback(aapc_comm_why(prog->key, &info));
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
+    }
     return run(prog, &info, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                rdispls, recvtype);
 }

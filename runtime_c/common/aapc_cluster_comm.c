@@ -5,10 +5,14 @@
  * Algorithm, first use on a communicator (collective, the same on every rank):
  *   1. this process's machine: AAPC_MACHINE, else MPI_Get_processor_name matched against the
  *      cluster's hosts (cluster/aapc_cluster_machine.c), looked up once per process;
- *   2. one MPI_Comm_dup (the routines' private traffic) and one MPI_Allgather of three ints: the
- *      machine of every rank and the hash of its settings (common/aapc_settings.h: a communicator
- *      whose ranks differ runs the defaults, and rank 0 names the variables in one warning). A rank on an unknown host warns, naming its host; every rank sees
- *      the same gathered table, so every rank reaches the same decision;
+ *   2. one MPI_Comm_dup (the routines' private traffic) and one MPI_Allgather of four ints: the
+ *      machine of every rank, how it was found, and the hash of its settings
+ *      (common/aapc_settings.h: a communicator whose ranks differ runs the defaults, and rank 0
+ *      names the variables in one warning). When some rank is on an unknown host, one more
+ *      MPI_Allgather of every rank's cause (256 bytes: the host, or the mistyped AAPC_MACHINE
+ *      with the closest machine names); rank 0 warns once per distinct cause (once per job:
+ *      aapc_warn_fallback). Every rank sees the same gathered table, so every rank reaches the
+ *      same decision;
  *   3. on demand, the job tree of those ranks;
  *   4. the state is an attribute of the user's communicator (MPI_COMM_NULL_COPY_FN: a user's dup
  *      gathers again; a delete callback frees the dup, the tree and every routine's slot).
@@ -16,7 +20,8 @@
  * aapc_comm_split_siblings): PMPI_Comm_split, then, when every rank of the parent is on a known
  * machine, one MPI_Allgather of (colour, rank in the child) over the parent's dup and one
  * MPI_Comm_dup of it, shared by the siblings of this rank as their family (freed with the last).
- * Cost: first use lg P alpha + 12 P beta (the Allgather) plus the dup, and O(P + S + M) for the
+ * Cost: first use lg P alpha + 16 P beta (the Allgather; + 256 P beta with an unknown host)
+ * plus the dup, and O(P + S + M) for the
  * tree (cluster/aapc_cluster_tree.c); later uses one attribute lookup. A recorded split adds
  * lg P alpha + 8 P beta and a dup of the parent.
  * Not thread-safe on first use (MPI forbids concurrent collectives on one communicator).
@@ -98,20 +103,83 @@ static int state_of(MPI_Comm comm, aapc_cluster_comm_t **out)
     return MPI_SUCCESS;
 }
 
-/* This process's machine (-1: unknown) and the name it was looked up by. */
-static int32_t my_machine(const aapc_cluster_t *cl, char *host, int hostlen)
+/* How this process's machine was found. */
+enum { KNOWN = 0, UNKNOWN_HOST = 1, UNKNOWN_NAME = 2 };
+
+/* This process's machine (-1: unknown), how (*kind), and the cause when unknown (`why`). */
+static int32_t my_machine(const aapc_cluster_t *cl, int *kind, char *why, size_t whylen)
 {
     const char *env = getenv("AAPC_MACHINE");
     if (env != NULL && env[0] != '\0') {
-        snprintf(host, (size_t)hostlen, "AAPC_MACHINE=%s", env);
-        return aapc_cluster_machine_named(cl, env);
+        int32_t m = aapc_cluster_machine_named(cl, env);
+        *kind = m >= 0 ? KNOWN : UNKNOWN_NAME;
+        if (m < 0) {
+            char close[160];
+            aapc_closest_names(env, cl->machine_name, cl->n_machines, close, sizeof close);
+            snprintf(why, whylen, "AAPC_MACHINE=%s is not a machine of cluster %s%s%s%s", env,
+                     cl->name, close[0] ? " (did you mean " : "", close,
+                     close[0] ? "?)" : "");
+        }
+        return m;
     }
     int len = 0;
     char name[MPI_MAX_PROCESSOR_NAME + 1] = {0};
     if (PMPI_Get_processor_name(name, &len) != MPI_SUCCESS)
         name[0] = '\0';
-    snprintf(host, (size_t)hostlen, "host '%s'", name);
-    return aapc_cluster_machine_of_host(cl, name);
+    int32_t m = aapc_cluster_machine_of_host(cl, name);
+    *kind = m >= 0 ? KNOWN : UNKNOWN_HOST;
+    if (m < 0)
+        snprintf(why, whylen,
+                 "host '%s' is not a machine of cluster %s (a machine answers to its host: or "
+                 "name:; AAPC_MACHINE=<machine> places a rank by hand)",
+                 name, cl->name);
+    return m;
+}
+
+/* After the gather, when some rank is on an unknown host: every rank's cause (one more
+   MPI_Allgather of a fixed-size text), the first one in cc->why, whether all ranks share one
+   host outside the cluster, and the warnings: one per distinct cause, from rank 0 (every rank
+   notes them: aapc_warn_fallback), or under AAPC_WARN=all every unknown rank its own. */
+static int explain_unknown(aapc_cluster_comm_t *cc, const int32_t *pairs, const char *mine,
+                           const char *name, const char *routine, int warn_unknown)
+{
+    enum { LEN = sizeof cc->why };
+    char *all = malloc((size_t)cc->size * LEN), own[LEN];
+    if (all == NULL)
+        return MPI_ERR_NO_MEM;
+    snprintf(own, sizeof own, "%s", mine);
+    int rc = PMPI_Allgather(own, LEN, MPI_CHAR, all, LEN, MPI_CHAR, cc->dup);
+    if (rc != MPI_SUCCESS) {
+        free(all);
+        return rc;
+    }
+    int first = -1;
+    cc->one_host = cc->size >= 1;
+    for (int r = 0; r < cc->size; r++) {
+        all[(size_t)r * LEN + LEN - 1] = '\0';
+        if (pairs[2 * r] < 0 && first < 0)
+            first = r;
+        cc->one_host &= pairs[2 * r + 1] == UNKNOWN_HOST &&
+                        strcmp(all + (size_t)r * LEN, all) == 0;
+    }
+    snprintf(cc->why, sizeof cc->why, "%s", all + (size_t)first * LEN);
+    if (warn_unknown || !cc->one_host) {
+        if (aapc_warn_every()) {
+            if (mine[0] != '\0')
+                aapc_warn_fallback(MPI_COMM_NULL, name, mine, routine);
+        } else {
+            for (int r = 0; r < cc->size; r++) { /* each distinct cause once, in rank order */
+                const char *text = all + (size_t)r * LEN;
+                int seen = pairs[2 * r] >= 0;
+                for (int q = 0; q < r && !seen; q++)
+                    seen = pairs[2 * q] < 0 && strcmp(all + (size_t)q * LEN, text) == 0;
+                if (!seen)
+                    aapc_warn_fallback(cc->dup, name, text, routine);
+            }
+        }
+    }
+    free(all);
+    return MPI_SUCCESS;
 }
 
 int aapc_cluster_comm(const aapc_cluster_t *cl, MPI_Comm comm, const char *name,
@@ -143,50 +211,94 @@ int aapc_cluster_comm(const aapc_cluster_t *cl, MPI_Comm comm, const char *name,
     }
     static const aapc_cluster_t *known_for = NULL;
     static int32_t known = -2;
-    static char host[MPI_MAX_PROCESSOR_NAME + 32];
+    static int kind = KNOWN;
+    static char why[sizeof cc->why];
     if (known_for != cl) {
-        known = my_machine(cl, host, (int)sizeof host);
+        why[0] = '\0';
+        known = my_machine(cl, &kind, why, sizeof why);
         known_for = cl;
     }
-    /* (machine, settings hash high, low) of every rank: one gather, both facts */
+    /* (machine, how it was found, settings hash high, low) of every rank: one gather */
     uint64_t h = aapc_settings_hash();
-    int32_t mine[3] = {known, (int32_t)(uint32_t)(h >> 32), (int32_t)(uint32_t)h};
+    int32_t mine[4] = {known, kind, (int32_t)(uint32_t)(h >> 32), (int32_t)(uint32_t)h};
     int32_t *rm = malloc((size_t)cc->size * sizeof *rm);
     int32_t *all = malloc((size_t)cc->size * sizeof mine);
-    if (rm == NULL || all == NULL) {
+    int32_t *pairs = malloc((size_t)cc->size * sizeof *pairs * 2);
+    if (rm == NULL || all == NULL || pairs == NULL) {
         free(rm);
         free(all);
+        free(pairs);
         return MPI_ERR_NO_MEM;
     }
-    if ((rc = PMPI_Allgather(mine, 3, MPI_INT32_T, all, 3, MPI_INT32_T, cc->dup)) != MPI_SUCCESS) {
+    if ((rc = PMPI_Allgather(mine, 4, MPI_INT32_T, all, 4, MPI_INT32_T, cc->dup)) !=
+        MPI_SUCCESS) {
         free(rm);
         free(all);
+        free(pairs);
         return rc;
     }
+    int any_unknown = 0;
+    cc->settings_agreed = 1;
+    for (int r = 0; r < cc->size; r++) {
+        rm[r] = pairs[2 * r] = all[4 * r];
+        pairs[2 * r + 1] = all[4 * r + 1];
+        any_unknown |= rm[r] < 0;
+        cc->settings_agreed &= all[4 * r + 2] == mine[2] && all[4 * r + 3] == mine[3];
+    }
+    free(all);
     free(cc->rank_machine);
     aapc_job_tree_free(&cc->tree);
     cc->tree_state = 0;
     cc->shape_state = 0;
     cc->rank_machine = rm;
     cc->cluster = cl;
-    cc->all_known = cc->size >= 2;
-    cc->settings_agreed = 1;
-    for (int r = 0; r < cc->size; r++) {
-        rm[r] = all[3 * r];
-        cc->all_known &= rm[r] >= 0;
-        cc->settings_agreed &= all[3 * r + 1] == mine[1] && all[3 * r + 2] == mine[2];
-    }
-    free(all);
+    cc->all_known = cc->size >= 2 && !any_unknown;
+    cc->one_host = 0;
+    cc->why[0] = '\0';
     /* every rank saw the same table, so every rank takes part (or none does) */
-    if (!cc->settings_agreed && (rc = aapc_settings_warn_differ(cc->dup, name)) != MPI_SUCCESS)
+    if (!cc->settings_agreed)
+        rc = aapc_settings_warn_differ(cc->dup, name);
+    if (rc == MPI_SUCCESS && any_unknown)
+        rc = explain_unknown(cc, pairs, why, name, routine, warn_unknown);
+    else if (rc == MPI_SUCCESS && cc->size < 2)
+        snprintf(cc->why, sizeof cc->why, "a communicator of 1 rank (the library's local copy)");
+    free(pairs);
+    if (rc != MPI_SUCCESS) {
+        cc->rank_machine = NULL; /* gather again next time */
+        free(rm);
         return rc;
-    if (known < 0 && warn_unknown) {
-        char why[MPI_MAX_PROCESSOR_NAME + 160];
-        snprintf(why, sizeof why, "%s is not a machine of cluster %s", host, cl->name);
-        aapc_warn_fallback(MPI_COMM_NULL, name, why, routine);
     }
     *out = cc;
     return MPI_SUCCESS;
+}
+
+int aapc_cluster_place(const void *cluster, MPI_Comm comm, const char *name, const char *routine,
+                       aapc_placed_t *out)
+{
+    aapc_cluster_comm_t *cc = NULL;
+    memset(out, 0, sizeof *out);
+    out->why = "";
+    int rc = aapc_cluster_comm(cluster, comm, name, routine, 0, &cc);
+    if (rc != MPI_SUCCESS || cc == NULL)
+        return rc;
+    out->size = cc->size;
+    out->rank_machine = cc->rank_machine;
+    out->all_known = cc->all_known || (cc->size == 1 && cc->rank_machine[0] >= 0);
+    out->one_host = cc->one_host;
+    out->why = cc->why;
+    out->machine_name = cc->cluster->machine_name;
+    return MPI_SUCCESS;
+}
+
+const char *aapc_cluster_comm_why(const aapc_cluster_comm_t *cc)
+{
+    if (cc == NULL)
+        return "the communicator is an inter-communicator";
+    if (cc->why[0] != '\0')
+        return cc->why;
+    if (cc->tree_state < 0 && cc->tree_error[0] != '\0')
+        return cc->tree_error;
+    return "the run-time scheduler refused this communicator (see the warning)";
 }
 
 const aapc_job_tree_t *aapc_cluster_comm_tree(aapc_cluster_comm_t *cc, int *nomem)

@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include "aapc_cluster.h"
+#include "aapc_phased.h" /* aapc_placed_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +43,8 @@ typedef struct aapc_cluster_comm {
     const aapc_cluster_t *cluster; /* what rank_machine was gathered for */
     int32_t *rank_machine;         /* machine of every rank; -1: a rank on an unknown host */
     int all_known;                 /* every rank is on a known machine (and size >= 2) */
+    int one_host;                  /* no rank is: all run on one host outside the cluster */
+    char why[256];                 /* not all_known: why (the first unknown rank's host) */
     int settings_agreed;           /* every rank has the same settings (aapc_settings.h) */
     int shape_state;               /* 0: not computed, 1: computed, -1: none */
     aapc_job_shape_t shape;        /* what the per-call selection reads */
@@ -53,11 +56,24 @@ typedef struct aapc_cluster_comm {
 } aapc_cluster_comm_t;
 
 /* The communicator's state for `cluster`, collective on its first use (one MPI_Comm_dup, one
-   MPI_Allgather of an int). *out is NULL for an inter-communicator. A rank on an unknown host
-   prints one warning naming its host for `routine` (unless AAPC_QUIET). Returns an MPI error
+   MPI_Allgather of two ints; when a rank is on an unknown host, one more of every rank's
+   cause). *out is NULL for an inter-communicator. Ranks on unknown hosts: rank 0 warns once
+   per cause for `routine` (aapc_warn_fallback: once per job), naming the host or the mistyped
+   AAPC_MACHINE, unless `warn_unknown` is 0 and every rank runs on one host outside the
+   cluster (a workstation: the caller has another routine for that). Returns an MPI error
    code. */
 int aapc_cluster_comm(const aapc_cluster_t *cluster, MPI_Comm comm, const char *name,
                       const char *routine, int warn_unknown, aapc_cluster_comm_t **out);
+
+/* aapc_placement_t.place of the generated schedules: where the ranks of comm run, from
+   aapc_cluster_comm (the same gather as the run-time routines; never warns for a run on one
+   host outside the cluster). */
+int aapc_cluster_place(const void *cluster, MPI_Comm comm, const char *name, const char *routine,
+                       aapc_placed_t *out);
+
+/* Why the run-time routine does not run on this communicator, for the report: the unknown
+   host, the scheduler's refusal, or a fixed phrase. */
+const char *aapc_cluster_comm_why(const aapc_cluster_comm_t *cc);
 
 /* MPI_Comm_split (PMPI) that records the siblings on the new communicator when every rank of
    comm is on a known machine of `cluster`: collective over comm, one MPI_Allgather of two ints

@@ -1,19 +1,33 @@
 /*
- * aapc_comm.c: per-communicator cache and rank -> machine mapping of the phase executor.
+ * aapc_comm.c: per-communicator cache and rank -> machine mapping of the phase executor, and the
+ * fallback warnings of every routine.
  *
  * Algorithm: on the first call of a schedule on a communicator, check that the communicator is
- * an intra-communicator with one rank per machine, PMPI_Comm_dup it (once per communicator) and
- * map ranks to machines: the identity when the schedule has no host table; otherwise every rank
- * allgathers MPI_Get_processor_name and, in rank order, takes the first unused machine whose
- * host name is equal (machines sorted by (host, index) once, then one binary search per rank).
- * The result, including "does not match", is cached as an attribute on the user's communicator
- * (keyval created lazily, MPI_COMM_NULL_COPY_FN so user dups do not inherit it, a delete
- * callback that frees the dup and the cache). All ranks see the same gathered names, so all
- * reach the same decision and either all run the schedule or all fall back.
+ * an intra-communicator of more than one rank, PMPI_Comm_dup it (once per communicator) and map
+ * ranks to machines:
+ *   - generated schedules carry a placement (common/aapc_cluster_comm.c): the machine of every
+ *     rank, by AAPC_MACHINE or host name, gathered once per communicator and shared with the
+ *     run-time routines. The schedule runs only on a placement it can confirm: every rank on a
+ *     machine of the cluster, each machine once; or every rank on one host outside the cluster
+ *     (a workstation, where no switch link is crossed), in MPI_COMM_WORLD rank order. Otherwise
+ *     the library's routine runs and the warning names the cause (the unknown host, the
+ *     mistyped AAPC_MACHINE, the size, a machine with two ranks);
+ *   - without a placement: the identity of MPI_COMM_WORLD ranks when the schedule has no host
+ *     table; otherwise every rank allgathers MPI_Get_processor_name and, in rank order, takes
+ *     the first unused machine whose host name is equal (machines sorted by (host, index) once,
+ *     then one binary search per rank).
+ * The result, including "does not match" and its cause, is cached as an attribute on the user's
+ * communicator (keyval created lazily, MPI_COMM_NULL_COPY_FN so user dups do not inherit it, a
+ * delete callback that frees the dup and the cache). All ranks see the same gathered data, so
+ * all reach the same decision and either all run the schedule or all fall back.
+ * Warnings (aapc_warn_fallback): once per job and cause. Every rank of the communicator notes
+ * the cause and rank 0 prints it unless noted before (a cause first met by disjoint groups of
+ * ranks at once can print once per group).
  *
- * Cost (p ranks, H = MPI_MAX_PROCESSOR_NAME): first call with a host table: one
- * MPI_Comm_dup plus one allgather, about lg(p) alpha + p H beta, and O(p log p) local work;
- * without a host table only the dup. Later calls: one attribute lookup and a walk over the
+ * Cost (p ranks, H = MPI_MAX_PROCESSOR_NAME): first call with a placement: one MPI_Comm_dup
+ * plus the placement's MPI_Allgather of two ints per rank (lg(p) alpha + 8 p beta); with a host
+ * table: one MPI_Comm_dup plus one allgather, about lg(p) alpha + p H beta, and O(p log p) local
+ * work; with neither only the dup. Later calls: one attribute lookup and a walk over the
  * (usually one) schedules used on that communicator, no communication.
  *
  * Not thread-safe on the first call (the keyval is created lazily); MPI already forbids
@@ -33,6 +47,7 @@ struct aapc_comm_map {
     int usable;
     int my_machine;
     int *machine_rank;  /* NULL: identity */
+    char why[256];      /* not usable: the cause */
     struct aapc_comm_map *next;
 };
 
@@ -45,52 +60,127 @@ struct aapc_comm_cache {
 
 static int aapc_keyval = MPI_KEYVAL_INVALID;
 
-static int aapc_quiet(void)
+static int aapc_flag(const char *var, const char *on)
 {
-    const char *q = getenv("AAPC_QUIET");
-    return q != NULL && q[0] != '\0' && strcmp(q, "0") != 0;
+    const char *v = getenv(var);
+    if (on != NULL)
+        return v != NULL && strcmp(v, on) == 0;
+    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
 }
 
-/* FNV-1a of the warning's text: a process prints each distinct warning once. */
-static uint64_t aapc_text_hash(const char *a, const char *b, const char *c)
+int aapc_warn_every(void)
+{
+    static int every = -1;
+    if (every < 0)
+        every = aapc_flag("AAPC_WARN", "all");
+    return every;
+}
+
+/* FNV-1a of the warning's cause: the key a job prints once (whichever routine meets it). */
+static uint64_t aapc_text_hash(const char *text)
 {
     uint64_t h = 1469598103934665603ull;
-    const char *parts[3] = {a, b, c};
-    for (int i = 0; i < 3; i++) {
-        for (const char *p = parts[i] ? parts[i] : ""; *p; p++)
-            h = (h ^ (unsigned char)*p) * 1099511628211ull;
-        h = (h ^ 0xff) * 1099511628211ull;
-    }
+    for (const char *p = text ? text : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
     return h;
+}
+
+static void (*aapc_listener)(const char *why) = NULL;
+
+void aapc_warn_set_listener(void (*listener)(const char *why))
+{
+    aapc_listener = listener;
 }
 
 void aapc_warn_fallback(MPI_Comm comm, const char *name, const char *why, const char *routine)
 {
-    enum { KEEP = 64 };
-    static uint64_t printed[KEEP];
-    static int n_printed = 0;
-    int rank = 0;
-    if (comm != MPI_COMM_NULL && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank != 0)
+    enum { KEEP = 256 };
+    static uint64_t noted[KEEP];
+    static int n_noted = 0;
+    int rank = 0, size = 2;
+    if (aapc_listener != NULL)
+        aapc_listener(why);
+    if (comm != MPI_COMM_NULL && (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
+                                  PMPI_Comm_size(comm, &size) != MPI_SUCCESS))
         return;
-    if (aapc_quiet())
+    if (size == 1 || aapc_flag("AAPC_QUIET", NULL))
         return;
-    uint64_t h = aapc_text_hash(name, why, routine);
-    for (int i = 0; i < n_printed && i < KEEP; i++)
-        if (printed[i] == h)
+    if (!aapc_warn_every()) {
+        uint64_t h = aapc_text_hash(why);
+        for (int i = 0; i < n_noted && i < KEEP; i++)
+            if (noted[i] == h)
+                return;
+        if (n_noted < KEEP)
+            noted[n_noted] = h;
+        n_noted++;
+        if (rank != 0)
             return;
-    if (n_printed == KEEP) { /* a process that keeps meeting new reasons: say so, once */
-        fprintf(stderr, "aapcgen: %s: more fallbacks to the MPI library's routines; not "
-                        "listing them\n", name ? name : "?");
-        n_printed++;
+        if (n_noted == KEEP + 1) /* a job that keeps meeting new causes: say so, once */
+            fprintf(stderr, "aapcgen: %s: more fallbacks to the MPI library's routines; not "
+                            "listing them\n", name ? name : "?");
+        if (n_noted > KEEP)
+            return;
     }
-    if (n_printed > KEEP)
-        return;
-    printed[n_printed++] = h;
     fprintf(stderr,
             "aapcgen: %s: %s; using the MPI library's %s "
             "(set AAPC_QUIET=1 to silence)\n",
             name ? name : "?", why, routine);
     fflush(stderr);
+}
+
+/* Levenshtein distance of a and b, at most `cap` + 1 (long names are cut at 63 characters). */
+static int aapc_edit_distance(const char *a, const char *b, int cap)
+{
+    enum { MAXLEN = 63 };
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    la = la > MAXLEN ? MAXLEN : la;
+    lb = lb > MAXLEN ? MAXLEN : lb;
+    if (la - lb > cap || lb - la > cap)
+        return cap + 1;
+    int row[MAXLEN + 1];
+    for (int j = 0; j <= lb; j++)
+        row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb] > cap ? cap + 1 : row[lb];
+}
+
+void aapc_closest_names(const char *word, const char *const *names, int n, char *out,
+                        size_t outlen)
+{
+    int best[2] = {-1, -1}, dist[2] = {0, 0};
+    int len = (int)strlen(word), cap = len < 6 ? 2 : len / 3;
+    out[0] = '\0';
+    for (int i = 0; names != NULL && i < n; i++) {
+        if (names[i] == NULL)
+            continue;
+        int d = aapc_edit_distance(word, names[i], cap);
+        if (d > cap)
+            continue;
+        if (best[0] < 0 || d < dist[0]) {
+            best[1] = best[0];
+            dist[1] = dist[0];
+            best[0] = i;
+            dist[0] = d;
+        } else if (best[1] < 0 || d < dist[1]) {
+            best[1] = i;
+            dist[1] = d;
+        }
+    }
+    if (best[0] >= 0 && best[1] >= 0)
+        snprintf(out, outlen, "'%s' or '%s'", names[best[0]], names[best[1]]);
+    else if (best[0] >= 0)
+        snprintf(out, outlen, "'%s'", names[best[0]]);
 }
 
 FILE *aapc_dump_open(const char *kind, int *serial)
@@ -107,9 +197,20 @@ FILE *aapc_dump_open(const char *kind, int *serial)
 }
 
 /* The routine a schedule stands for: piece tables make it an MPI_Alltoallv schedule. */
-static void aapc_warn(const aapc_schedule_t *s, MPI_Comm comm, const char *why)
+static const char *aapc_routine(const aapc_schedule_t *s)
 {
-    aapc_warn_fallback(comm, s->name, why, s->send_pos != NULL ? "MPI_Alltoallv" : "MPI_Alltoall");
+    return s->send_pos != NULL ? "MPI_Alltoallv" : "MPI_Alltoall";
+}
+
+/* The schedule does not run on this communicator: keep the cause and say it (once per job). */
+static void aapc_refuse(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_comm_map *map,
+                        const char *why)
+{
+    size_t k = strlen(why);
+    k = k < sizeof map->why ? k : sizeof map->why - 1; /* a longer cause is cut for the report */
+    memcpy(map->why, why, k);
+    map->why[k] = '\0';
+    aapc_warn_fallback(comm, s->name, why, aapc_routine(s));
 }
 
 static int aapc_cache_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
@@ -253,7 +354,7 @@ static int aapc_map_world(const aapc_schedule_t *s, MPI_Comm comm, int rank,
                  "the communicator is %d of MPI_COMM_WORLD's %d ranks and the schedule has no "
                  "host table to place them",
                  n, wsize);
-        aapc_warn(s, comm, why);
+        aapc_refuse(s, comm, map, why);
         return MPI_SUCCESS;
     }
     MPI_Group g = MPI_GROUP_NULL, wg = MPI_GROUP_NULL;
@@ -290,6 +391,82 @@ static int aapc_map_world(const aapc_schedule_t *s, MPI_Comm comm, int rank,
     return rc;
 }
 
+/* With a placement (generated schedules): where every rank runs, as the run-time routines see
+   it (collective on first use: common/aapc_cluster_comm.c). The schedule runs when every rank is
+   on a machine of the cluster, one rank per machine, every machine once; or, every rank being
+   on one host outside the cluster (a workstation: no switch link is crossed), in rank order
+   (MPI_COMM_WORLD's, or the communicator's own for the leaders of hier/: `identity`).
+   Otherwise the cause is named: the unknown host or mistyped AAPC_MACHINE first, then the
+   size, then a machine running two ranks. */
+static int aapc_build_placed(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_comm_cache *c,
+                             struct aapc_comm_map *map, int size, int rank, int identity)
+{
+    aapc_placed_t pl;
+    char why[512];
+    int n = s->nmachines;
+    int rc = s->placement->place(s->placement->cluster, comm, s->name, aapc_routine(s), &pl);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (pl.rank_machine == NULL) {
+        aapc_refuse(s, comm, map, "the communicator is an inter-communicator");
+        return MPI_SUCCESS;
+    }
+    if (!pl.all_known && !pl.one_host) {
+        aapc_refuse(s, comm, map, pl.why);
+        return MPI_SUCCESS;
+    }
+    if (size != n) {
+        snprintf(why, sizeof why,
+                 "communicator has %d ranks; the precomputed schedule needs one on each of "
+                 "the topology's %d machines%s",
+                 size, n, pl.one_host ? "" : " (AAPC_VARIANT=auto schedules any communicator)");
+        aapc_refuse(s, comm, map, why);
+        return MPI_SUCCESS;
+    }
+    if (c->dup == MPI_COMM_NULL && (rc = PMPI_Comm_dup(comm, &c->dup)) != MPI_SUCCESS) {
+        c->dup = MPI_COMM_NULL;
+        return rc;
+    }
+    if (pl.one_host)
+        snprintf(map->why, sizeof map->why, "precomputed, in rank order: all ranks on one host");
+    if (pl.one_host && !identity)
+        return aapc_map_world(s, comm, rank, map);
+    if (pl.one_host) {
+        map->usable = 1;
+        map->my_machine = rank;
+        return MPI_SUCCESS;
+    }
+    int *machine_rank = malloc(sizeof *machine_rank * (size_t)n);
+    if (machine_rank == NULL)
+        return MPI_ERR_NO_MEM;
+    for (int m = 0; m < n; m++)
+        machine_rank[m] = -1;
+    for (int r = 0; r < size; r++) {
+        int32_t m = pl.rank_machine[r];
+        if (m < 0 || m >= n) { /* not this schedule's machines (cannot happen: the same cluster) */
+            snprintf(why, sizeof why, "rank %d runs on machine %d, not one of the schedule's %d",
+                     r, (int)m, n);
+            free(machine_rank);
+            aapc_refuse(s, comm, map, why);
+            return MPI_SUCCESS;
+        }
+        if (machine_rank[m] >= 0) {
+            snprintf(why, sizeof why,
+                     "ranks %d and %d both run on machine %s; the precomputed schedule has one "
+                     "rank per machine (AAPC_VARIANT=auto takes several)",
+                     machine_rank[m], r, pl.machine_name ? pl.machine_name[m] : "?");
+            free(machine_rank);
+            aapc_refuse(s, comm, map, why);
+            return MPI_SUCCESS;
+        }
+        machine_rank[m] = r;
+    }
+    map->usable = 1;
+    map->my_machine = pl.rank_machine[rank];
+    map->machine_rank = machine_rank;
+    return MPI_SUCCESS;
+}
+
 /* Collective over comm: decide whether (and how) s runs on comm. */
 static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_comm_cache *c,
                           struct aapc_comm_map *map)
@@ -303,16 +480,22 @@ static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_c
     if ((rc = PMPI_Comm_test_inter(comm, &inter)) != MPI_SUCCESS)
         return rc;
     if (inter) {
-        aapc_warn(s, comm, "the communicator is an inter-communicator");
+        aapc_refuse(s, comm, map, "the communicator is an inter-communicator");
         return MPI_SUCCESS;
     }
     if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS)
         return rc;
+    if (size == 1) { /* nothing to schedule: no warning */
+        snprintf(map->why, sizeof map->why, "a communicator of 1 rank (the library's local copy)");
+        return MPI_SUCCESS;
+    }
+    if (s->placement != NULL)
+        return aapc_build_placed(s, comm, c, map, size, rank, 0);
     if (size != s->nmachines) {
         snprintf(why, sizeof why, "communicator has %d ranks, the topology %d machines", size,
                  (int)s->nmachines);
-        aapc_warn(s, comm, why);
+        aapc_refuse(s, comm, map, why);
         return MPI_SUCCESS;
     }
     if (c->dup == MPI_COMM_NULL && (rc = PMPI_Comm_dup(comm, &c->dup)) != MPI_SUCCESS) {
@@ -341,7 +524,7 @@ static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_c
     for (int i = 0; i < s->nmachines; i++) {
         if (s->hosts[i] == NULL) { /* malformed table: treat as no match */
             snprintf(why, sizeof why, "machine %d has no host name in the table", i);
-            aapc_warn(s, comm, why);
+            aapc_refuse(s, comm, map, why);
             free(names);
             return MPI_SUCCESS;
         }
@@ -351,10 +534,19 @@ static int aapc_build_map(const aapc_schedule_t *s, MPI_Comm comm, struct aapc_c
     } else if (nomem) {
         rc = MPI_ERR_NO_MEM;
     } else {
-        snprintf(why, sizeof why,
-                 "rank %d runs on host '%s', which has no unused machine in the topology",
-                 bad_rank, names + (size_t)bad_rank * (size_t)stride);
-        aapc_warn(s, comm, why);
+        const char *host = names + (size_t)bad_rank * (size_t)stride;
+        int listed = 0;
+        for (int i = 0; i < s->nmachines && !listed; i++)
+            listed = strcmp(s->hosts[i], host) == 0;
+        if (listed)
+            snprintf(why, sizeof why,
+                     "rank %d runs on host '%s', which already runs another rank (the "
+                     "schedule has one rank per machine)",
+                     bad_rank, host);
+        else
+            snprintf(why, sizeof why, "rank %d runs on host '%s', which is not in the topology",
+                     bad_rank, host);
+        aapc_refuse(s, comm, map, why);
     }
     if (!map->usable) {
         free(map->machine_rank);
@@ -376,11 +568,13 @@ static int aapc_build_identity(const aapc_schedule_t *s, MPI_Comm comm, struct a
     if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS)
         return rc;
+    if (s->placement != NULL && size > 1)
+        return aapc_build_placed(s, comm, c, map, size, rank, 1);
     if (size != s->nmachines) {
         char why[160];
         snprintf(why, sizeof why, "communicator has %d ranks, the topology %d machines", size,
                  (int)s->nmachines);
-        aapc_warn(s, comm, why);
+        aapc_refuse(s, comm, map, why);
         return MPI_SUCCESS;
     }
     if (c->dup == MPI_COMM_NULL && (rc = PMPI_Comm_dup(comm, &c->dup)) != MPI_SUCCESS) {
@@ -402,7 +596,7 @@ int aapc_comm_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *
 
 int aapc_comm_lookup_identity(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info)
 {
-    return aapc_lookup(s, comm, info, s != NULL && s->hosts == NULL);
+    return aapc_lookup(s, comm, info, s != NULL && (s->hosts == NULL || s->placement != NULL));
 }
 
 static int aapc_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info,
@@ -448,6 +642,14 @@ static int aapc_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t
         info->machine_rank = map->machine_rank;
     }
     return MPI_SUCCESS;
+}
+
+const char *aapc_comm_why(const aapc_schedule_t *s, const aapc_comm_info_t *info)
+{
+    const struct aapc_comm_map *map = info->cache != NULL ? info->cache->maps : NULL;
+    while (map != NULL && map->sched != s)
+        map = map->next;
+    return map != NULL ? map->why : "";
 }
 
 void *aapc_comm_scratch(aapc_comm_info_t *info, size_t bytes)

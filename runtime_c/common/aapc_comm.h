@@ -46,19 +46,39 @@ int aapc_comm_lookup(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *
    one, the host names place the ranks as in aapc_comm_lookup. */
 int aapc_comm_lookup_identity(const aapc_schedule_t *s, MPI_Comm comm, aapc_comm_info_t *info);
 
+/* After aapc_comm_lookup(s, comm, info): when not usable, the cause, as the warning named it;
+   when usable, "" or how the ranks were placed without a machine to confirm it (the report's
+   words, aapc_report.h). */
+const char *aapc_comm_why(const aapc_schedule_t *s, const aapc_comm_info_t *info);
+
 /* The communicator rank that runs machine m. */
 static inline int aapc_comm_rank_of(const aapc_comm_info_t *info, int m)
 {
     return info->machine_rank ? info->machine_rank[m] : m;
 }
 
-/* The fallback warning of a communicator whose ranks all decided to use the library's routine:
-   printed by rank 0 of `comm` (MPI_COMM_NULL: by the calling rank, for a reason only it knows,
-   such as its unknown host), so one line per communicator; a process prints each distinct
-   line once (an FFT's thousand row communicators falling back for the same reason print it
-   once per process), at most 64 different ones, and none under AAPC_QUIET (set and not "0").
-   Prints "aapcgen: NAME: WHY; using the MPI library's ROUTINE (set AAPC_QUIET=1 to silence)". */
+/* The fallback warning: called by every rank of `comm` with the same cause (MPI_COMM_NULL: by
+   one rank, for a cause only it knows), it prints
+   "aapcgen: NAME: WHY; using the MPI library's ROUTINE (set AAPC_QUIET=1 to silence)"
+   once per job and cause: rank 0 of `comm` prints it unless this process has printed or noted
+   the same WHY before (for any routine), and every rank notes it, so later communicators with
+   another rank 0 stay quiet too (disjoint communicators meeting a cause at the same time, the
+   halves of a split, print it once each). Nothing for a 1-rank communicator (the library's local copy is all
+   there is to do), nor under AAPC_QUIET (set and not "0"). AAPC_WARN=all: every rank prints
+   every warning it meets, on every communicator. The cause also goes to the listener (the
+   report's, aapc_report.c) on every rank. */
 void aapc_warn_fallback(MPI_Comm comm, const char *name, const char *why, const char *routine);
+
+/* AAPC_WARN=all is set (read once). */
+int aapc_warn_every(void);
+
+/* The report's listener: called with the cause of every fallback warning (NULL: none). */
+void aapc_warn_set_listener(void (*listener)(const char *why));
+
+/* "'a' or 'b'": the (at most two) names of names[0..n) closest to `word` by edit distance, if
+   close enough to be a typo; "" when none is. */
+void aapc_closest_names(const char *word, const char *const *names, int n, char *out,
+                        size_t outlen);
 
 /* AAPC_DUMP_SCHEDULE=DIR: open DIR/aapc-KIND-PID-N.json for writing (N counts the calls that
    pass the same `serial`), or NULL when the variable is unset or empty, or the file cannot be

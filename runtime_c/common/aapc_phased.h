@@ -7,7 +7,8 @@
  * executes them.
  *
  * Machines are numbered 0..nmachines-1 in the topology's rank order. Machine m runs on the
- * communicator rank given by the rank mapping (identity, or by hostname when `hosts` is set).
+ * communicator rank given by the rank mapping (`placement`, else by hostname when `hosts` is
+ * set, else identity).
  */
 #ifndef AAPC_PHASED_H
 #define AAPC_PHASED_H
@@ -25,6 +26,27 @@ enum aapc_sync_kind {
     AAPC_SYNC_SENDER = 1,   /* after my send of that send entry completes (sender-based, seed 002 s5) */
     AAPC_SYNC_RECEIVER = 2  /* after my receive of that recv entry completes (receiver-based) */
 };
+
+/* Where the ranks of a communicator run, as the run-time routines see it (the cluster's
+   machines by AAPC_MACHINE or host name: common/aapc_cluster_comm.c aapc_cluster_place). */
+typedef struct aapc_placed {
+    int size;                    /* ranks of the communicator */
+    const int32_t *rank_machine; /* machine of every rank; -1: a rank on an unknown host */
+    int all_known;               /* every rank is on a machine of the cluster */
+    int one_host;                /* every rank is on one host that is not a machine (a run on
+                                    a workstation: no switch link is crossed) */
+    const char *why;             /* not all known: the cause, naming the host ("" otherwise) */
+    const char *const *machine_name; /* the cluster's machine names, for messages */
+} aapc_placed_t;
+
+typedef struct aapc_placement {
+    const void *cluster; /* the generated aapc_cluster_t */
+    /* Fill *out for comm (collective on its first use, cached on it); `name` and `routine`
+       name the caller in a warning. Returns an MPI error code; out->rank_machine is NULL for
+       an inter-communicator. */
+    int (*place)(const void *cluster, MPI_Comm comm, const char *name, const char *routine,
+                 aapc_placed_t *out);
+} aapc_placement_t;
 
 typedef struct aapc_schedule {
     const char *name;        /* e.g. "paper_fig1_sender_all", used in warnings */
@@ -76,6 +98,13 @@ typedef struct aapc_schedule {
        complete; the syncs then order each message before the one `window` places later on its
        link. Only with barrier_every == 0 and no dummy messages. */
     int32_t window;
+
+    /* NULL, or where the ranks run (generated schedules: the cluster's machines). With it the
+       schedule runs only on a placement it can confirm: every rank on a known machine, one
+       rank per machine (or every rank on one host outside the cluster: rank order, as nothing
+       crosses a switch); otherwise the library's routine runs, and the warning names the
+       cause. Without it: `hosts`, else MPI_COMM_WORLD rank order (common/aapc_comm.c). */
+    const aapc_placement_t *placement;
 } aapc_schedule_t;
 
 /* The largest window (aapcgen/alltoall/variants.py MAX_WINDOW; tests/test_window.py). */

@@ -37,6 +37,7 @@
 
 #include "aapc_comm.h" /* aapc_warn_fallback */
 #include "aapc_exec.h"     /* aapc_dense */
+#include "aapc_report.h"
 #include "aapc_settings.h" /* AAPC_HIER_ROUND_BYTES */
 
 struct aapc_hier_cache {
@@ -339,6 +340,7 @@ int aapc_hier_alltoall_run(const aapc_schedule_t *s, int r, const void *sendbuf,
     if ((rc = hier_comms(comm, r, &c)) != MPI_SUCCESS)
         return rc;
     aapc_hier_layout_t h = {r, size, NULL, c->node, c->leaders, run_schedule, (void *)s};
+    aapc_report_served("precomputed, leader-based");
     return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                    recvtype, comm);
 }
