@@ -100,8 +100,8 @@ int aapc_alltoallv_chain_4x8_level1_no_sync(const void *sendbuf, const int sendc
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                 rdispls, recvtype, comm); /* raises its own errors */
 }
 
 int aapc_alltoallv_chain_4x8_level2_no_sync(const long long *bytes, const void *sendbuf,
@@ -112,8 +112,8 @@ int aapc_alltoallv_chain_4x8_level2_no_sync(const long long *bytes, const void *
                                        recvtype, comm, &done);
     if (done)
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                 recvcounts, rdispls, recvtype, comm); /* raises its own errors */
 }
 
 static const aapc_vprog_t prog_sender_all = {
@@ -128,8 +128,8 @@ int aapc_alltoallv_chain_4x8_level1_sender_all(const void *sendbuf, const int se
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                 rdispls, recvtype, comm); /* raises its own errors */
 }
 
 int aapc_alltoallv_chain_4x8_level2_sender_all(const long long *bytes, const void *sendbuf,
@@ -140,8 +140,8 @@ int aapc_alltoallv_chain_4x8_level2_sender_all(const long long *bytes, const voi
                                        recvtype, comm, &done);
     if (done)
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                 recvcounts, rdispls, recvtype, comm); /* raises its own errors */
 }
 
 static const aapc_vprog_t prog_receiver_all = {
@@ -156,8 +156,8 @@ int aapc_alltoallv_chain_4x8_level1_receiver_all(const void *sendbuf, const int 
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                 rdispls, recvtype, comm); /* raises its own errors */
 }
 
 int aapc_alltoallv_chain_4x8_level2_receiver_all(const long long *bytes, const void *sendbuf,
@@ -168,8 +168,8 @@ int aapc_alltoallv_chain_4x8_level2_receiver_all(const long long *bytes, const v
                                        recvtype, comm, &done);
     if (done)
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                 recvcounts, rdispls, recvtype, comm); /* raises its own errors */
 }
 
 static const aapc_vprog_t prog_barrier_all = {
@@ -184,8 +184,8 @@ int aapc_alltoallv_chain_4x8_level1_barrier_all(const void *sendbuf, const int s
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                 rdispls, recvtype, comm); /* raises its own errors */
 }
 
 int aapc_alltoallv_chain_4x8_level2_barrier_all(const long long *bytes, const void *sendbuf,
@@ -196,6 +196,6 @@ int aapc_alltoallv_chain_4x8_level2_barrier_all(const long long *bytes, const vo
                                        recvtype, comm, &done);
     if (done)
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                 recvcounts, rdispls, recvtype, comm); /* raises its own errors */
 }

@@ -45,8 +45,8 @@ int aapc_alltoallv_two_switch_4_4_level1_no_sync(const void *sendbuf, const int 
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                 rdispls, recvtype, comm); /* raises its own errors */
 }
 
 int aapc_alltoallv_two_switch_4_4_level2_no_sync(const long long *bytes, const void *sendbuf,
@@ -57,8 +57,8 @@ int aapc_alltoallv_two_switch_4_4_level2_no_sync(const long long *bytes, const v
                                        recvtype, comm, &done);
     if (done)
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                 recvcounts, rdispls, recvtype, comm); /* raises its own errors */
 }
 
 static const aapc_vprog_t prog_sender_all = {
@@ -73,8 +73,8 @@ int aapc_alltoallv_two_switch_4_4_level1_sender_all(const void *sendbuf, const i
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                 rdispls, recvtype, comm); /* raises its own errors */
 }
 
 int aapc_alltoallv_two_switch_4_4_level2_sender_all(const long long *bytes, const void *sendbuf,
@@ -85,8 +85,8 @@ int aapc_alltoallv_two_switch_4_4_level2_sender_all(const long long *bytes, cons
                                        recvtype, comm, &done);
     if (done)
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                 recvcounts, rdispls, recvtype, comm); /* raises its own errors */
 }
 
 static const aapc_vprog_t prog_receiver_all = {
@@ -101,8 +101,8 @@ int aapc_alltoallv_two_switch_4_4_level1_receiver_all(const void *sendbuf, const
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                 rdispls, recvtype, comm); /* raises its own errors */
 }
 
 int aapc_alltoallv_two_switch_4_4_level2_receiver_all(const long long *bytes, const void *sendbuf,
@@ -113,8 +113,8 @@ int aapc_alltoallv_two_switch_4_4_level2_receiver_all(const long long *bytes, co
                                        recvtype, comm, &done);
     if (done)
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                 recvcounts, rdispls, recvtype, comm); /* raises its own errors */
 }
 
 static const aapc_vprog_t prog_barrier_all = {
@@ -129,8 +129,8 @@ int aapc_alltoallv_two_switch_4_4_level1_barrier_all(const void *sendbuf, const 
                                        recvtype, comm, &done);
     if (done) /* an error raised, the library's result (null, inter-communicator) or nothing to move */
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                 rdispls, recvtype, comm); /* raises its own errors */
 }
 
 int aapc_alltoallv_two_switch_4_4_level2_barrier_all(const long long *bytes, const void *sendbuf,
@@ -141,6 +141,6 @@ int aapc_alltoallv_two_switch_4_4_level2_barrier_all(const long long *bytes, con
                                        recvtype, comm, &done);
     if (done)
         return rc;
-    return aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls,
-                                                            sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+    return aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                 recvcounts, rdispls, recvtype, comm); /* raises its own errors */
 }

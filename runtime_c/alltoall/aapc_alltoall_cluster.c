@@ -514,14 +514,15 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
                const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rc, ssize = 0, done;
+    int rc, done;
+    int64_t ssize = 0;
     MPI_Aint bytes = 0;
     if ((rc = aapc_args_alltoall(name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                  comm, &done)) != MPI_SUCCESS || done)
         return rc; /* common/aapc_args.c: raised error, library's result, or nothing to move */
     if ((rc = aapc_alltoall_block(sendbuf, sendcount, sendtype, recvcount, recvtype, &bytes,
                                   &ssize)) != MPI_SUCCESS)
-        return rc;
+        return aapc_args_raise_code(comm, rc);
     if (cl == NULL)
         return MPI_ERR_ARG;
     if (comm == MPI_COMM_NULL)
@@ -529,7 +530,7 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
     aapc_cluster_comm_t *state = NULL;
     struct cluster_entry *e = NULL;
     if ((rc = lookup(cl, sync, name, comm, otherwise == NULL, &state, &e)) != MPI_SUCCESS)
-        return rc;
+        return aapc_args_raise_alone(comm, rc); /* errors after the agreement: common/aapc_args.h */
     if ((e == NULL || !e->usable) && otherwise != NULL)
         return otherwise(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e == NULL || !e->usable || bytes == 0)
@@ -537,17 +538,19 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
     if (e->info.machine_block == NULL && bytes <= leader_max_bytes()) {
         struct leader_entry *le = NULL; /* several ranks per machine, small blocks */
         if ((rc = leader_lookup(state, sync, e->rows.sched.window, name, &le)) != MPI_SUCCESS)
-            return rc;
+            return aapc_args_raise_alone(comm, rc);
         if (le != NULL) {
             aapc_hier_layout_t h = {le->r, state->size, le->order, le->node, le->leaders,
                                     leader_exchange, le};
-            return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                           recvtype, state->dup);
+            return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount,
+                                                                       sendtype, recvbuf, recvcount,
+                                                                       recvtype, state->dup));
         }
     }
     aapc_args_private_returns(e->info.dup);
-    return aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf, sendcount, sendtype, recvbuf,
-                              recvcount, recvtype);
+    return aapc_args_raise_alone(comm, aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf,
+                                                          sendcount, sendtype, recvbuf, recvcount,
+                                                          recvtype));
 }
 
 int aapc_alltoall_cluster(const aapc_cluster_t *cl, int sync, const char *name,

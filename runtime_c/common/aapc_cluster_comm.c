@@ -18,7 +18,8 @@
  * Cost: first use lg P alpha + 4 P beta (the Allgather) plus the dup, and O(P + S + M) for the
  * tree (cluster/aapc_cluster_tree.c); later uses one attribute lookup. A recorded split adds
  * lg P alpha + 8 P beta and a dup of the parent.
- * Not thread-safe on first use (MPI forbids concurrent collectives on one communicator).
+ * Threads: the keyval and this process's machine are set under a lock (common/aapc_lock.h);
+ * the rest is per communicator (MPI forbids concurrent collectives on one communicator).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "aapc_cluster_comm.h"
@@ -28,8 +29,10 @@
 #include <string.h>
 
 #include "aapc_comm.h" /* aapc_warn_fallback */
+#include "aapc_lock.h"
 
 static int keyval = MPI_KEYVAL_INVALID;
+static aapc_mutex_t lock = AAPC_MUTEX_INIT; /* keyval, this process's machine */
 
 static int family_release(aapc_split_family_t *f)
 {
@@ -74,9 +77,14 @@ static int state_of(MPI_Comm comm, aapc_cluster_comm_t **out)
 {
     int rc, flag = 0;
     void *attr = NULL;
-    if (keyval == MPI_KEYVAL_INVALID &&
-        (rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &keyval, NULL)) !=
-            MPI_SUCCESS)
+    aapc_lock(&lock); /* threads on other communicators may get here at once */
+    rc = MPI_SUCCESS;
+    if (keyval == MPI_KEYVAL_INVALID) {
+        aapc_test_delay_keys();
+        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &keyval, NULL);
+    }
+    aapc_unlock(&lock);
+    if (rc != MPI_SUCCESS)
         return rc;
     if ((rc = PMPI_Comm_get_attr(comm, keyval, &attr, &flag)) != MPI_SUCCESS)
         return rc;
@@ -140,12 +148,17 @@ int aapc_cluster_comm(const aapc_cluster_t *cl, MPI_Comm comm, const char *name,
         return rc;
     }
     static const aapc_cluster_t *known_for = NULL;
-    static int32_t known = -2;
-    static char host[MPI_MAX_PROCESSOR_NAME + 32];
+    static int32_t known_machine = -2;
+    static char known_host[MPI_MAX_PROCESSOR_NAME + 32];
+    char host[MPI_MAX_PROCESSOR_NAME + 32];
+    aapc_lock(&lock);
     if (known_for != cl) {
-        known = my_machine(cl, host, (int)sizeof host);
+        known_machine = my_machine(cl, known_host, (int)sizeof known_host);
         known_for = cl;
     }
+    int32_t known = known_machine;
+    memcpy(host, known_host, sizeof host);
+    aapc_unlock(&lock);
     int32_t *rm = malloc((size_t)cc->size * sizeof *rm), mine = known;
     if (rm == NULL)
         return MPI_ERR_NO_MEM;
