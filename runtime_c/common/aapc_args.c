@@ -284,7 +284,7 @@ int aapc_args_raise_alone(MPI_Comm comm, int code)
             rank, what);
     fflush(stderr);
     PMPI_Abort(comm, code);
-    return code;
+    _Exit(EXIT_FAILURE); /* an MPI_Abort may return before the launcher ends the job (MPICH 5) */
 }
 
 void aapc_args_private_returns(MPI_Comm dup)
