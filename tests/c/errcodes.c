@@ -68,7 +68,6 @@ int main(int argc, char **argv)
         snprintf(what, sizeof what, "code %d keeps its string after later errors", i);
         check(what, strcmp(later, at_once[i]) == 0);
     }
-    check("the two sendcount/recvcount messages differ", strcmp(at_once[0], at_once[1]) != 0);
     if (rank == 0)
         printf("errcodes: %d passed, %d failed\n", passes, failures);
     MPI_Finalize();
