@@ -206,7 +206,7 @@ def test_precomputed_schedule_maps_reordered_and_rejects_same_size_subsets(tmp_p
     exe = tmp_path / "comm_map"
     common = ROOT / "runtime_c" / "common"
     cmd = [str(mpicc), *CFLAGS, *(SANITIZE if mpi == "mpich" else []), f"-I{common}"]
-    sources = [str(COMM_MAP), str(common / "aapc_comm.c")]
+    sources = [str(COMM_MAP), str(common / "aapc_comm.c"), str(common / "aapc_wait.c")]
     subprocess.run([*cmd, *sources, "-o", str(exe)], check=True, timeout=300)
     env = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1"}
     proc = run(exe, 6, mpiexec=mpiexec, env=env)

@@ -106,3 +106,58 @@ def test_traced_calls_stay_exact_and_record_every_message(tmp_path):
             assert m.recv_done >= m.start - 1e-3  # clocks aligned within a millisecond
         checked += 1
     assert checked >= 10
+
+
+def test_header_values_with_blanks_are_read_whole(tmp_path):
+    """A schedule name with a blank (older runtimes wrote the run-time routine's as
+    "paper-fig1 auto") does not break the header; files of several communicators are read
+    apart, by communicator."""
+    for comm, name in (("0-0", "paper-fig1 auto"), ("0-1", "paper-fig1_auto")):
+        for rank in (0, 1):
+            head = (
+                f"# aapc-trace 1 schedule={name} comm={comm} call=0 rank={rank} machine={rank} "
+                f"nphases=1 sync_kind=2 bytes=8 t0=1.0 t1=1.5 offset=0\n"
+            )
+            (tmp_path / f"tr.{comm}.{rank}").write_text(head + "1.1,send_start,0,1\n")
+    calls = timeline.read_traces(tmp_path / "tr")
+    assert [(c.comm, c.schedule, len(c.ranks)) for c in calls] == [
+        ("0-0", "paper-fig1 auto", 2),
+        ("0-1", "paper-fig1_auto", 2),
+    ]
+    assert timeline.median_call(calls, "auto").comm == "0-0"
+
+
+@pytest.mark.mpi
+def test_traces_of_several_communicators_stay_apart(tmp_path):
+    """The default routines (MPI_Alltoall's auto and MPI_Alltoallv's level 1, scheduled at run
+    time, ranks on machines) traced on MPI_COMM_WORLD, a dup and the two halves of a split
+    (tests/c/coll_valid.c): one file per communicator and rank, every call complete (each rank
+    of its communicator once, every message recorded), headers the reader parses (the
+    run-time routine's name has a blank, written as _)."""
+    from test_misuse import MPICH, mpirun
+    from test_mpi import build
+
+    from aapcgen.codegen.generate import variant_specs
+
+    topo = load_topology(ROOT / "topologies" / "paper-fig1.yaml")
+    program = ROOT / "tests" / "c" / "coll_valid.c"
+    exe = build(topo, tmp_path, program, extra=["-DAAPC_INTERCEPT"],
+                specs=variant_specs("receiver-all", None))  # fmt: skip
+    prefix = tmp_path / "trace"
+    env = {"AAPC_TRACE": str(prefix), "AAPC_QUIET": "1"}
+    proc = mpirun(MPICH, 5, exe, env=env, machines=[f"n{i}" for i in range(5)])
+    assert proc.returncode == 0 and ", 0 failed" in proc.stdout, proc.stderr[-3000:]
+    calls = timeline.read_traces(prefix)
+    comms = {c.comm for c in calls}
+    assert len(comms) >= 4, comms  # world, its dup, two halves
+    files = timeline.trace_files(prefix)
+    assert len(files) == len({f.name for f in files}) and len(files) >= 5 + 5 + 2 + 3
+    sizes = {}
+    assert {c.schedule for c in calls} == {"paper-fig1_auto", "paper_fig1_level1_receiver_all"}
+    for c in calls:
+        n = len(c.ranks)
+        assert [r.rank for r in c.ranks] == list(range(n)), (c.comm, c.call)
+        assert sizes.setdefault(c.comm, n) == n
+        if c.bytes > 0:  # MPI_Alltoall (Alltoallv calls record 0)
+            assert len(timeline.messages(c)) == n * (n - 1), (c.comm, c.call)
+    assert sorted(sizes.values()) == [2, 3, 5, 5], sizes

@@ -1,8 +1,10 @@
 """Time-lines of the phase executor: where the time between a call and its bound goes.
 
 A run with ``AAPC_TRACE=PREFIX`` in the environment (``aapcgen bench --timeline``) makes every
-rank of a generated routine append, per call, its events to ``PREFIX.<rank>``
-(runtime_c/common/aapc_trace.c): a send waiting for its syncs, posted, completed; a data or sync
+rank of a generated routine append, per call, its events to ``PREFIX.<comm>.<rank>``
+(runtime_c/common/aapc_trace.c; ``<comm>`` names the communicator, ``<rank>`` is the rank in it,
+so several communicators' traces never mix; files of older runtimes, ``PREFIX.<rank>``, are read
+too): a send waiting for its syncs, posted, completed; a data or sync
 receive completed; a sync fired. This module reads those files, aligns the clocks (each rank's
 offset against rank 0, measured after the call), picks a call, plots it (one row per rank,
 sends as bars coloured by phase, receive completions and sync arrivals as marks, and one row per
@@ -28,6 +30,8 @@ from aapcgen.core.errors import InputError
 from aapcgen.core.model import Topology
 
 _HEADER = re.compile(r"^# aapc-trace 1 (.*)$")
+_FIELD = re.compile(r"(?:^| )([a-z_0-9]+)=")
+_SUFFIX = re.compile(r"^(?:([^.]+)\.)?(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class Event:
 @dataclass(frozen=True)
 class RankCall:
     schedule: str
+    comm: str  # the communicator's name in the trace files ("" in older traces)
     call: int
     rank: int
     machine: int
@@ -66,6 +71,7 @@ class Message:
 @dataclass(frozen=True)
 class Call:
     schedule: str
+    comm: str
     call: int
     bytes: int
     n_phases: int
@@ -80,30 +86,58 @@ class Call:
         return max(r.t1 for r in self.ranks) - self.start
 
 
-def read_traces(prefix: str | Path) -> list[Call]:
-    """Every traced call under ``PREFIX.<rank>``, clocks aligned on rank 0's."""
+def trace_files(prefix: str | Path) -> list[Path]:
+    """The trace files of ``PREFIX``: ``PREFIX.<comm>.<rank>`` (and older ``PREFIX.<rank>``)."""
     prefix = Path(prefix)
-    files = sorted(prefix.parent.glob(prefix.name + ".*"))
-    files = [f for f in files if f.suffix[1:].isdigit()]
+    return [
+        f
+        for f in sorted(prefix.parent.glob(glob_escape(prefix.name) + ".*"))
+        if _SUFFIX.match(f.name[len(prefix.name) + 1 :])
+    ]
+
+
+def glob_escape(name: str) -> str:
+    """``name`` with the glob metacharacters escaped."""
+    return re.sub(r"([*?\[])", r"[\1]", name)
+
+
+def read_traces(prefix: str | Path) -> list[Call]:
+    """Every traced call under ``PREFIX.<comm>.<rank>``, clocks aligned on rank 0's, by
+    communicator, schedule and call."""
+    files = trace_files(prefix)
     if not files:
-        raise InputError(f"no trace files {prefix}.<rank> (was the run made with AAPC_TRACE?)")
-    by_call: dict[tuple[str, int], list[RankCall]] = defaultdict(list)
+        raise InputError(
+            f"no trace files {prefix}.<comm>.<rank> (was the run made with AAPC_TRACE?)"
+        )
+    by_call: dict[tuple[str, str, int], list[RankCall]] = defaultdict(list)
     for f in files:
         for rc in _rank_calls(f.read_text()):
-            by_call[(rc.schedule, rc.call)].append(rc)
+            by_call[(rc.comm, rc.schedule, rc.call)].append(rc)
     calls = []
-    for (schedule, call), ranks in sorted(by_call.items()):
+    for (comm, schedule, call), ranks in sorted(by_call.items()):
         ranks.sort(key=lambda r: r.rank)
         if len({r.rank for r in ranks}) != len(ranks):
             raise InputError(f"{prefix}: call {call} of {schedule} traced twice by one rank")
-        calls.append(Call(schedule, call, ranks[0].bytes, ranks[0].n_phases, tuple(ranks)))
+        calls.append(Call(schedule, comm, call, ranks[0].bytes, ranks[0].n_phases, tuple(ranks)))
     return calls
+
+
+def parse_header(fields: str) -> dict[str, str]:
+    """The ``key=value`` pairs of a header line; a value runs to the next `` key=`` (so a
+    schedule name with blanks, as older runtimes wrote it, stays whole)."""
+    starts = list(_FIELD.finditer(fields))
+    out = {}
+    for m, nxt in zip(starts, [*starts[1:], None], strict=True):
+        end = nxt.start() if nxt is not None else len(fields)
+        out[m.group(1)] = fields[m.end() : end].strip()
+    return out
 
 
 def _rank_call(head: dict[str, str], events: list[Event]) -> RankCall:
     off = float(head["offset"])
     return RankCall(
-        head["schedule"], int(head["call"]), int(head["rank"]), int(head["machine"]),
+        head["schedule"], head.get("comm", ""), int(head["call"]), int(head["rank"]),
+        int(head["machine"]),
         int(head["nphases"]), int(head["bytes"]), float(head["t0"]) + off,
         float(head["t1"]) + off, tuple(Event(e.t + off, e.kind, e.phase, e.peer) for e in events),
     )  # fmt: skip
@@ -119,7 +153,7 @@ def _rank_calls(text: str) -> list[RankCall]:
         if m:
             if head is not None:
                 out.append(_rank_call(head, events))
-            head = dict(kv.split("=", 1) for kv in m.group(1).split())
+            head = parse_header(m.group(1))
             events = []
         elif line and head is not None:
             t, kind, phase, peer = line.split(",")
@@ -135,7 +169,7 @@ def median_call(calls: list[Call], schedule: str | None = None, size: int | None
     pick = [
         c
         for c in calls
-        if (schedule is None or c.schedule.endswith(schedule.replace("-", "_")))
+        if (schedule is None or c.schedule.replace("-", "_").endswith(schedule.replace("-", "_")))
         and (size is None or c.bytes == size)
     ]
     if not pick:

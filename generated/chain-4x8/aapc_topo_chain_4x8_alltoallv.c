@@ -100,8 +100,8 @@ int aapc_alltoallv_topo_chain_4x8_level1_no_sync(const void *sendbuf, const int 
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-no-sync", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -114,8 +114,8 @@ int aapc_alltoallv_topo_chain_4x8_level2_no_sync(const long long *bytes, const v
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-no-sync", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -132,8 +132,8 @@ int aapc_alltoallv_topo_chain_4x8_level1_sender_all(const void *sendbuf, const i
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-sender-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -146,8 +146,8 @@ int aapc_alltoallv_topo_chain_4x8_level2_sender_all(const long long *bytes, cons
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-sender-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -164,8 +164,8 @@ int aapc_alltoallv_topo_chain_4x8_level1_receiver_all(const void *sendbuf, const
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-receiver-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -178,8 +178,8 @@ int aapc_alltoallv_topo_chain_4x8_level2_receiver_all(const long long *bytes, co
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-receiver-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -196,8 +196,8 @@ int aapc_alltoallv_topo_chain_4x8_level1_barrier_all(const void *sendbuf, const 
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-barrier-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -210,8 +210,8 @@ int aapc_alltoallv_topo_chain_4x8_level2_barrier_all(const long long *bytes, con
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-barrier-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }

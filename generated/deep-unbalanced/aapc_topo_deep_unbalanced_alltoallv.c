@@ -72,8 +72,8 @@ int aapc_alltoallv_topo_deep_unbalanced_level1_no_sync(const void *sendbuf, cons
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-no-sync", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -86,8 +86,8 @@ int aapc_alltoallv_topo_deep_unbalanced_level2_no_sync(const long long *bytes, c
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-no-sync", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -104,8 +104,8 @@ int aapc_alltoallv_topo_deep_unbalanced_level1_sender_all(const void *sendbuf, c
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-sender-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -118,8 +118,8 @@ int aapc_alltoallv_topo_deep_unbalanced_level2_sender_all(const long long *bytes
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-sender-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -136,8 +136,8 @@ int aapc_alltoallv_topo_deep_unbalanced_level1_receiver_all(const void *sendbuf,
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-receiver-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -150,8 +150,8 @@ int aapc_alltoallv_topo_deep_unbalanced_level2_receiver_all(const long long *byt
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-receiver-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -168,8 +168,8 @@ int aapc_alltoallv_topo_deep_unbalanced_level1_barrier_all(const void *sendbuf, 
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-barrier-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -182,8 +182,8 @@ int aapc_alltoallv_topo_deep_unbalanced_level2_barrier_all(const long long *byte
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-barrier-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }

@@ -45,8 +45,8 @@ int aapc_alltoallv_topo_single_8_level1_no_sync(const void *sendbuf, const int s
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-no-sync", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -59,8 +59,8 @@ int aapc_alltoallv_topo_single_8_level2_no_sync(const long long *bytes, const vo
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-no-sync", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -77,8 +77,8 @@ int aapc_alltoallv_topo_single_8_level1_sender_all(const void *sendbuf, const in
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-sender-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -91,8 +91,8 @@ int aapc_alltoallv_topo_single_8_level2_sender_all(const long long *bytes, const
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-sender-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -109,8 +109,8 @@ int aapc_alltoallv_topo_single_8_level1_receiver_all(const void *sendbuf, const 
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-receiver-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -123,8 +123,8 @@ int aapc_alltoallv_topo_single_8_level2_receiver_all(const long long *bytes, con
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-receiver-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -141,8 +141,8 @@ int aapc_alltoallv_topo_single_8_level1_barrier_all(const void *sendbuf, const i
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-barrier-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
@@ -155,8 +155,8 @@ int aapc_alltoallv_topo_single_8_level2_barrier_all(const long long *bytes, cons
     int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                        recvtype, comm, &done);
     if (!done)
-        rc = aapc_args_raise_code(comm, aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm));
+        rc = aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                   recvcounts, rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level2-barrier-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }

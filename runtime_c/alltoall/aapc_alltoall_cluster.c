@@ -54,6 +54,7 @@
 #include "aapc_exec.h" /* aapc_alltoall_block */
 #include "aapc_args.h" /* aapc_args_raise_code */
 #include "aapc_hier.h"
+#include "aapc_mpi.h" /* aapc_type_size */
 #include "aapc_report.h"
 #include "aapc_settings.h"
 #include "aapc_vsched.h"
@@ -579,12 +580,12 @@ static int leader_lookup(aapc_cluster_comm_t *cc, int sync, int32_t window, cons
 static long long block_bytes(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                              int recvcount, MPI_Datatype recvtype)
 {
-    int size = 0;
+    int64_t size = 0;
     if (recvcount >= 0 && recvtype != MPI_DATATYPE_NULL &&
-        PMPI_Type_size(recvtype, &size) == MPI_SUCCESS && size >= 0)
+        aapc_type_size(recvtype, &size) == MPI_SUCCESS && size >= 0)
         return (long long)recvcount * size;
     if (sendbuf != MPI_IN_PLACE && sendcount >= 0 && sendtype != MPI_DATATYPE_NULL &&
-        PMPI_Type_size(sendtype, &size) == MPI_SUCCESS && size >= 0)
+        aapc_type_size(sendtype, &size) == MPI_SUCCESS && size >= 0)
         return (long long)sendcount * size;
     return -1;
 }
@@ -659,13 +660,14 @@ static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, cons
     int rc = leader_lookup(cc, sync, runtime_window(comm), name, &le);
     *ran = rc != MPI_SUCCESS || le != NULL;
     if (rc != MPI_SUCCESS || le == NULL)
-        return rc;
+        return aapc_args_raise_alone(comm, rc);
     aapc_hier_layout_t h = {le->r, cc->size, le->order, le->node, le->leaders, leader_exchange,
                             le};
     atomic_fetch_add(&served[AAPC_WAY_LEADERS], 1);
     aapc_report_served("run-time, leader-based");
-    return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                   cc->dup);
+    return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype,
+                                                               recvbuf, recvcount, recvtype,
+                                                               cc->dup));
 }
 
 /* The log-round way: Bruck among all the ranks in the switch tree's order (the ranks of one
@@ -677,11 +679,11 @@ static int run_loground(aapc_cluster_comm_t *cc, const void *sendbuf, int sendco
     const int *rank_at = NULL;
     int rc = order_lookup(cc, &rank_at);
     if (rc != MPI_SUCCESS)
-        return aapc_args_raise_code(comm, rc);
+        return aapc_args_raise_alone(comm, rc);
     aapc_args_private_returns(cc->dup);
     atomic_fetch_add(&served[AAPC_WAY_LOGROUND], 1);
     aapc_report_served("run-time, log-round");
-    return aapc_args_raise_code(comm, aapc_alltoall_loground(sendbuf, sendcount, sendtype, recvbuf,
+    return aapc_args_raise_alone(comm, aapc_alltoall_loground(sendbuf, sendcount, sendtype, recvbuf,
                                                               recvcount, recvtype, cc->dup,
                                                               rank_at));
 }
@@ -690,7 +692,8 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
                unsigned ways, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rc, ssize = 0, done, way = -1, ran = 0;
+    int rc, done, way = -1, ran = 0;
+    int64_t ssize = 0;
     MPI_Aint bytes = 0;
     aapc_cluster_comm_t *state = NULL;
     /* first the way (before the checks: a call the library serves pays nothing of ours but
@@ -708,7 +711,7 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return rc; /* common/aapc_args.c: raised error, library's result, or nothing to move */
     if ((rc = aapc_alltoall_block(sendbuf, sendcount, sendtype, recvcount, recvtype, &bytes,
                                   &ssize)) != MPI_SUCCESS)
-        return rc;
+        return aapc_args_raise_code(comm, rc);
     if (cl == NULL)
         return MPI_ERR_ARG;
     if (comm == MPI_COMM_NULL)
@@ -727,7 +730,7 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         return rc;
     struct cluster_entry *e = NULL;
     if ((rc = lookup(cl, sync, name, comm, otherwise == NULL, &state, &e)) != MPI_SUCCESS)
-        return rc;
+        return aapc_args_raise_alone(comm, rc); /* errors after the agreement: common/aapc_args.h */
     if ((e == NULL || !e->usable) && otherwise != NULL)
         return otherwise(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (e == NULL || !e->usable)
@@ -737,8 +740,9 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
     aapc_args_private_returns(e->info.dup);
     atomic_fetch_add(&served[AAPC_WAY_PHASES], 1);
     aapc_report_served(e->info.machine_block != NULL ? "run-time, siblings' union" : "run-time");
-    return aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf, sendcount, sendtype, recvbuf,
-                              recvcount, recvtype);
+    return aapc_args_raise_alone(comm, aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf,
+                                                          sendcount, sendtype, recvbuf, recvcount,
+                                                          recvtype));
 }
 
 int aapc_alltoall_cluster(const aapc_cluster_t *cl, int sync, const char *name,

@@ -9,8 +9,11 @@
  * (common/aapc_exec.c), which gives the cost: P (alpha + n beta) along the critical path for P
  * contention-free phases of n-byte blocks, plus the syncs, dummies and barriers of the variant.
  * The arguments were checked by the generated entry point (common/aapc_args.c: every rank
- * agreed on them); an error inside the executor is returned by its private communicator and
- * raised here through the user's communicator's error handler.
+ * agreed on them, and that every rank can allocate the in-place copy); an error inside the
+ * executor or the first call's set-up is returned by the private communicator and raised here
+ * through the user's communicator's error handler, aborting the job when the handler returns
+ * (aapc_args_raise_alone: the other ranks may be waiting for this one). Buffers may be
+ * MPI_BOTTOM with absolute-address datatypes (addresses by integer arithmetic, aapc_at).
  * Extra cost here: one attribute lookup and one MPI_Comm_test_inter per call; the in-place
  * copy of p n bytes.
  */
@@ -19,13 +22,15 @@
 
 #include "aapc_args.h"
 #include "aapc_exec.h"
+#include "aapc_mpi.h"
 #include "aapc_report.h"
 
 int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcount,
                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rc, ssize = 0, inter = 0;
+    int rc, inter = 0;
+    int64_t ssize = 0;
     MPI_Aint bytes = 0;
 
     if (s == NULL)
@@ -40,15 +45,15 @@ int aapc_alltoall_run(const aapc_schedule_t *s, const void *sendbuf, int sendcou
 
     aapc_comm_info_t info;
     if ((rc = aapc_comm_lookup(s, comm, &info)) != MPI_SUCCESS)
-        return rc;
+        return aapc_args_raise_alone(comm, rc);
     if (!info.usable) {
         aapc_report_fallback(aapc_comm_why(s, &info));
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     }
     aapc_report_served(aapc_comm_why(s, &info)[0] ? aapc_comm_why(s, &info) : "precomputed");
     aapc_args_private_returns(info.dup);
-    return aapc_args_raise_code(comm, aapc_alltoall_exec(s, &info, sendbuf, sendcount, sendtype,
-                                                         recvbuf, recvcount, recvtype));
+    return aapc_args_raise_alone(comm, aapc_alltoall_exec(s, &info, sendbuf, sendcount, sendtype,
+                                                          recvbuf, recvcount, recvtype));
 }
 
 int aapc_alltoall_exec(const aapc_schedule_t *s, const struct aapc_comm_info *info,
@@ -56,7 +61,8 @@ int aapc_alltoall_exec(const aapc_schedule_t *s, const struct aapc_comm_info *in
                        int recvcount, MPI_Datatype recvtype)
 {
     struct aapc_run st;
-    int rc, ssize = 0, myrank = 0, size = 0;
+    int rc, myrank = 0, size = 0;
+    int64_t ssize = 0;
     MPI_Aint lb, sext, rext, bytes = 0;
     char *tmp = NULL;
 
@@ -93,8 +99,8 @@ int aapc_alltoall_exec(const aapc_schedule_t *s, const struct aapc_comm_info *in
         tmp = malloc((size_t)(hi - lo));
         if (tmp == NULL)
             return MPI_ERR_NO_MEM;
-        memcpy(tmp, (char *)recvbuf + lo, (size_t)(hi - lo));
-        st.sbuf = tmp - lo; /* the same addressing as recvbuf, as MPI libraries do */
+        memcpy(tmp, aapc_at(recvbuf, lo), (size_t)(hi - lo));
+        st.sbuf = aapc_at(tmp, -lo); /* the same addressing as recvbuf, as MPI libraries do */
         st.scount = recvcount;
         st.stype = recvtype;
         st.sblock = st.rblock;
@@ -106,7 +112,7 @@ int aapc_alltoall_exec(const aapc_schedule_t *s, const struct aapc_comm_info *in
         st.stype = sendtype;
         st.sblock = (MPI_Aint)sendcount * sext;
     }
-    rc = aapc_execute(&st, myrank, bytes, ssize);
+    rc = aapc_execute(&st, myrank, bytes);
     free(tmp);
     return rc;
 }

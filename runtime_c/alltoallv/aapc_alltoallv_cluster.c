@@ -27,7 +27,10 @@
  * template (4 N^2 bytes); level 1 adds lg N alpha + 8 N (N - 1) beta per call; scheduling
  * (when the counts change) as aapc_vsched_run and O(pieces d + S log S) for the tables; the data
  * phase the schedule's sum over phases of (alpha + max piece bytes beta) plus its syncs.
- * Not thread-safe (MPI_THREAD_FUNNELED use), like aapc_vlevels.c.
+ * Threads: everything is per communicator (MPI_THREAD_MULTIPLE programs may call on different
+ * communicators at once). Errors are raised here through the user's communicator's handler
+ * (common/aapc_args.c: aapc_args_raise_code for what every rank agreed, aapc_args_raise_alone
+ * for what one rank may meet alone); element sizes are 64-bit.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "aapc_alltoallv_cluster.h"
@@ -40,6 +43,7 @@
 #include "aapc_args.h"
 #include "aapc_cluster_comm.h"
 #include "aapc_comm.h"
+#include "aapc_mpi.h"
 #include "aapc_report.h"
 
 /* The job tree of a communicator as the Alltoallv schedulers take it (one slot, shared by
@@ -267,34 +271,18 @@ static int schedule(const aapc_vprog_t *prog, aapc_cluster_comm_t *cc, struct vj
     return BUILT;
 }
 
-int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
-                           const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                           void *recvbuf, const int recvcounts[], const int rdispls[],
-                           MPI_Datatype recvtype, MPI_Comm comm, int *handled)
+/* The call on a communicator whose ranks are all known (cc). *agreed = 1: the error is every
+   rank's (a scheduling all ranks agreed had failed); otherwise an error may be this rank's
+   alone. *library = 1: the result is the library's (a fallback), already raised by it. */
+static int run_known(const aapc_vprog_t *prog, aapc_cluster_comm_t *cc, const long long *bytes,
+                     const void *sendbuf, const int sendcounts[], const int sdispls[],
+                     MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int *agreed,
+                     int *library)
 {
-    int rc, size = 0;
-    *handled = 0;
-    if (prog == NULL || prog->cluster == NULL)
-        return MPI_SUCCESS;
-    if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS) {
-        *handled = 1;
-        return rc;
-    }
-    if (size == 1) { /* a copy to itself: nothing to schedule */
-        *handled = 1;
-        aapc_report_fallback("a communicator of 1 rank (the library's local copy)");
-        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                              rdispls, recvtype, comm);
-    }
-    aapc_cluster_comm_t *cc = NULL;
-    rc = aapc_cluster_comm(prog->cluster, comm, prog->name, "MPI_Alltoallv", 0, &cc);
-    if (rc != MPI_SUCCESS) {
-        *handled = 1;
-        return rc;
-    }
-    if (cc == NULL || !cc->all_known)
-        return MPI_SUCCESS; /* the caller's fixed tree (or the library) */
-    *handled = 1;
+    int rc;
+    *agreed = 0;
+    *library = 0;
     aapc_args_private_returns(cc->dup);
     int nomem = 0, n = cc->size;
     const aapc_job_tree_t *jt = aapc_cluster_comm_tree(cc, &nomem);
@@ -302,6 +290,7 @@ int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, con
         return MPI_ERR_NO_MEM;
     if (jt == NULL) {
         aapc_warn_fallback(comm, prog->name, cc->tree_error, "MPI_Alltoallv");
+        *library = 1;
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
     }
@@ -320,9 +309,9 @@ int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, con
     int status = BUILT, fresh = 0;
     char why[256] = "";
     if (bytes == NULL) { /* level 1: every rank's send bytes */
-        int esize;
+        int64_t esize = 0;
         const int *counts = sendbuf == MPI_IN_PLACE ? recvcounts : sendcounts;
-        rc = PMPI_Type_size(sendbuf == MPI_IN_PLACE ? recvtype : sendtype, &esize);
+        rc = aapc_type_size(sendbuf == MPI_IN_PLACE ? recvtype : sendtype, &esize);
         long long *row = malloc(sizeof *row * (size_t)n);
         if (rc == MPI_SUCCESS && row == NULL)
             rc = MPI_ERR_NO_MEM;
@@ -352,12 +341,14 @@ int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, con
             return rc;
         if (status != BUILT)
             sched_clear(s); /* another rank failed: do not keep a schedule it lacks */
+        *agreed = status == NOMEM;
     }
     if (status == NOMEM)
         return MPI_ERR_NO_MEM;
     if (status == REFUSED) {
         aapc_warn_fallback(comm, prog->name, why[0] ? why : "the Alltoallv scheduler refused it",
                            "MPI_Alltoallv");
+        *library = 1;
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
     }
@@ -365,4 +356,40 @@ int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, con
     aapc_report_served("run-time, job tree");
     return aapc_alltoallv_exec(&s->tab.sched, &info, sendbuf, sendcounts, sdispls, sendtype,
                                recvbuf, recvcounts, rdispls, recvtype);
+}
+
+int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
+                           const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                           void *recvbuf, const int recvcounts[], const int rdispls[],
+                           MPI_Datatype recvtype, MPI_Comm comm, int *handled)
+{
+    int rc, size = 0;
+    *handled = 0;
+    if (prog == NULL || prog->cluster == NULL)
+        return MPI_SUCCESS;
+    if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS) {
+        *handled = 1;
+        return aapc_args_raise_code(comm, rc);
+    }
+    if (size == 1) { /* a copy to itself: nothing to schedule */
+        *handled = 1;
+        aapc_report_fallback("a communicator of 1 rank (the library's local copy)");
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                              rdispls, recvtype, comm);
+    }
+    aapc_cluster_comm_t *cc = NULL;
+    rc = aapc_cluster_comm(prog->cluster, comm, prog->name, "MPI_Alltoallv", 0, &cc);
+    if (rc != MPI_SUCCESS) {
+        *handled = 1;
+        return aapc_args_raise_alone(comm, rc);
+    }
+    if (cc == NULL || !cc->all_known)
+        return MPI_SUCCESS; /* the caller's fixed tree (or the library) */
+    *handled = 1;
+    int agreed = 0, library = 0;
+    rc = run_known(prog, cc, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                   rdispls, recvtype, comm, &agreed, &library);
+    if (library)
+        return rc; /* the library's own result, raised by it */
+    return agreed ? aapc_args_raise_code(comm, rc) : aapc_args_raise_alone(comm, rc);
 }

@@ -19,7 +19,8 @@ extern "C" {
    nothing was done (no cluster, an inter-communicator, a rank on an unknown host): the caller
    runs the whole cluster's fixed tree instead. *handled = 1: the call is complete and the
    result is returned (the library's MPI_Alltoallv, with one warning, when the scheduler refuses
-   the communicator). Arguments are checked by the caller (common/aapc_args.c). */
+   the communicator; an error raised through comm's error handler). Arguments are checked by the
+   caller (common/aapc_args.c). */
 int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
                            const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                            void *recvbuf, const int recvcounts[], const int rdispls[],

@@ -10,7 +10,9 @@
  * communicator's error handler, null and inter-communicators to PMPI_Alltoallv untouched),
  * then that this call's counts are the compiled pattern on every rank (one MPI_Allreduce of an
  * int); otherwise the call goes to PMPI_Alltoallv untouched. An error inside the executor is
- * returned by its private communicator and raised through the user's communicator.
+ * returned by its private communicator and raised through the user's communicator (aborting
+ * the job when the handler returns: common/aapc_args.c aapc_args_raise_alone). Element sizes
+ * are 64-bit (a derived type may exceed INT_MAX bytes) and buffers may be MPI_BOTTOM.
  * Cost: the schedule's sum over phases of (alpha + max piece bytes beta) plus its syncs (common/
  * aapc_exec.c); plus 2 lg(p) alpha for the level-3 checks and the packing copies.
  */
@@ -20,6 +22,7 @@
 
 #include "aapc_args.h"
 #include "aapc_exec.h"
+#include "aapc_mpi.h"
 #include "aapc_report.h"
 
 /* Byte span [*lo, *hi) of `count` elements of `type` at displacement disp (in extents). */
@@ -37,12 +40,11 @@ static int aapc_pack_plan(struct aapc_run *st, int send, int nranks, MPI_Aint **
                           MPI_Aint *total)
 {
     const aapc_schedule_t *s = st->s;
-    int lo = send ? st->s0 : st->r0, hi = send ? st->s1 : st->r1, rc;
+    int lo = send ? st->s0 : st->r0, hi = send ? st->s1 : st->r1;
     const int32_t *peer = send ? s->send_peer : s->recv_peer;
     const int64_t *pos = send ? s->send_pos : s->recv_pos, *len = send ? s->send_len : s->recv_len;
     const int *counts = send ? st->scounts : st->rcounts;
-    int size = send ? st->ssize : st->rsize;
-    MPI_Datatype type = send ? st->stype : st->rtype;
+    int64_t size = send ? st->ssize : st->rsize;
     *total = 0;
     *off = malloc((size_t)nranks * sizeof **off);
     if (*off == NULL)
@@ -55,11 +57,8 @@ static int aapc_pack_plan(struct aapc_run *st, int send, int nranks, MPI_Aint **
         int r = aapc_rank(st, peer[e]);
         if ((*off)[r] >= 0 || (pos[e] == 0 && len[e] == (int64_t)counts[r] * size))
             continue;
-        int bytes;
-        if ((rc = PMPI_Pack_size(counts[r], type, st->dup, &bytes)) != MPI_SUCCESS)
-            return rc;
-        (*off)[r] = *total;
-        *total += bytes;
+        (*off)[r] = *total; /* packed as its raw bytes (aapc_pack_bytes checks) */
+        *total += (MPI_Aint)counts[r] * size;
     }
     return MPI_SUCCESS;
 }
@@ -71,21 +70,15 @@ static int aapc_pack_all(struct aapc_run *st, int send, int nranks)
     for (int r = 0; r < nranks; r++) {
         if (off[r] < 0)
             continue;
-        int n = send ? st->scounts[r] : st->rcounts[r], size = send ? st->ssize : st->rsize;
-        int packed, pos = 0, rc;
-        MPI_Datatype type = send ? st->stype : st->rtype;
-        if ((rc = PMPI_Pack_size(n, type, st->dup, &packed)) != MPI_SUCCESS)
-            return rc;
+        int n = send ? st->scounts[r] : st->rcounts[r], rc;
         if (send)
-            rc = PMPI_Pack(st->sbuf + (MPI_Aint)st->sdispls[r] * st->sext, n, type,
-                           st->spack + off[r], packed, &pos, st->dup);
+            rc = aapc_pack_bytes(1, aapc_at(st->sbuf, (MPI_Aint)st->sdispls[r] * st->sext), n,
+                                 st->stype, st->sext, st->ssize, st->spack + off[r], st->dup);
         else
-            rc = PMPI_Unpack(st->rpack + off[r], packed, &pos,
-                             st->rbuf + (MPI_Aint)st->rdispls[r] * st->rext, n, type, st->dup);
+            rc = aapc_pack_bytes(0, aapc_at(st->rbuf, (MPI_Aint)st->rdispls[r] * st->rext), n,
+                                 st->rtype, st->rext, st->rsize, st->rpack + off[r], st->dup);
         if (rc != MPI_SUCCESS)
-            return rc;
-        if ((int64_t)pos != (int64_t)n * size) /* packed form is not the raw bytes: refuse */
-            return MPI_ERR_INTERN;
+            return rc == MPI_ERR_TRUNCATE ? MPI_ERR_INTERN : rc; /* packed form not raw bytes */
     }
     return MPI_SUCCESS;
 }
@@ -111,7 +104,7 @@ int aapc_alltoallv_exec(const aapc_schedule_t *s, struct aapc_comm_info *info,
     st.vmode = 1;
     if ((rc = PMPI_Comm_rank(st.dup, &me)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_size(st.dup, &size)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_size(recvtype, &st.rsize)) != MPI_SUCCESS ||
+        (rc = aapc_type_size(recvtype, &st.rsize)) != MPI_SUCCESS ||
         (rc = PMPI_Type_get_extent(recvtype, &lb, &st.rext)) != MPI_SUCCESS)
         return rc;
     st.rbuf = recvbuf;
@@ -136,15 +129,15 @@ int aapc_alltoallv_exec(const aapc_schedule_t *s, struct aapc_comm_info *info,
         if (tmp == NULL)
             return MPI_ERR_NO_MEM;
         if (hi > lo)
-            memcpy(tmp, (char *)recvbuf + lo, (size_t)(hi - lo));
-        st.sbuf = tmp - lo; /* the same addressing as recvbuf */
+            memcpy(tmp, aapc_at(recvbuf, lo), (size_t)(hi - lo));
+        st.sbuf = aapc_at(tmp, -lo); /* the same addressing as recvbuf */
         st.scounts = recvcounts;
         st.sdispls = rdispls;
         st.stype = recvtype;
         st.ssize = st.rsize;
         st.sext = st.rext;
     } else {
-        if ((rc = PMPI_Type_size(sendtype, &st.ssize)) != MPI_SUCCESS ||
+        if ((rc = aapc_type_size(sendtype, &st.ssize)) != MPI_SUCCESS ||
             (rc = PMPI_Type_get_extent(sendtype, &lb, &st.sext)) != MPI_SUCCESS)
             return rc;
         st.sbuf = sendbuf;
@@ -173,7 +166,7 @@ int aapc_alltoallv_exec(const aapc_schedule_t *s, struct aapc_comm_info *info,
             rc = MPI_ERR_NO_MEM;
     }
     if (rc == MPI_SUCCESS && (rc = aapc_pack_all(&st, 1, size)) == MPI_SUCCESS &&
-        (rc = aapc_execute(&st, me, 0, st.ssize)) == MPI_SUCCESS)
+        (rc = aapc_execute(&st, me, 0)) == MPI_SUCCESS)
         rc = aapc_pack_all(&st, 0, size);
     free(st.spack);
     free(st.rpack);
@@ -188,13 +181,14 @@ static int aapc_pattern_matches(const aapc_schedule_t *s, const aapc_comm_info_t
                                 const int sendcounts[], MPI_Datatype sendtype, int inplace,
                                 const int recvcounts[], MPI_Datatype recvtype, int *all_ok)
 {
-    int ssize, rsize, rc, ok = 1, m = info->my_machine, n = s->nmachines;
-    if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+    int rc, ok = 1, m = info->my_machine, n = s->nmachines;
+    int64_t ssize, rsize;
+    if ((rc = aapc_type_size(recvtype, &rsize)) != MPI_SUCCESS)
         return rc;
     if (inplace) {
         ssize = rsize;
         sendcounts = recvcounts;
-    } else if ((rc = PMPI_Type_size(sendtype, &ssize)) != MPI_SUCCESS) {
+    } else if ((rc = aapc_type_size(sendtype, &ssize)) != MPI_SUCCESS) {
         return rc;
     }
     for (int j = 0; j < n && ok; j++) {
@@ -222,13 +216,13 @@ int aapc_alltoallv_run(const aapc_schedule_t *s, const void *sendbuf, const int 
     if (done)
         return rc;
     if ((rc = aapc_comm_lookup(s, comm, &info)) != MPI_SUCCESS)
-        return rc;
+        return aapc_args_raise_alone(comm, rc);
     if (info.usable)
         aapc_args_private_returns(info.dup);
     if (info.usable && s->pattern != NULL &&
         (rc = aapc_pattern_matches(s, &info, sendcounts, sendtype, sendbuf == MPI_IN_PLACE,
                                    recvcounts, recvtype, &ok)) != MPI_SUCCESS)
-        return aapc_args_raise_code(comm, rc);
+        return aapc_args_raise_alone(comm, rc);
     if (!ok)
         aapc_warn_fallback(comm, s->name, "this call's counts differ from the compiled pattern",
                        "MPI_Alltoallv");
@@ -238,7 +232,7 @@ int aapc_alltoallv_run(const aapc_schedule_t *s, const void *sendbuf, const int 
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
     aapc_report_served("precomputed, compiled pattern");
-    return aapc_args_raise_code(comm, aapc_alltoallv_exec(s, &info, sendbuf, sendcounts, sdispls,
-                                                          sendtype, recvbuf, recvcounts, rdispls,
-                                                          recvtype));
+    return aapc_args_raise_alone(comm, aapc_alltoallv_exec(s, &info, sendbuf, sendcounts, sdispls,
+                                                           sendtype, recvbuf, recvcounts, rdispls,
+                                                           recvtype));
 }

@@ -9,6 +9,11 @@
  * aapc_vsched_run schedules it (greedy, all-to-all based or balanced, identical on every rank)
  * and aapc_vtables_build derives the executor tables and syncs; aapc_alltoallv_exec moves the
  * data in contention-free phases.
+ * The last schedule of each routine is cached on the communicator (common/aapc_comm.c
+ * aapc_comm_slot, freed with it), so threads calling on different communicators at once
+ * (MPI_THREAD_MULTIPLE) never share one. Errors after the argument agreement go through the
+ * communicator's error handler (aapc_args_raise_alone: the job aborts when the handler
+ * returns, since the other ranks may wait for this one); element sizes are 64-bit.
  * Cost: level 1 adds an Allgather of 8N bytes per rank (lg N alpha + 8N(N-1) beta with a
  * recursive-doubling/ring Allgather) plus the scheduling time when the counts change
  * (docs/performance.md); the data phase costs the schedule's sum over phases of
@@ -21,38 +26,43 @@
 #include <string.h>
 
 #include "aapc_alltoallv_cluster.h"
+#include "aapc_args.h"
 #include "aapc_comm.h"
+#include "aapc_mpi.h"
 #include "aapc_report.h"
 
-/* The last schedule of each program (one entry per aapc_vprog_t used in the process). */
+/* The last schedule of one program on one communicator (a slot of its cache). */
 struct vcache {
-    const aapc_vprog_t *prog;
     int n;
     long long *bytes; /* machine order */
     aapc_vsched vs;
     aapc_vtables_t tab;
-    struct vcache *next;
 };
-static struct vcache *caches = NULL;
 
-static struct vcache *cache_of(const aapc_vprog_t *prog)
+static void vcache_free(void *p)
 {
-    struct vcache *c = caches;
-    while (c != NULL && c->prog != prog)
-        c = c->next;
-    if (c == NULL && (c = calloc(1, sizeof *c)) != NULL) {
-        c->prog = prog;
-        c->next = caches;
-        caches = c;
+    struct vcache *c = p;
+    if (c->bytes != NULL) {
+        aapc_vtables_free(&c->tab);
+        aapc_vsched_free(&c->vs);
+        free(c->bytes);
     }
-    return c;
+    free(c);
+}
+
+static struct vcache *cache_of(const aapc_vprog_t *prog, aapc_comm_info_t *info)
+{
+    void **slot = aapc_comm_slot(info, prog, vcache_free);
+    if (slot != NULL && *slot == NULL)
+        *slot = calloc(1, sizeof(struct vcache));
+    return slot != NULL ? *slot : NULL;
 }
 
 /* The tables for machine-order matrix m (n x n), from the cache or freshly scheduled. */
-static const aapc_schedule_t *schedule_for(const aapc_vprog_t *prog, long long *m, int n,
-                                           int *rc)
+static const aapc_schedule_t *schedule_for(const aapc_vprog_t *prog, aapc_comm_info_t *info,
+                                           long long *m, int n, int *rc)
 {
-    struct vcache *c = cache_of(prog);
+    struct vcache *c = cache_of(prog, info);
     size_t nn = (size_t)n * (size_t)n;
     *rc = MPI_SUCCESS;
     if (c == NULL) {
@@ -106,7 +116,7 @@ static int run(const aapc_vprog_t *prog, aapc_comm_info_t *info, const long long
             m[(size_t)a * (size_t)n + (size_t)b] = a == b || v < 0 ? 0 : v;
         }
     }
-    const aapc_schedule_t *s = schedule_for(prog, m, n, &rc);
+    const aapc_schedule_t *s = schedule_for(prog, info, m, n, &rc);
     free(m);
     if (s == NULL)
         return rc;
@@ -121,15 +131,16 @@ int aapc_alltoallv_level1(const aapc_vprog_t *prog, const void *sendbuf, const i
                           MPI_Comm comm)
 {
     aapc_comm_info_t info;
-    int rc, size, n, handled;
+    int rc, n, handled;
+    int64_t size;
     if (prog == NULL)
-        return MPI_ERR_ARG;
+        return aapc_args_raise_code(comm, MPI_ERR_ARG);
     rc = aapc_alltoallv_cluster(prog, NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                 recvcounts, rdispls, recvtype, comm, &handled);
     if (handled)
         return rc;
     if ((rc = aapc_comm_lookup(prog->key, comm, &info)) != MPI_SUCCESS)
-        return rc;
+        return aapc_args_raise_alone(comm, rc);
     if (!info.usable) {
         aapc_report_fallback(aapc_comm_why(prog->key, &info));
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
@@ -137,14 +148,15 @@ int aapc_alltoallv_level1(const aapc_vprog_t *prog, const void *sendbuf, const i
     }
     n = prog->key->nmachines;
     const int *counts = sendbuf == MPI_IN_PLACE ? recvcounts : sendcounts;
-    if ((rc = PMPI_Type_size(sendbuf == MPI_IN_PLACE ? recvtype : sendtype, &size)) != MPI_SUCCESS)
-        return rc;
+    if ((rc = aapc_type_size(sendbuf == MPI_IN_PLACE ? recvtype : sendtype, &size)) !=
+        MPI_SUCCESS)
+        return aapc_args_raise_alone(comm, rc);
     long long *all = malloc(sizeof *all * (size_t)n * (size_t)n);
     long long *row = malloc(sizeof *row * (size_t)n);
     if (all == NULL || row == NULL) {
         free(all);
         free(row);
-        return MPI_ERR_NO_MEM;
+        return aapc_args_raise_alone(comm, MPI_ERR_NO_MEM);
     }
     for (int j = 0; j < n; j++)
         row[j] = (long long)counts[j] * size;
@@ -154,7 +166,7 @@ int aapc_alltoallv_level1(const aapc_vprog_t *prog, const void *sendbuf, const i
                  rdispls, recvtype);
     free(all);
     free(row);
-    return rc;
+    return aapc_args_raise_alone(comm, rc);
 }
 
 int aapc_alltoallv_level2(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
@@ -165,18 +177,18 @@ int aapc_alltoallv_level2(const aapc_vprog_t *prog, const long long *bytes, cons
     aapc_comm_info_t info;
     int rc, handled;
     if (prog == NULL || bytes == NULL)
-        return MPI_ERR_ARG;
+        return aapc_args_raise_code(comm, MPI_ERR_ARG);
     rc = aapc_alltoallv_cluster(prog, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                 recvcounts, rdispls, recvtype, comm, &handled);
     if (handled)
         return rc;
     if ((rc = aapc_comm_lookup(prog->key, comm, &info)) != MPI_SUCCESS)
-        return rc;
+        return aapc_args_raise_alone(comm, rc);
     if (!info.usable) {
         aapc_report_fallback(aapc_comm_why(prog->key, &info));
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
     }
-    return run(prog, &info, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-               rdispls, recvtype);
+    return aapc_args_raise_alone(comm, run(prog, &info, bytes, sendbuf, sendcounts, sdispls,
+                                           sendtype, recvbuf, recvcounts, rdispls, recvtype));
 }

@@ -4,7 +4,8 @@
  * Level 1 (aapc_alltoallv_level1): the call's counts are gathered (one MPI_Allgather of N
  * 64-bit integers per rank) and every rank schedules the whole N x N byte matrix with the same
  * deterministic C scheduler, so all ranks agree without further communication. The last
- * schedule is cached per program: repeated calls with the same counts pay only the Allgather.
+ * schedule is cached per program and communicator: repeated calls with the same counts pay
+ * only the Allgather.
  * Level 2 (aapc_alltoallv_level2): the caller passes the whole byte matrix (row = source rank),
  * known locally on every rank (for example from the application's own decomposition); no
  * communication beyond the data. The matrix must be the call's counts on every rank.
@@ -16,7 +17,9 @@
  * `tree` (one rank per machine, every machine), and any other communicator goes to
  * PMPI_Alltoallv with one warning.
  *
- * Not thread-safe: call from one thread per process (MPI_THREAD_FUNNELED use).
+ * Threads: state is per communicator; threads may call on different communicators at once
+ * (MPI_THREAD_MULTIPLE). Errors are raised through the communicator's error handler (the
+ * caller checked the arguments with aapc_args_alltoallv first and returns the result as is).
  */
 #ifndef AAPC_VLEVELS_H
 #define AAPC_VLEVELS_H

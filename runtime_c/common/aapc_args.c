@@ -9,7 +9,11 @@
  *   - counts >= 0 (MPI_ERR_COUNT); count arrays not NULL (MPI_ERR_ARG); the send arguments are
  *     not looked at under MPI_IN_PLACE, as in MPICH;
  *   - datatypes not MPI_DATATYPE_NULL and committed (MPI_ERR_TYPE; "committed" is probed with a
- *     zero-element MPI_Pack on a private duplicate of MPI_COMM_SELF that returns errors);
+ *     zero-element MPI_Pack on a private one-rank communicator that returns errors: a duplicate
+ *     of MPI_COMM_SELF once per process, or, in an MPI-4 sessions program, which has no
+ *     MPI_COMM_SELF, one made from the user's communicator with MPI_Comm_create_group of this
+ *     rank alone, kept with that communicator); sizes are 64-bit (MPI_Type_size_x: a derived
+ *     type may be larger than INT_MAX bytes);
  *   - buffers: NULL with data at address 0 (count > 0, type size > 0, true lower bound 0; in
  *     MPI_Alltoallv for a zero displacement), as MPICH; + recvbuf == MPI_IN_PLACE with data;
  *     sendbuf == recvbuf (no MPI_IN_PLACE) with data on both sides (MPI_ERR_BUFFER; + MPICH
@@ -24,21 +28,36 @@
  *     (max and min of both); MPI_Alltoallv: the sum over all ranks of a 64-bit hash of each
  *     (source, destination, bytes) a rank sends, minus the same over what it expects to
  *     receive, is 0. A difference is an error on every rank: MPI_ERR_TRUNCATE;
- *   - whether any rank has a byte to move: when none has, every rank returns MPI_SUCCESS.
+ *   - whether any rank has a byte to move: when none has, every rank returns MPI_SUCCESS;
+ *   - MPI_IN_PLACE with data: whether every rank could allocate the copy of its receive buffer
+ *     the executors make (one malloc of its span, freed at once: a probe). When one cannot,
+ *     every rank hands the call to the library's in-place routine (which needs one block:
+ *     MPICH's pairwise exchange), and rank 0 warns once, naming the rank.
  * Errors are raised with MPI_Comm_call_errhandler on the user's communicator, with a code of
- * the class above whose string says what is wrong (MPI_Add_error_code/string), so
- * MPI_ERRORS_ARE_FATAL aborts with that message and MPI_ERRORS_RETURN returns the code.
+ * the class above whose string says what is wrong (MPI_Add_error_code/string: one code per
+ * distinct message, so an earlier code keeps its string), so MPI_ERRORS_ARE_FATAL aborts with
+ * that message and MPI_ERRORS_RETURN returns the code. An error one rank meets alone after the
+ * agreement (aapc_args_raise_alone: out of memory, a failed send) goes through the handler too,
+ * and when the handler returns the job is aborted: the other ranks may be waiting for that
+ * rank's messages.
+ * Calls the library must answer: MPI_COMM_NULL, inter-communicators, and any call before
+ * MPI_Init or after MPI_Finalize on MPI_COMM_WORLD or MPI_COMM_SELF go to PMPI untouched, so the
+ * library reports them in its own words ("... before initializing ...").
+ * Threads: the process-wide objects (probe communicator, reduction, error codes, keys) are
+ * created under a lock (common/aapc_lock.h); the checks themselves touch only the call's data.
  *
  * Cost per call, p ranks: O(1) local work for MPI_Alltoall, O(p) for MPI_Alltoallv, two
- * zero-element MPI_Pack calls (tens of ns), and the agreement: one reduction of 40 bytes with
- * MPI_MAX (MPI_Alltoall) or 24 bytes with a user-defined operation (MPI_Alltoallv), about
+ * zero-element MPI_Pack calls (tens of ns), and the agreement: one reduction of 48 bytes with
+ * MPI_MAX (MPI_Alltoall) or 32 bytes with a user-defined operation (MPI_Alltoallv), about
  * lg(p) alpha (docs/performance.md: its share of a 64 KB call on the emulated 4+4 tree).
  * AAPC_AGREE=0 leaves the agreement out: the local checks stay and are raised at once on the
  * rank that finds them, but a misuse on some ranks only, or counts that differ, can then hang.
  */
 #include "aapc_args.h"
 
-#include "aapc_comm.h"     /* aapc_warn_fallback */
+#include "aapc_comm.h" /* aapc_warn_fallback */
+#include "aapc_lock.h"
+#include "aapc_mpi.h"
 #include "aapc_settings.h" /* AAPC_AGREE */
 #include "aapc_wait.h"
 
@@ -48,38 +67,121 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- per-process state, freed by MPI_Finalize (attribute on MPI_COMM_SELF) ------------ */
+/* ---- the objects of the checks ----------------------------------------------------------- */
 
-static MPI_Comm probe_comm = MPI_COMM_NULL; /* MPI_COMM_SELF dup, MPI_ERRORS_RETURN */
-static MPI_Op vop = MPI_OP_NULL;            /* the Alltoallv agreement's reduction */
-static MPI_Datatype vtype = MPI_DATATYPE_NULL;
-static int cleanup_keyval = MPI_KEYVAL_INVALID;
+/* The probe communicator (one rank, MPI_ERRORS_RETURN), the Alltoallv agreement's reduction
+   and its datatype. World model: one set per process, freed by MPI_Finalize (an attribute of
+   MPI_COMM_SELF). Sessions model: one set per user communicator (an attribute of it, freed
+   with it, so before the session ends). */
+struct objs {
+    MPI_Comm probe;
+    MPI_Op vop;
+    MPI_Datatype vtype;
+};
 
-static int cleanup(MPI_Comm comm, int keyval, void *attr, void *extra)
+static aapc_mutex_t lock = AAPC_MUTEX_INIT;
+static struct objs world = {MPI_COMM_NULL, MPI_OP_NULL, MPI_DATATYPE_NULL};
+static int world_keyval = MPI_KEYVAL_INVALID; /* on MPI_COMM_SELF: frees `world` */
+static int comm_keyval = MPI_KEYVAL_INVALID;  /* on a sessions communicator: its objs */
+
+static void objs_free(struct objs *o)
+{
+    if (o->probe != MPI_COMM_NULL)
+        PMPI_Comm_free(&o->probe);
+    if (o->vop != MPI_OP_NULL)
+        PMPI_Op_free(&o->vop);
+    if (o->vtype != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&o->vtype);
+    *o = (struct objs){MPI_COMM_NULL, MPI_OP_NULL, MPI_DATATYPE_NULL};
+}
+
+static int world_cleanup(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     (void)comm;
     (void)keyval;
     (void)attr;
     (void)extra;
-    if (probe_comm != MPI_COMM_NULL)
-        PMPI_Comm_free(&probe_comm);
-    if (vop != MPI_OP_NULL)
-        PMPI_Op_free(&vop);
-    if (vtype != MPI_DATATYPE_NULL)
-        PMPI_Type_free(&vtype);
-    probe_comm = MPI_COMM_NULL;
-    vop = MPI_OP_NULL;
-    vtype = MPI_DATATYPE_NULL;
+    aapc_lock(&lock);
+    objs_free(&world);
+    aapc_unlock(&lock);
     return MPI_SUCCESS;
 }
 
-static void at_finalize(void)
+static int comm_cleanup(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
-    if (cleanup_keyval != MPI_KEYVAL_INVALID)
-        return;
-    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, cleanup, &cleanup_keyval, NULL) ==
-        MPI_SUCCESS)
-        PMPI_Comm_set_attr(MPI_COMM_SELF, cleanup_keyval, NULL);
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    objs_free(attr);
+    free(attr);
+    return MPI_SUCCESS;
+}
+
+/* The objects for calls on comm; NULL when out of memory. Under the lock. */
+static struct objs *objs_locked(MPI_Comm comm)
+{
+    if (aapc_world_model()) {
+        if (world_keyval == MPI_KEYVAL_INVALID) {
+            aapc_test_delay_keys();
+            if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, world_cleanup, &world_keyval,
+                                        NULL) == MPI_SUCCESS)
+                PMPI_Comm_set_attr(MPI_COMM_SELF, world_keyval, NULL);
+        }
+        return &world;
+    }
+    if (comm_keyval == MPI_KEYVAL_INVALID) {
+        aapc_test_delay_keys();
+        if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_cleanup, &comm_keyval, NULL) !=
+            MPI_SUCCESS)
+            return NULL;
+    }
+    void *attr = NULL;
+    int flag = 0;
+    if (PMPI_Comm_get_attr(comm, comm_keyval, &attr, &flag) == MPI_SUCCESS && flag)
+        return attr;
+    struct objs *o = malloc(sizeof *o);
+    if (o == NULL)
+        return NULL;
+    *o = (struct objs){MPI_COMM_NULL, MPI_OP_NULL, MPI_DATATYPE_NULL};
+    if (PMPI_Comm_set_attr(comm, comm_keyval, o) != MPI_SUCCESS) {
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The probe communicator of calls on comm (MPI_COMM_NULL: none could be made; the committed
+   check is then left to the library). */
+static MPI_Comm probe_of(MPI_Comm comm)
+{
+    aapc_lock(&lock);
+    struct objs *o = objs_locked(comm);
+    MPI_Comm probe = MPI_COMM_NULL;
+    if (o != NULL && o->probe == MPI_COMM_NULL) {
+        aapc_test_delay_keys();
+        if (o == &world) {
+            if (PMPI_Comm_dup(MPI_COMM_SELF, &o->probe) != MPI_SUCCESS)
+                o->probe = MPI_COMM_NULL;
+        } else { /* this rank alone, from the user's communicator: local */
+            MPI_Group g = MPI_GROUP_NULL, me = MPI_GROUP_NULL;
+            int rank = 0;
+            if (PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
+                PMPI_Comm_group(comm, &g) == MPI_SUCCESS &&
+                PMPI_Group_incl(g, 1, &rank, &me) == MPI_SUCCESS &&
+                PMPI_Comm_create_group(comm, me, 0, &o->probe) != MPI_SUCCESS)
+                o->probe = MPI_COMM_NULL;
+            if (me != MPI_GROUP_NULL)
+                PMPI_Group_free(&me);
+            if (g != MPI_GROUP_NULL)
+                PMPI_Group_free(&g);
+        }
+        if (o->probe != MPI_COMM_NULL)
+            PMPI_Comm_set_errhandler(o->probe, MPI_ERRORS_RETURN);
+    }
+    if (o != NULL)
+        probe = o->probe;
+    aapc_unlock(&lock);
+    return probe;
 }
 
 /* AAPC_AGREE=0 leaves the agreement out: a setting every rank of comm shares
@@ -110,27 +212,40 @@ static int agree(void *v, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm
 
 /* ---- raising ------------------------------------------------------------------------------ */
 
-/* A code of class cls whose string is msg (cls itself when the library cannot add codes). */
-static int code_of(int cls, char *msg)
+/* A code of class cls whose string is msg: one code per distinct (class, message), so the
+   string of a code returned earlier stays what it said. At most KEEP of them per process; past
+   that, and when the library cannot add codes (SimGrid's returns success and no code), the
+   class itself (its string is the library's generic one). */
+static int code_of(int cls, const char *msg)
 {
-    enum { KEEP = 16 };
-    static int classes[KEEP], codes[KEEP], n = 0;
+    enum { KEEP = 1024 };
+    static struct {
+        uint64_t hash;
+        int cls, code;
+    } known[KEEP];
+    static int n = 0;
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = msg; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h = (h ^ (uint64_t)(unsigned)cls) * 1099511628211ull;
     int code = -1;
-    for (int i = 0; i < n; i++)
-        if (classes[i] == cls)
-            code = codes[i];
-    if (code < 0) {
-        int back = -1;
-        /* a library without user codes (SimGrid's returns success and no code): the class */
-        if (n == KEEP || PMPI_Add_error_code(cls, &code) != MPI_SUCCESS || code < 0 ||
-            PMPI_Error_class(code, &back) != MPI_SUCCESS || back != cls)
-            return cls;
-        classes[n] = cls;
-        codes[n++] = code;
+    aapc_lock(&lock);
+    for (int i = 0; i < n && code < 0; i++)
+        if (known[i].hash == h && known[i].cls == cls)
+            code = known[i].code;
+    if (code < 0 && n < KEEP) {
+        int c = -1, back = -1;
+        if (PMPI_Add_error_code(cls, &c) == MPI_SUCCESS && c >= 0 &&
+            PMPI_Error_class(c, &back) == MPI_SUCCESS && back == cls &&
+            PMPI_Add_error_string(c, msg) == MPI_SUCCESS) {
+            known[n].hash = h;
+            known[n].cls = cls;
+            known[n++].code = c;
+            code = c;
+        }
     }
-    if (PMPI_Add_error_string(code, msg) != MPI_SUCCESS)
-        return cls;
-    return code;
+    aapc_unlock(&lock);
+    return code >= 0 ? code : cls;
 }
 
 static int raise_on(MPI_Comm comm, int cls, const char *fmt, ...)
@@ -150,6 +265,25 @@ int aapc_args_raise_code(MPI_Comm comm, int code)
     if (code != MPI_SUCCESS && comm != MPI_COMM_NULL)
         PMPI_Comm_call_errhandler(comm, code);
     return code;
+}
+
+int aapc_args_raise_alone(MPI_Comm comm, int code)
+{
+    if (code == MPI_SUCCESS || comm == MPI_COMM_NULL)
+        return code;
+    PMPI_Comm_call_errhandler(comm, code); /* aborts under MPI_ERRORS_ARE_FATAL */
+    char what[MPI_MAX_ERROR_STRING] = "";
+    int len = 0, rank = -1;
+    PMPI_Error_string(code, what, &len);
+    PMPI_Comm_rank(comm, &rank);
+    fprintf(stderr,
+            "aapcgen: rank %d of the communicator failed alone after its ranks agreed on the "
+            "call (%s); aborting the job, since the other ranks may be waiting for this "
+            "rank's messages\n",
+            rank, what);
+    fflush(stderr);
+    PMPI_Abort(comm, code);
+    _Exit(EXIT_FAILURE); /* an MPI_Abort may return before the launcher ends the job (MPICH 5) */
 }
 
 void aapc_args_private_returns(MPI_Comm dup)
@@ -177,8 +311,10 @@ static void found(struct finding *f, int cls, const char *fmt, ...)
     f->cls = cls;
 }
 
-/* A datatype usable for communication: not NULL, committed. *size and *tlb when it is. */
-static int type_ok(MPI_Datatype t, const char *arg, struct finding *f, int *size, MPI_Aint *tlb)
+/* A datatype usable for communication: not NULL, committed. *size (64-bit) and *tlb when it
+   is. */
+static int type_ok(MPI_Datatype t, const char *arg, MPI_Comm probe, struct finding *f,
+                   int64_t *size, MPI_Aint *tlb)
 {
     MPI_Aint text;
     *size = 0;
@@ -187,23 +323,15 @@ static int type_ok(MPI_Datatype t, const char *arg, struct finding *f, int *size
         found(f, MPI_ERR_TYPE, "%s is MPI_DATATYPE_NULL", arg);
         return 0;
     }
-    if (probe_comm == MPI_COMM_NULL) {
-        if (PMPI_Comm_dup(MPI_COMM_SELF, &probe_comm) == MPI_SUCCESS) {
-            PMPI_Comm_set_errhandler(probe_comm, MPI_ERRORS_RETURN);
-            at_finalize();
-        } else {
-            probe_comm = MPI_COMM_NULL;
-        }
-    }
-    if (probe_comm != MPI_COMM_NULL) {
-        char out[1];
+    if (probe != MPI_COMM_NULL) {
+        char out[1] = {0};
         int pos = 0;
-        if (PMPI_Pack(NULL, 0, t, out, 0, &pos, probe_comm) != MPI_SUCCESS) {
+        if (PMPI_Pack(out, 0, t, out, 0, &pos, probe) != MPI_SUCCESS) {
             found(f, MPI_ERR_TYPE, "%s is not a committed datatype", arg);
             return 0;
         }
     }
-    if (PMPI_Type_size(t, size) != MPI_SUCCESS ||
+    if (aapc_type_size(t, size) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(t, tlb, &text) != MPI_SUCCESS) {
         found(f, MPI_ERR_TYPE, "%s is not a valid datatype", arg);
         return 0;
@@ -212,30 +340,54 @@ static int type_ok(MPI_Datatype t, const char *arg, struct finding *f, int *size
 }
 
 /* MPICH's rule for a NULL buffer: data would start at address 0. */
-static int null_data(const void *buf, int count, int size, MPI_Aint tlb)
+static int null_data(const void *buf, int count, int64_t size, MPI_Aint tlb)
 {
     return buf == NULL && count > 0 && size > 0 && tlb == 0;
+}
+
+/* Bytes from the lowest to the highest byte of `count` elements of t at displacement disp (in
+   extents): [*lo, *hi) relative to the buffer. */
+static int span_of(MPI_Datatype t, MPI_Aint disp, MPI_Aint count, MPI_Aint *lo, MPI_Aint *hi)
+{
+    MPI_Aint lb, ext, tlb, text, last = count - 1;
+    int rc;
+    if ((rc = PMPI_Type_get_extent(t, &lb, &ext)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_get_true_extent(t, &tlb, &text)) != MPI_SUCCESS)
+        return rc;
+    *lo = disp * ext + tlb + (ext < 0 ? last * ext : 0);
+    *hi = disp * ext + tlb + text + (ext > 0 ? last * ext : 0);
+    return MPI_SUCCESS;
+}
+
+/* The in-place probe: can this rank allocate `bytes` (the executors' copy of its receive
+   buffer)? Allocated and freed at once; the executor allocates it again. */
+static int can_allocate(MPI_Aint bytes)
+{
+    void *p = bytes > 0 ? malloc((size_t)bytes) : NULL;
+    free(p);
+    return bytes <= 0 || p != NULL;
 }
 
 /* ---- MPI_Alltoall ------------------------------------------------------------------------ */
 
 static void check_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                            const void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                           struct finding *f, int64_t *sbytes, int64_t *rbytes)
+                           MPI_Comm probe, struct finding *f, int64_t *sbytes, int64_t *rbytes)
 {
-    int inplace = sendbuf == MPI_IN_PLACE, ssize = 0, rsize = 0;
+    int inplace = sendbuf == MPI_IN_PLACE;
+    int64_t ssize = 0, rsize = 0;
     MPI_Aint stlb = 0, rtlb = 0;
     *sbytes = *rbytes = 0;
     if (!inplace) {
         if (sendcount < 0)
             found(f, MPI_ERR_COUNT, "sendcount %d is negative", sendcount);
-        if (type_ok(sendtype, "sendtype", f, &ssize, &stlb) &&
+        if (type_ok(sendtype, "sendtype", probe, f, &ssize, &stlb) &&
             null_data(sendbuf, sendcount, ssize, stlb))
             found(f, MPI_ERR_BUFFER, "sendbuf is NULL and sendcount %d", sendcount);
     }
     if (recvcount < 0)
         found(f, MPI_ERR_COUNT, "recvcount %d is negative", recvcount);
-    if (type_ok(recvtype, "recvtype", f, &rsize, &rtlb) &&
+    if (type_ok(recvtype, "recvtype", probe, f, &rsize, &rtlb) &&
         null_data(recvbuf, recvcount, rsize, rtlb))
         found(f, MPI_ERR_BUFFER, "recvbuf is NULL and recvcount %d", recvcount);
     if (recvbuf == MPI_IN_PLACE && recvcount > 0)
@@ -251,12 +403,17 @@ static void check_alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
 }
 
 /* The call goes to the MPI library as it is: a null or inter-communicator (with a warning
-   naming the routine, as every fallback). Sets *done. */
+   naming the routine, as every fallback), and a call on MPI_COMM_WORLD or MPI_COMM_SELF
+   before MPI_Init or after MPI_Finalize (the library reports it as such). Sets *done. */
 static int to_library(MPI_Comm comm, const char *name, const char *routine, int *done, int *rc)
 {
-    int inter = 0;
+    int inter = 0, init = 0, fin = 0;
     *done = 0;
-    if (comm == MPI_COMM_NULL) {
+    PMPI_Initialized(&init);
+    if (init)
+        PMPI_Finalized(&fin);
+    if (comm == MPI_COMM_NULL || fin ||
+        (!init && (comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF))) {
         *done = 1;
         return 1;
     }
@@ -283,6 +440,19 @@ static int raise_finding(MPI_Comm comm, const char *routine, const struct findin
                                "arguments (%s)", routine, rank, what);
 }
 
+/* Every rank falls back to the library for an in-place call: rank `who` could not allocate
+   the copy of its receive buffer (this rank's is `bytes`). */
+static void warn_inplace(MPI_Comm comm, const char *name, const char *routine, int who,
+                         MPI_Aint bytes)
+{
+    char why[200];
+    snprintf(why, sizeof why,
+             "rank %d cannot allocate the copy of its receive buffer that MPI_IN_PLACE needs "
+             "(%lld bytes on rank 0)",
+             who, (long long)bytes);
+    aapc_warn_fallback(comm, name, why, routine);
+}
+
 /* "lo" or "lo to hi". */
 static void span(char *out, size_t n, int64_t lo, int64_t hi)
 {
@@ -299,12 +469,14 @@ int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount,
     struct finding f = {0, ""};
     int rc = MPI_SUCCESS, rank = 0, size = 0;
     int64_t sb, rb;
+    MPI_Aint lo = 0, hi = 0;
     if (to_library(comm, name, "MPI_Alltoall", done, &rc))
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype,
                              comm);
     if (*done)
         return rc;
-    check_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, &f, &sb, &rb);
+    check_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, probe_of(comm),
+                   &f, &sb, &rb);
     if (!agree_enabled(comm)) {
         *done = f.cls != 0;
         return f.cls ? raise_finding(comm, "MPI_Alltoall", &f, 0, 0) : MPI_SUCCESS;
@@ -314,9 +486,13 @@ int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount,
         *done = 1;
         return rc;
     }
-    int64_t v[5] = {f.cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f.cls : 0, sb, -sb, rb,
-                    -rb};
-    if ((rc = agree(v, 5, MPI_INT64_T, MPI_MAX, comm)) != MPI_SUCCESS) {
+    int nomem = 0; /* MPI_IN_PLACE: the executors copy the span of the P receive blocks */
+    if (f.cls == 0 && sendbuf == MPI_IN_PLACE && rb > 0 &&
+        span_of(recvtype, 0, (MPI_Aint)size * recvcount, &lo, &hi) == MPI_SUCCESS)
+        nomem = !can_allocate(hi - lo);
+    int64_t v[6] = {f.cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f.cls : 0, sb, -sb, rb,
+                    -rb, nomem ? size - rank : 0};
+    if ((rc = agree(v, 6, MPI_INT64_T, MPI_MAX, comm)) != MPI_SUCCESS) {
         *done = 1; /* raised by the library on comm */
         return rc;
     }
@@ -334,6 +510,11 @@ int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount,
     }
     if (v[1] == 0)
         return MPI_SUCCESS; /* no rank has a byte to move */
+    if (v[5] != 0) {
+        warn_inplace(comm, name, "MPI_Alltoall", size - (int)v[5], hi - lo);
+        return PMPI_Alltoall(sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype,
+                             comm);
+    }
     *done = 0;
     return MPI_SUCCESS;
 }
@@ -354,47 +535,59 @@ static uint64_t msg_hash(int i, int j, int64_t bytes)
     return mix(mix(((uint64_t)(uint32_t)i << 32) | (uint32_t)j) ^ (uint64_t)bytes);
 }
 
-/* Reduction of {error key, hash, any data}: max, sum modulo 2^64, max. */
+enum { VLEN = 4 }; /* error key, hash, any data, in-place allocation failed (key) */
+
+/* Reduction of {error key, hash, any data, no memory}: max, sum modulo 2^64, max, max. */
 static void vreduce(void *in, void *inout, int *len, MPI_Datatype *type)
 {
     (void)type;
     for (int k = 0; k < *len; k++) {
-        int64_t a[3], b[3];
+        int64_t a[VLEN], b[VLEN];
         memcpy(a, (char *)in + (size_t)k * sizeof a, sizeof a);
         memcpy(b, (char *)inout + (size_t)k * sizeof b, sizeof b);
         uint64_t h = (uint64_t)a[1] + (uint64_t)b[1];
         b[0] = a[0] > b[0] ? a[0] : b[0];
         memcpy(&b[1], &h, sizeof h);
         b[2] = a[2] > b[2] ? a[2] : b[2];
+        b[3] = a[3] > b[3] ? a[3] : b[3];
         memcpy((char *)inout + (size_t)k * sizeof b, b, sizeof b);
     }
 }
 
-static int vagree_setup(void)
+/* The Alltoallv agreement's operation and datatype for calls on comm. */
+static int vagree_setup(MPI_Comm comm, MPI_Op *op, MPI_Datatype *type)
 {
-    int rc;
-    if (vop != MPI_OP_NULL)
-        return MPI_SUCCESS;
-    if ((rc = PMPI_Type_contiguous(3, MPI_INT64_T, &vtype)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_commit(&vtype)) != MPI_SUCCESS ||
-        (rc = PMPI_Op_create(vreduce, 1, &vop)) != MPI_SUCCESS) {
-        if (vtype != MPI_DATATYPE_NULL)
-            PMPI_Type_free(&vtype);
-        vtype = MPI_DATATYPE_NULL;
-        vop = MPI_OP_NULL;
-        return rc;
+    int rc = MPI_ERR_NO_MEM;
+    aapc_lock(&lock);
+    struct objs *o = objs_locked(comm);
+    if (o != NULL && o->vop != MPI_OP_NULL) {
+        rc = MPI_SUCCESS;
+    } else if (o != NULL) {
+        aapc_test_delay_keys();
+        if ((rc = PMPI_Type_contiguous(VLEN, MPI_INT64_T, &o->vtype)) != MPI_SUCCESS ||
+            (rc = PMPI_Type_commit(&o->vtype)) != MPI_SUCCESS ||
+            (rc = PMPI_Op_create(vreduce, 1, &o->vop)) != MPI_SUCCESS) {
+            if (o->vtype != MPI_DATATYPE_NULL)
+                PMPI_Type_free(&o->vtype);
+            o->vtype = MPI_DATATYPE_NULL;
+            o->vop = MPI_OP_NULL;
+        }
     }
-    at_finalize();
-    return MPI_SUCCESS;
+    if (rc == MPI_SUCCESS) {
+        *op = o->vop;
+        *type = o->vtype;
+    }
+    aapc_unlock(&lock);
+    return rc;
 }
 
 /* Local checks of one side (send or receive) of MPI_Alltoallv; adds its hashes to *h. */
 static void check_side(int send, const void *buf, const int counts[], const int displs[],
-                       MPI_Datatype type, int rank, int size, struct finding *f, uint64_t *h,
-                       int *data)
+                       MPI_Datatype type, int rank, int size, MPI_Comm probe, struct finding *f,
+                       uint64_t *h, int *data)
 {
     const char *side = send ? "send" : "recv";
-    int tsize = 0;
+    int64_t tsize = 0;
     MPI_Aint tlb = 0;
     char arg[16];
     if (counts == NULL || displs == NULL) {
@@ -402,7 +595,7 @@ static void check_side(int send, const void *buf, const int counts[], const int 
         return;
     }
     snprintf(arg, sizeof arg, "%stype", side);
-    int typed = type_ok(type, arg, f, &tsize, &tlb);
+    int typed = type_ok(type, arg, probe, f, &tsize, &tlb);
     for (int i = 0; i < size; i++) {
         if (counts[i] < 0) {
             found(f, MPI_ERR_COUNT, "%scounts[%d] = %d is negative", side, i, counts[i]);
@@ -426,6 +619,22 @@ static int any_positive(const int counts[], int size)
     return 0;
 }
 
+/* The bytes of the span of every receive block with data (what the in-place executor copies). */
+static MPI_Aint vspan(const int counts[], const int displs[], MPI_Datatype type, int size)
+{
+    MPI_Aint lo = 0, hi = 0;
+    int any = 0;
+    for (int i = 0; i < size; i++) {
+        MPI_Aint a, b;
+        if (counts[i] <= 0 || span_of(type, displs[i], counts[i], &a, &b) != MPI_SUCCESS)
+            continue;
+        lo = any && lo < a ? lo : a;
+        hi = any && hi > b ? hi : b;
+        any = 1;
+    }
+    return hi - lo;
+}
+
 int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcounts[],
                         const int sdispls[], MPI_Datatype sendtype, const void *recvbuf,
                         const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
@@ -444,11 +653,12 @@ int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcou
         *done = 1;
         return rc;
     }
+    MPI_Comm probe = probe_of(comm);
     if (inplace)
-        check_side(1, recvbuf, recvcounts, rdispls, recvtype, rank, size, &f, &h, &data);
+        check_side(1, recvbuf, recvcounts, rdispls, recvtype, rank, size, probe, &f, &h, &data);
     else
-        check_side(1, sendbuf, sendcounts, sdispls, sendtype, rank, size, &f, &h, &data);
-    check_side(0, recvbuf, recvcounts, rdispls, recvtype, rank, size, &f, &h, &data);
+        check_side(1, sendbuf, sendcounts, sdispls, sendtype, rank, size, probe, &f, &h, &data);
+    check_side(0, recvbuf, recvcounts, rdispls, recvtype, rank, size, probe, &f, &h, &data);
     if (recvbuf == MPI_IN_PLACE && any_positive(recvcounts, size))
         found(&f, MPI_ERR_BUFFER, "recvbuf is MPI_IN_PLACE (only sendbuf may be)");
     if (!inplace && sendbuf == recvbuf && sendbuf != NULL && any_positive(sendcounts, size) &&
@@ -460,11 +670,15 @@ int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcou
         *done = f.cls != 0;
         return f.cls ? raise_finding(comm, "MPI_Alltoallv", &f, 0, 0) : MPI_SUCCESS;
     }
-    if ((rc = vagree_setup()) != MPI_SUCCESS) {
-        *done = 1;
+    MPI_Op vop = MPI_OP_NULL;
+    MPI_Datatype vtype = MPI_DATATYPE_NULL;
+    if ((rc = vagree_setup(comm, &vop, &vtype)) != MPI_SUCCESS) {
+        *done = 1; /* every rank: the same local objects fail the same way */
         return aapc_args_raise_code(comm, rc);
     }
-    int64_t v[3] = {f.cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f.cls : 0, 0, data};
+    MPI_Aint copy = f.cls == 0 && inplace && data ? vspan(recvcounts, rdispls, recvtype, size) : 0;
+    int64_t v[VLEN] = {f.cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f.cls : 0, 0, data,
+                       can_allocate(copy) ? 0 : size - rank};
     memcpy(&v[1], &h, sizeof h);
     if ((rc = agree(v, 1, vtype, vop, comm)) != MPI_SUCCESS) {
         *done = 1;
@@ -480,6 +694,11 @@ int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcou
                         "recvcounts[i] x size of recvtype on rank j");
     if (v[2] == 0)
         return MPI_SUCCESS; /* no rank has a byte to move */
+    if (v[3] != 0) {
+        warn_inplace(comm, name, "MPI_Alltoallv", size - (int)v[3], copy);
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, (void *)recvbuf,
+                              recvcounts, rdispls, recvtype, comm);
+    }
     *done = 0;
     return MPI_SUCCESS;
 }

@@ -24,7 +24,8 @@
  * plus the dup, and O(P + S + M) for the
  * tree (cluster/aapc_cluster_tree.c); later uses one attribute lookup. A recorded split adds
  * lg P alpha + 8 P beta and a dup of the parent.
- * Not thread-safe on first use (MPI forbids concurrent collectives on one communicator).
+ * Threads: the keyval and this process's machine are set under a lock (common/aapc_lock.h);
+ * the rest is per communicator (MPI forbids concurrent collectives on one communicator).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "aapc_cluster_comm.h"
@@ -33,10 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aapc_comm.h"     /* aapc_warn_fallback */
+#include "aapc_comm.h" /* aapc_warn_fallback */
+#include "aapc_lock.h"
 #include "aapc_settings.h" /* the settings' hash */
 
 static int keyval = MPI_KEYVAL_INVALID;
+static aapc_mutex_t lock = AAPC_MUTEX_INIT; /* keyval, this process's machine */
 
 static int family_release(aapc_split_family_t *f)
 {
@@ -81,9 +84,14 @@ static int state_of(MPI_Comm comm, aapc_cluster_comm_t **out)
 {
     int rc, flag = 0;
     void *attr = NULL;
-    if (keyval == MPI_KEYVAL_INVALID &&
-        (rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &keyval, NULL)) !=
-            MPI_SUCCESS)
+    aapc_lock(&lock); /* threads on other communicators may get here at once */
+    rc = MPI_SUCCESS;
+    if (keyval == MPI_KEYVAL_INVALID) {
+        aapc_test_delay_keys();
+        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &keyval, NULL);
+    }
+    aapc_unlock(&lock);
+    if (rc != MPI_SUCCESS)
         return rc;
     if ((rc = PMPI_Comm_get_attr(comm, keyval, &attr, &flag)) != MPI_SUCCESS)
         return rc;
@@ -210,14 +218,21 @@ int aapc_cluster_comm(const aapc_cluster_t *cl, MPI_Comm comm, const char *name,
         return rc;
     }
     static const aapc_cluster_t *known_for = NULL;
-    static int32_t known = -2;
-    static int kind = KNOWN;
-    static char why[sizeof cc->why];
+    static int32_t known_machine = -2;
+    static int known_kind = KNOWN;
+    static char known_why[sizeof cc->why];
+    char why[sizeof cc->why];
+    int kind;
+    aapc_lock(&lock); /* threads calling on other communicators at once */
     if (known_for != cl) {
-        why[0] = '\0';
-        known = my_machine(cl, &kind, why, sizeof why);
+        known_why[0] = '\0';
+        known_machine = my_machine(cl, &known_kind, known_why, sizeof known_why);
         known_for = cl;
     }
+    int32_t known = known_machine;
+    kind = known_kind;
+    memcpy(why, known_why, sizeof why);
+    aapc_unlock(&lock);
     /* (machine, how it was found, settings hash high, low) of every rank: one gather */
     uint64_t h = aapc_settings_hash();
     int32_t mine[4] = {known, kind, (int32_t)(uint32_t)(h >> 32), (int32_t)(uint32_t)h};

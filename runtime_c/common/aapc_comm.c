@@ -30,10 +30,14 @@
  * work; with neither only the dup. Later calls: one attribute lookup and a walk over the
  * (usually one) schedules used on that communicator, no communication.
  *
- * Not thread-safe on the first call (the keyval is created lazily); MPI already forbids
- * concurrent collectives on one communicator.
+ * Threads: the keyval is created under a lock (common/aapc_lock.h); everything else is per
+ * communicator, and MPI forbids concurrent collectives on one communicator. A sessions
+ * program (no MPI_COMM_WORLD) gets the host-name mapping, or a fallback without a host table.
  */
 #include "aapc_comm.h"
+
+#include "aapc_lock.h"
+#include "aapc_mpi.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -51,14 +55,24 @@ struct aapc_comm_map {
     struct aapc_comm_map *next;
 };
 
+/* A routine's own state on the communicator (aapc_comm_slot). */
+struct aapc_comm_slot {
+    const void *key;
+    void *data;
+    void (*free_fn)(void *);
+    struct aapc_comm_slot *next;
+};
+
 struct aapc_comm_cache {
     MPI_Comm dup;       /* MPI_COMM_NULL until a schedule matches the communicator's size */
     struct aapc_comm_map *maps;
     void *scratch;
     size_t scratch_size;
+    struct aapc_comm_slot *slots;
 };
 
 static int aapc_keyval = MPI_KEYVAL_INVALID;
+static aapc_mutex_t aapc_comm_lock = AAPC_MUTEX_INIT; /* the keyval, the printed warnings */
 
 static int aapc_flag(const char *var, const char *on)
 {
@@ -107,18 +121,24 @@ void aapc_warn_fallback(MPI_Comm comm, const char *name, const char *why, const 
         return;
     if (!aapc_warn_every()) {
         uint64_t h = aapc_text_hash(why);
+        int seen = 0, too_many = 0;
+        aapc_lock(&aapc_comm_lock); /* threads: the list of noted causes */
         for (int i = 0; i < n_noted && i < KEEP; i++)
-            if (noted[i] == h)
-                return;
-        if (n_noted < KEEP)
-            noted[n_noted] = h;
-        n_noted++;
-        if (rank != 0)
+            seen |= noted[i] == h;
+        if (!seen) {
+            if (n_noted < KEEP)
+                noted[n_noted] = h;
+            n_noted++;
+            too_many = n_noted > KEEP;
+        }
+        int first_over = !seen && n_noted == KEEP + 1;
+        aapc_unlock(&aapc_comm_lock);
+        if (seen || rank != 0)
             return;
-        if (n_noted == KEEP + 1) /* a job that keeps meeting new causes: say so, once */
+        if (first_over) /* a job that keeps meeting new causes: say so, once */
             fprintf(stderr, "aapcgen: %s: more fallbacks to the MPI library's routines; not "
                             "listing them\n", name ? name : "?");
-        if (n_noted > KEEP)
+        if (too_many)
             return;
     }
     fprintf(stderr,
@@ -230,6 +250,13 @@ static int aapc_cache_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
         free(c->maps);
         c->maps = next;
     }
+    while (c->slots) {
+        struct aapc_comm_slot *next = c->slots->next;
+        if (c->slots->data != NULL && c->slots->free_fn != NULL)
+            c->slots->free_fn(c->slots->data);
+        free(c->slots);
+        c->slots = next;
+    }
     free(c->scratch);
     free(c);
     return rc;
@@ -312,12 +339,16 @@ static int aapc_get_cache(MPI_Comm comm, struct aapc_comm_cache **out)
 {
     int rc, flag = 0;
     void *attr = NULL;
+    aapc_lock(&aapc_comm_lock); /* threads on other communicators may get here at once */
+    rc = MPI_SUCCESS;
     if (aapc_keyval == MPI_KEYVAL_INVALID) {
+        aapc_test_delay_keys();
         rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, aapc_cache_delete, &aapc_keyval,
                                      NULL);
-        if (rc != MPI_SUCCESS)
-            return rc;
     }
+    aapc_unlock(&aapc_comm_lock);
+    if (rc != MPI_SUCCESS)
+        return rc;
     rc = PMPI_Comm_get_attr(comm, aapc_keyval, &attr, &flag);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -347,6 +378,12 @@ static int aapc_map_world(const aapc_schedule_t *s, MPI_Comm comm, int rank,
 {
     int rc, wsize = 0, n = s->nmachines;
     char why[160];
+    if (!aapc_world_model()) { /* an MPI-4 sessions program: no MPI_COMM_WORLD to place by */
+        aapc_refuse(s, comm, map,
+                    "the program has no MPI_COMM_WORLD (MPI sessions) and the schedule has no "
+                    "host table to place the ranks");
+        return MPI_SUCCESS;
+    }
     if ((rc = PMPI_Comm_size(MPI_COMM_WORLD, &wsize)) != MPI_SUCCESS)
         return rc;
     if (wsize != n) {
@@ -668,4 +705,21 @@ void *aapc_comm_scratch(aapc_comm_info_t *info, size_t bytes)
         c->scratch_size = bytes;
     }
     return c->scratch;
+}
+
+void **aapc_comm_slot(aapc_comm_info_t *info, const void *key, void (*free_fn)(void *))
+{
+    struct aapc_comm_cache *c = info->cache;
+    if (c == NULL)
+        return NULL;
+    struct aapc_comm_slot *sl = c->slots;
+    while (sl != NULL && sl->key != key)
+        sl = sl->next;
+    if (sl == NULL && (sl = calloc(1, sizeof *sl)) != NULL) {
+        sl->key = key;
+        sl->free_fn = free_fn;
+        sl->next = c->slots;
+        c->slots = sl;
+    }
+    return sl != NULL ? &sl->data : NULL;
 }

@@ -90,6 +90,11 @@ FILE *aapc_dump_open(const char *kind, int *serial);
    out of memory. */
 void *aapc_comm_scratch(aapc_comm_info_t *info, size_t bytes);
 
+/* A routine's own state on the communicator of `info` (from aapc_comm_lookup), under `key`
+   (the routine's static data): the address of its data pointer, NULL on first use, freed with
+   free_fn when the communicator is freed. NULL when out of memory. */
+void **aapc_comm_slot(aapc_comm_info_t *info, const void *key, void (*free_fn)(void *));
+
 #ifdef __cplusplus
 }
 #endif

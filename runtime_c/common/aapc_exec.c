@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "aapc_comm.h"
+#include "aapc_mpi.h"
 #include "aapc_trace.h"
 #include "aapc_wait.h"
 
@@ -115,12 +116,15 @@ static int aapc_post_recv_dummy(struct aapc_run *st, int r)
 
 /* Alltoallv: where the piece [pos, pos + len) of a message of `count` elements at `base`
    lives. A whole message goes with the user's datatype; a part of a message as bytes, from
-   the user's buffer when the type is dense, else from the packed copy. */
-static int aapc_piece(const char *base, int count, MPI_Datatype type, int size, int dense,
+   the user's buffer when the type is dense, else from the packed copy (a part of more than
+   INT_MAX bytes as one element of a byte type made for it, which the caller frees after
+   posting: *made = 1). */
+static int aapc_piece(const char *base, int count, MPI_Datatype type, int64_t size, int dense,
                       const char *packed, int64_t pos, int64_t len, const char **buf,
-                      int *n, MPI_Datatype *t)
+                      int *n, MPI_Datatype *t, int *made)
 {
     int64_t total = (int64_t)count * size;
+    *made = 0;
     if (pos < 0 || len < 0 || pos + len > total)
         return MPI_ERR_COUNT; /* the schedule does not fit this call's counts */
     if (pos == 0 && len == total) {
@@ -129,14 +133,12 @@ static int aapc_piece(const char *base, int count, MPI_Datatype type, int size, 
         *t = type;
         return MPI_SUCCESS;
     }
-    if (len > INT_MAX)
-        return MPI_ERR_COUNT;
     if (!dense && packed == NULL)
         return MPI_ERR_INTERN; /* a part of a non-dense message must come from a packed copy */
-    *buf = (dense ? base : packed) + pos;
-    *n = (int)len;
-    *t = MPI_BYTE;
-    return MPI_SUCCESS;
+    *buf = aapc_at(dense ? base : packed, (MPI_Aint)pos);
+    int rc = aapc_bytes_type(len, t, n);
+    *made = rc == MPI_SUCCESS && *t != MPI_BYTE;
+    return rc;
 }
 
 /* Where send entry e's request goes: its own slot in a windowed call, else the one send. */
@@ -148,29 +150,35 @@ static MPI_Request *aapc_send_req(struct aapc_run *st, int e)
 static int aapc_isend_piece(struct aapc_run *st, int e, int dest)
 {
     const char *buf;
-    int n, rc;
+    int n, rc, made;
     MPI_Datatype t;
-    rc = aapc_piece(st->sbuf + (MPI_Aint)st->sdispls[dest] * st->sext, st->scounts[dest],
+    rc = aapc_piece(aapc_at(st->sbuf, (MPI_Aint)st->sdispls[dest] * st->sext), st->scounts[dest],
                     st->stype, st->ssize, st->sdense,
                     st->spoff[dest] >= 0 ? st->spack + st->spoff[dest] : NULL,
-                    st->s->send_pos[e], st->s->send_len[e], &buf, &n, &t);
+                    st->s->send_pos[e], st->s->send_len[e], &buf, &n, &t, &made);
     if (rc != MPI_SUCCESS)
         return rc;
-    return PMPI_Isend(buf, n, t, dest, AAPC_TAG_DATA, st->dup, aapc_send_req(st, e));
+    rc = PMPI_Isend(buf, n, t, dest, AAPC_TAG_DATA, st->dup, aapc_send_req(st, e));
+    if (made) /* the request keeps what it needs of the type */
+        PMPI_Type_free(&t);
+    return rc;
 }
 
 static int aapc_irecv_piece(struct aapc_run *st, int r, int src, MPI_Request *req)
 {
     const char *buf;
-    int n, rc;
+    int n, rc, made;
     MPI_Datatype t;
-    rc = aapc_piece(st->rbuf + (MPI_Aint)st->rdispls[src] * st->rext, st->rcounts[src],
+    rc = aapc_piece(aapc_at(st->rbuf, (MPI_Aint)st->rdispls[src] * st->rext), st->rcounts[src],
                     st->rtype, st->rsize, st->rdense,
                     st->rpoff[src] >= 0 ? st->rpack + st->rpoff[src] : NULL,
-                    st->s->recv_pos[r], st->s->recv_len[r], &buf, &n, &t);
+                    st->s->recv_pos[r], st->s->recv_len[r], &buf, &n, &t, &made);
     if (rc != MPI_SUCCESS)
         return rc;
-    return PMPI_Irecv((char *)buf, n, t, src, AAPC_TAG_DATA, st->dup, req);
+    rc = PMPI_Irecv((char *)buf, n, t, src, AAPC_TAG_DATA, st->dup, req);
+    if (made)
+        PMPI_Type_free(&t);
+    return rc;
 }
 
 static int aapc_wait_firing(struct aapc_run *st, MPI_Request *target, int sent);
@@ -199,7 +207,7 @@ static int aapc_start_send(struct aapc_run *st, int e)
     if (peer >= 0 && st->vmode)
         return aapc_isend_piece(st, e, dest);
     if (peer >= 0)
-        return PMPI_Isend(st->sbuf + aapc_block(st, peer, dest) * st->sblock, st->scount,
+        return PMPI_Isend(aapc_at(st->sbuf, aapc_block(st, peer, dest) * st->sblock), st->scount,
                           st->stype, dest,
                           AAPC_TAG_DATA, st->dup, aapc_send_req(st, e));
     return PMPI_Isend(st->dsend, st->dcount, st->dtype, dest, AAPC_TAG_DUMMY, st->dup,
@@ -284,12 +292,54 @@ static int aapc_phase(struct aapc_run *st, int ri, int rj, int si, int sj)
 /* Whether a datatype is plain bytes: no gaps, no offset (then blocks copy with memcpy). */
 int aapc_dense(MPI_Datatype t)
 {
-    int size;
+    int64_t size;
     MPI_Aint lb, extent, tlb, textent;
-    if (PMPI_Type_size(t, &size) != MPI_SUCCESS || PMPI_Type_get_extent(t, &lb, &extent) != MPI_SUCCESS ||
+    if (aapc_type_size(t, &size) != MPI_SUCCESS || PMPI_Type_get_extent(t, &lb, &extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(t, &tlb, &textent) != MPI_SUCCESS)
         return 0;
     return lb == 0 && tlb == 0 && extent == size && textent == size;
+}
+
+/* MPI_Pack (pack) or MPI_Unpack of k elements of `type` at `at`; at may be MPI_BOTTOM (NULL),
+   which a library may refuse as a null buffer: the same data is then packed from a non-null
+   base through a copy of the type shifted by minus that base's address. */
+static int aapc_pack_piece(int pack, void *at, int k, MPI_Datatype type, char *packed, int len,
+                           int *pos, MPI_Comm comm)
+{
+    if (at != NULL)
+        return pack ? PMPI_Pack(at, k, type, packed, len, pos, comm)
+                    : PMPI_Unpack(packed, len, pos, at, k, type, comm);
+    char anchor[1];
+    MPI_Aint a = 0, disp;
+    MPI_Datatype shifted;
+    int rc = PMPI_Get_address(anchor, &a);
+    disp = -a;
+    if (rc != MPI_SUCCESS ||
+        (rc = PMPI_Type_create_struct(1, &k, &disp, &type, &shifted)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = PMPI_Type_commit(&shifted)) == MPI_SUCCESS)
+        rc = pack ? PMPI_Pack(anchor, 1, shifted, packed, len, pos, comm)
+                  : PMPI_Unpack(packed, len, pos, anchor, 1, shifted, comm);
+    PMPI_Type_free(&shifted);
+    return rc;
+}
+
+int aapc_pack_bytes(int pack, void *buf, MPI_Aint n, MPI_Datatype type, MPI_Aint ext,
+                    int64_t esize, char *bytes, MPI_Comm comm)
+{
+    if (esize > INT_MAX)
+        return MPI_ERR_COUNT; /* one element does not fit MPI_Pack's int byte counts */
+    MPI_Aint per = INT_MAX / (esize > 0 ? esize : 1);
+    for (MPI_Aint e = 0; e < n; e += per) {
+        int k = (int)(n - e < per ? n - e : per), len = (int)(k * esize), pos = 0, rc;
+        rc = aapc_pack_piece(pack, aapc_at(buf, e * ext), k, type, bytes + e * esize, len, &pos,
+                             comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (pos != len) /* the packed form is not the raw bytes, or the signatures differ */
+            return MPI_ERR_TRUNCATE;
+    }
+    return MPI_SUCCESS;
 }
 
 /* Data receives are posted AAPC_PREPOST_WINDOW phases ahead of the rank's current phase
@@ -323,7 +373,7 @@ static int aapc_post_recvs(struct aapc_run *st, int32_t upto)
         if (st->vmode)
             rc = aapc_irecv_piece(st, r, src, &st->rreq[r - st->r0]);
         else
-            rc = PMPI_Irecv(st->rbuf + aapc_block(st, peer, src) * st->rblock, st->rcount,
+            rc = PMPI_Irecv(aapc_at(st->rbuf, aapc_block(st, peer, src) * st->rblock), st->rcount,
                             st->rtype, src,
                             AAPC_TAG_DATA, st->dup, &st->rreq[r - st->r0]);
         if (rc != MPI_SUCCESS)
@@ -537,20 +587,22 @@ static int aapc_check_rows(const struct aapc_run *st)
 static int aapc_copy_own(struct aapc_run *st, int me)
 {
     MPI_Aint own = aapc_block(st, st->m, me);
-    const char *sb = st->sbuf + own * st->sblock;
-    char *rb = st->rbuf + own * st->rblock;
-    int sc = st->scount, rcnt = st->rcount, size;
+    const char *sb = aapc_at(st->sbuf, own * st->sblock);
+    char *rb = aapc_at(st->rbuf, own * st->rblock);
+    int sc = st->scount, rcnt = st->rcount;
+    int64_t size = 0, rs = 0;
     if (st->vmode) {
-        sb = st->sbuf + (MPI_Aint)st->sdispls[me] * st->sext;
-        rb = st->rbuf + (MPI_Aint)st->rdispls[me] * st->rext;
+        sb = aapc_at(st->sbuf, (MPI_Aint)st->sdispls[me] * st->sext);
+        rb = aapc_at(st->rbuf, (MPI_Aint)st->rdispls[me] * st->rext);
         sc = st->scounts[me];
         rcnt = st->rcounts[me];
     }
     if (aapc_dense(st->stype) && aapc_dense(st->rtype)) {
-        int rs;
-        PMPI_Type_size(st->stype, &size);
-        PMPI_Type_size(st->rtype, &rs);
-        if ((int64_t)size * sc > (int64_t)rs * rcnt)
+        int rc;
+        if ((rc = aapc_type_size(st->stype, &size)) != MPI_SUCCESS ||
+            (rc = aapc_type_size(st->rtype, &rs)) != MPI_SUCCESS)
+            return rc;
+        if (size * sc > rs * rcnt)
             return MPI_ERR_TRUNCATE;
         if (sc > 0)
             memcpy(rb, sb, (size_t)size * (size_t)sc);
@@ -564,22 +616,23 @@ static int aapc_copy_own(struct aapc_run *st, int me)
 
 /* Run machine m's rows; buffers and counts already resolved in *st. */
 int aapc_alltoall_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
-                        MPI_Datatype recvtype, MPI_Aint *bytes, int *ssize)
+                        MPI_Datatype recvtype, MPI_Aint *bytes, int64_t *ssize)
 {
-    int rc, rsize = 0;
+    int rc;
+    int64_t rsize = 0;
     if (recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))
         return MPI_ERR_COUNT;
-    if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+    if ((rc = aapc_type_size(recvtype, &rsize)) != MPI_SUCCESS)
         return rc;
     if (sendbuf == MPI_IN_PLACE)
         *ssize = rsize;
-    else if ((rc = PMPI_Type_size(sendtype, ssize)) != MPI_SUCCESS)
+    else if ((rc = aapc_type_size(sendtype, ssize)) != MPI_SUCCESS)
         return rc;
     *bytes = (MPI_Aint)(sendbuf == MPI_IN_PLACE ? recvcount : sendcount) * *ssize;
     return MPI_SUCCESS;
 }
 
-int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize)
+int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes)
 {
     const aapc_schedule_t *s = st->s;
     int rc = MPI_SUCCESS, self_in_schedule = 0, has_dummy = 0;
@@ -616,16 +669,10 @@ int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize)
             return MPI_ERR_NO_MEM;
         st->dsend = scratch;
         st->drecv = scratch + bytes;
-        if (bytes <= INT_MAX) {
-            st->dcount = (int)bytes;
-        } else { /* too many bytes for an int count: scount elements of ssize bytes */
-            if ((rc = PMPI_Type_contiguous(ssize, MPI_BYTE, &st->dtype)) != MPI_SUCCESS ||
-                (rc = PMPI_Type_commit(&st->dtype)) != MPI_SUCCESS) {
-                if (st->dtype != MPI_BYTE)
-                    PMPI_Type_free(&st->dtype);
-                return rc;
-            }
-            st->dcount = st->scount;
+        /* a byte count beyond an int: one element of a type of `bytes` bytes */
+        if ((rc = aapc_bytes_type(bytes, &st->dtype, &st->dcount)) != MPI_SUCCESS) {
+            st->dtype = MPI_BYTE;
+            return rc;
         }
     }
 

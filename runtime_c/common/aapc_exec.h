@@ -46,7 +46,8 @@ struct aapc_run {
     int vmode;
     const int *scounts, *sdispls, *rcounts, *rdispls;
     MPI_Aint sext, rext;
-    int ssize, rsize, sdense, rdense;
+    int64_t ssize, rsize; /* bytes of one element: 64-bit, a type may exceed INT_MAX */
+    int sdense, rdense;
     /* messages moved in pieces with non-dense types travel packed: per rank, the offset of its
        packed message in spack/rpack, or -1 */
     char *spack, *rpack;
@@ -63,9 +64,16 @@ int aapc_dense(MPI_Datatype t);
 /* MPI_Alltoall's counts: MPI_ERR_COUNT for a negative count, else the bytes of one block
    (*bytes) and the size of one send element (*ssize; the receive type's under MPI_IN_PLACE). */
 int aapc_alltoall_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
-                        MPI_Datatype recvtype, MPI_Aint *bytes, int *ssize);
-/* Run machine st->m's rows; buffers, counts and the communicator already resolved in *st.
+                        MPI_Datatype recvtype, MPI_Aint *bytes, int64_t *ssize);
+/* MPI_Pack (pack = 1) or MPI_Unpack of n elements of `type` (extent ext, esize bytes each) at
+   buf, which may be MPI_BOTTOM, to or from the raw bytes at `bytes`, in pieces of at most
+   INT_MAX bytes. MPI_ERR_TRUNCATE when the packed form is not the raw bytes, MPI_ERR_COUNT when
+   one element exceeds INT_MAX bytes (MPI_Pack counts bytes in an int). */
+int aapc_pack_bytes(int pack, void *buf, MPI_Aint n, MPI_Datatype type, MPI_Aint ext,
+                    int64_t esize, char *bytes, MPI_Comm comm);
+/* Run machine st->m's rows; buffers, counts and the communicator already resolved in *st
+   (the buffers may be MPI_BOTTOM: addresses are computed with aapc_at).
    bytes: the block size in bytes (MPI_Alltoall) or 0 (Alltoallv, per-rank counts). */
-int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes, int ssize);
+int aapc_execute(struct aapc_run *st, int myrank, MPI_Aint bytes);
 
 #endif /* AAPC_EXEC_H */

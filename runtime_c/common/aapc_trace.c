@@ -9,8 +9,15 @@
  * (tracing therefore busy-polls: it shows where time goes, its own calls are slower). At the
  * end of the call rank 0 estimates every rank's clock offset with 4 ping-pongs each (the
  * round trip with the smallest delay, Cristian's method), and every rank appends its events to
- * $AAPC_TRACE.<rank> (text: one header line per call, then "t,kind,phase,peer" lines; the
- * header gives the offset to add to this rank's times to read them on rank 0's clock).
+ * $AAPC_TRACE.<comm>.<rank> (text: one header line per call, then "t,kind,phase,peer" lines;
+ * the header gives the offset to add to this rank's times to read them on rank 0's clock, and
+ * the schedule's name with blanks written as '_'). <comm> names the communicator the executor
+ * ran on, the same on all its ranks and different for every communicator of the job, so the
+ * traces of several communicators never mix: "<leader>-<k>", the k-th communicator (from 0)
+ * whose rank 0 is process <leader> (its MPI_COMM_WORLD rank; in an MPI sessions program
+ * "h" and a hash of its host name and process id), sent to the others with one MPI_Bcast at
+ * the first traced call on it; <rank> is the rank in that communicator, and calls are counted
+ * per communicator.
  * Cost: O(events) memory per call, O(pending receives) per poll, 4(P-1) round trips at the
  * end of each traced call (after its data). Under SimGrid SMPI, where a failed MPI_Test costs
  * simulated time, the executor waits for its requests one by one as usual and stamps each when
@@ -24,8 +31,12 @@
 #include <string.h>
 
 #include "aapc_exec.h"
+#include "aapc_lock.h"
+#include "aapc_mpi.h"
 
-enum { AAPC_TAG_TRACE = 5, AAPC_TRACE_ROUNDS = 4 };
+#include <unistd.h>
+
+enum { AAPC_TAG_TRACE = 5, AAPC_TRACE_ROUNDS = 4, AAPC_TRACE_ID = 48 };
 
 static const char *const kind_name[AAPC_TR_NKINDS] = {
     "sync_wait", "send_start", "send_done", "recv_done", "sync_in", "sync_fire", "barrier_done"};
@@ -220,30 +231,123 @@ void aapc_trace_drop(struct aapc_run *st)
     free(tr);
 }
 
+/* A communicator's name in the trace files and its count of traced calls (an attribute of
+   the executor's communicator, freed with it). */
+struct trace_comm {
+    char id[AAPC_TRACE_ID];
+    long calls;
+};
+
+static aapc_mutex_t trace_lock = AAPC_MUTEX_INIT;
+static int trace_keyval = MPI_KEYVAL_INVALID;
+
+static int trace_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    free(attr);
+    return MPI_SUCCESS;
+}
+
+/* This process as a leader: its MPI_COMM_WORLD rank, or in a sessions program a hash of its
+   host name and process id. */
+static void leader_name(char *out, size_t n)
+{
+    int wrank = 0;
+    if (aapc_world_model() && PMPI_Comm_rank(MPI_COMM_WORLD, &wrank) == MPI_SUCCESS) {
+        snprintf(out, n, "%d", wrank);
+        return;
+    }
+    char host[MPI_MAX_PROCESSOR_NAME + 1] = "";
+    int len = 0;
+    PMPI_Get_processor_name(host, &len);
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = host; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h = (h ^ (uint64_t)getpid()) * 1099511628211ull;
+    snprintf(out, n, "h%08x", (unsigned)(h ^ (h >> 32)));
+}
+
+/* The trace state of comm, named on its first traced call (collective: one MPI_Bcast). */
+static int trace_comm_of(MPI_Comm comm, int myrank, struct trace_comm **out)
+{
+    static long led = 0; /* communicators this process named as their rank 0 */
+    void *attr = NULL;
+    int flag = 0, rc = MPI_SUCCESS;
+    *out = NULL;
+    aapc_lock(&trace_lock);
+    if (trace_keyval == MPI_KEYVAL_INVALID) {
+        aapc_test_delay_keys();
+        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, trace_comm_delete, &trace_keyval,
+                                     NULL);
+    }
+    aapc_unlock(&trace_lock);
+    if (rc != MPI_SUCCESS || (rc = PMPI_Comm_get_attr(comm, trace_keyval, &attr, &flag)) !=
+                                 MPI_SUCCESS)
+        return rc;
+    if (flag) {
+        *out = attr;
+        return MPI_SUCCESS;
+    }
+    struct trace_comm *tc = calloc(1, sizeof *tc);
+    char id[AAPC_TRACE_ID] = "";
+    if (myrank == 0) {
+        char leader[32];
+        leader_name(leader, sizeof leader);
+        aapc_lock(&trace_lock);
+        long k = led++;
+        aapc_unlock(&trace_lock);
+        snprintf(id, sizeof id, "%s-%ld", leader, k);
+    }
+    if ((rc = PMPI_Bcast(id, AAPC_TRACE_ID, MPI_CHAR, 0, comm)) != MPI_SUCCESS || tc == NULL) {
+        free(tc);
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
+    }
+    memcpy(tc->id, id, sizeof id);
+    tc->id[AAPC_TRACE_ID - 1] = '\0';
+    if ((rc = PMPI_Comm_set_attr(comm, trace_keyval, tc)) != MPI_SUCCESS) {
+        free(tc);
+        return rc;
+    }
+    *out = tc;
+    return MPI_SUCCESS;
+}
+
 int aapc_trace_end(struct aapc_run *st, int myrank)
 {
-    static long call = 0; /* traced calls of this process */
     struct aapc_trace *tr = st->trace;
+    struct trace_comm *tc = NULL;
     if (tr == NULL)
         return MPI_SUCCESS;
     st->trace = NULL;
     double offset = 0.0, t1 = PMPI_Wtime();
-    int rc = clock_offsets(st->dup, myrank, &offset);
-    char name[4096];
-    snprintf(name, sizeof name, "%s.%d", trace_path(), myrank);
-    FILE *f = fopen(name, "a");
+    int rc = trace_comm_of(st->dup, myrank, &tc);
+    if (rc == MPI_SUCCESS)
+        rc = clock_offsets(st->dup, myrank, &offset);
+    char name[4096], sched[256];
+    snprintf(sched, sizeof sched, "%s", st->s->name != NULL ? st->s->name : "?");
+    for (char *c = sched; *c; c++) /* the header is blank-separated key=value pairs */
+        if (*c == ' ' || *c == '\t' || *c == '\n')
+            *c = '_';
+    FILE *f = NULL;
+    if (tc != NULL) {
+        snprintf(name, sizeof name, "%s.%s.%d", trace_path(), tc->id, myrank);
+        f = fopen(name, "a");
+    }
     if (f != NULL) {
         fprintf(f,
-                "# aapc-trace 1 schedule=%s call=%ld rank=%d machine=%d nphases=%d "
+                "# aapc-trace 1 schedule=%s comm=%s call=%ld rank=%d machine=%d nphases=%d "
                 "sync_kind=%d bytes=%lld t0=%.9f t1=%.9f offset=%.9f\n",
-                st->s->name != NULL ? st->s->name : "?", call, myrank, st->m, st->s->nphases,
-                st->s->sync_kind, (long long)tr->bytes, tr->t0, t1, offset);
+                sched, tc->id, tc->calls, myrank, st->m, st->s->nphases, st->s->sync_kind,
+                (long long)tr->bytes, tr->t0, t1, offset);
         for (size_t i = 0; i < tr->n; i++)
             fprintf(f, "%.9f,%s,%d,%d\n", tr->ev[i].t, kind_name[tr->ev[i].kind], tr->ev[i].phase,
                     tr->ev[i].peer);
         fclose(f);
     }
-    call++;
+    if (tc != NULL)
+        tc->calls++;
     st->trace = tr;
     aapc_trace_drop(st);
     return rc;

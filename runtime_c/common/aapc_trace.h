@@ -4,7 +4,7 @@
  * With AAPC_TRACE set, every call of the phase executor records, per rank, when each of its
  * sends waited for its syncs, started and completed, when each data receive and each sync
  * receive completed, and when each sync was fired; at the end of the call the rank appends its
- * records to FILE.<rank of the communicator> (one line per event, see aapc_trace.c), with the
+ * records to FILE.<communicator>.<rank in it> (one line per event, see aapc_trace.c), with the
  * offset of its clock against rank 0's. aapcgen/measure/timeline.py reads them.
  */
 #ifndef AAPC_TRACE_H
@@ -49,7 +49,8 @@ int aapc_trace_test(struct aapc_run *st, int n, MPI_Request *reqs, int *done);
 void aapc_trace_stamp(struct aapc_run *st, const MPI_Request *req);
 
 /* Estimate the clock offset against rank 0 (a few ping-pongs on st->dup, after the call's
-   data), append the records to the rank's file and free them. Collective over st->dup. */
+   data; the communicator's first traced call also names it, one MPI_Bcast), append the
+   records to the rank's file and free them. Collective over st->dup. */
 int aapc_trace_end(struct aapc_run *st, int myrank);
 
 /* Forget the call's records (after an error: no collective step). */

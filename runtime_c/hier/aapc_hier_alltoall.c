@@ -18,8 +18,9 @@
  * MPI call) stay under AAPC_HIER_ROUND_BYTES (default 256 MiB, at most INT_MAX): no internal
  * count overflows whatever R^2 N b is, and the leaders' memory stays bounded. Dense datatypes
  * (plain bytes) are read and written in place through indexed byte types; others are packed
- * once into a P*b-byte buffer (MPI_Pack in pieces of at most INT_MAX bytes) and unpacked after
- * the last round. A rank's blocks are taken in machine order (`order`: any placement of R
+ * once into a P*b-byte buffer (MPI_Pack in pieces of at most INT_MAX bytes; the user's buffer
+ * may be MPI_BOTTOM with absolute-address datatypes: common/aapc_exec.c aapc_pack_bytes) and
+ * unpacked after the last round. Sizes are 64-bit (a derived type may exceed INT_MAX bytes). A rank's blocks are taken in machine order (`order`: any placement of R
  * ranks on each machine), so the leaders' aggregated blocks are the same for every layout.
  * Cost: intra-machine gather + scatter of R*P*b bytes each (shared memory or loopback), plus
  * the machine-level schedule with blocks of R^2 b: P_phases (alpha + R^2 b beta) on the
@@ -36,7 +37,9 @@
 #include <string.h>
 
 #include "aapc_comm.h" /* aapc_warn_fallback */
-#include "aapc_exec.h"     /* aapc_dense */
+#include "aapc_exec.h" /* aapc_dense, aapc_pack_bytes */
+#include "aapc_lock.h"
+#include "aapc_mpi.h"
 #include "aapc_report.h"
 #include "aapc_settings.h" /* AAPC_HIER_ROUND_BYTES */
 
@@ -46,6 +49,7 @@ struct aapc_hier_cache {
 };
 
 static int hier_keyval = MPI_KEYVAL_INVALID;
+static aapc_mutex_t hier_lock = AAPC_MUTEX_INIT;
 
 static int hier_delete(MPI_Comm comm, int keyval, void *value, void *extra)
 {
@@ -79,9 +83,14 @@ static int hier_comms(MPI_Comm comm, int r, struct aapc_hier_cache **out)
 {
     int rc, flag = 0, rank;
     struct aapc_hier_cache *c = NULL;
-    if (hier_keyval == MPI_KEYVAL_INVALID &&
-        (rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, hier_delete, &hier_keyval, NULL)) !=
-            MPI_SUCCESS)
+    aapc_lock(&hier_lock); /* threads on other communicators may get here at once */
+    rc = MPI_SUCCESS;
+    if (hier_keyval == MPI_KEYVAL_INVALID) {
+        aapc_test_delay_keys();
+        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, hier_delete, &hier_keyval, NULL);
+    }
+    aapc_unlock(&hier_lock);
+    if (rc != MPI_SUCCESS)
         return rc;
     if ((rc = PMPI_Comm_get_attr(comm, hier_keyval, &c, &flag)) != MPI_SUCCESS)
         return rc;
@@ -163,30 +172,12 @@ static int hier_blocks(int p, MPI_Aint len, const MPI_Aint *disp, MPI_Datatype *
     return rc == MPI_SUCCESS ? PMPI_Type_commit(t) : rc;
 }
 
-/* MPI_Pack (pack) or MPI_Unpack of n elements of `type` at buf (extent ext, size esize) to or
-   from `bytes`, in pieces of at most INT_MAX bytes. */
-static int hier_pack(int pack, char *buf, MPI_Aint n, MPI_Datatype type, MPI_Aint ext, int esize,
-                     char *bytes, MPI_Comm comm)
-{
-    MPI_Aint per = INT_MAX / (esize > 0 ? esize : 1);
-    for (MPI_Aint e = 0; e < n; e += per) {
-        int k = (int)(n - e < per ? n - e : per), len = k * esize, pos = 0, rc;
-        char *at = buf + e * ext, *packed = bytes + e * esize;
-        rc = pack ? PMPI_Pack(at, k, type, packed, len, &pos, comm)
-                  : PMPI_Unpack(packed, len, &pos, at, k, type, comm);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        if (pos != len) /* the packed form is not the raw bytes, or the signatures differ */
-            return MPI_ERR_TRUNCATE;
-    }
-    return MPI_SUCCESS;
-}
-
 int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, int sendcount,
                             MPI_Datatype sendtype, void *recvbuf, int recvcount,
                             MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rc, rsize, ssize, lrank, r = h->r, p = h->p;
+    int rc, lrank, r = h->r, p = h->p;
+    int64_t rsize, ssize;
     MPI_Aint lb, sext, rext, b, total;
     char *mine = NULL, *back = NULL, *gathered = NULL, *scattered = NULL;
     MPI_Aint *disp = NULL;
@@ -196,7 +187,7 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
     const char *sbase;
     char *rbase;
 
-    if ((rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS ||
+    if ((rc = aapc_type_size(recvtype, &rsize)) != MPI_SUCCESS ||
         (rc = PMPI_Type_get_extent(recvtype, &lb, &rext)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_rank(h->node, &lrank)) != MPI_SUCCESS)
         return rc;
@@ -205,7 +196,7 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
         sendcount = recvcount;
         sendtype = recvtype;
     }
-    if ((rc = PMPI_Type_size(sendtype, &ssize)) != MPI_SUCCESS ||
+    if ((rc = aapc_type_size(sendtype, &ssize)) != MPI_SUCCESS ||
         (rc = PMPI_Type_get_extent(sendtype, &lb, &sext)) != MPI_SUCCESS)
         return rc;
     b = (MPI_Aint)recvcount * rsize;
@@ -234,8 +225,8 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
     }
     /* the bytes of my P blocks: the user's buffer when it is plain bytes, else packed once */
     if (pack_in) {
-        rc = hier_pack(1, (char *)sendbuf, (MPI_Aint)sendcount * p, sendtype, sext, ssize, mine,
-                       comm);
+        rc = aapc_pack_bytes(1, (void *)sendbuf, (MPI_Aint)sendcount * p, sendtype, sext, ssize,
+                             mine, comm);
         if (rc != MPI_SUCCESS)
             goto out;
     }
@@ -275,7 +266,8 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
             goto out;
     }
     if (!rdense)
-        rc = hier_pack(0, recvbuf, (MPI_Aint)recvcount * p, recvtype, rext, rsize, back, comm);
+        rc = aapc_pack_bytes(0, recvbuf, (MPI_Aint)recvcount * p, recvtype, rext, rsize, back,
+                             comm);
 out:
     if (gtype != MPI_DATATYPE_NULL)
         PMPI_Type_free(&gtype);
@@ -338,9 +330,9 @@ int aapc_hier_alltoall_run(const aapc_schedule_t *s, int r, const void *sendbuf,
     if (recvcount == 0)
         return MPI_SUCCESS;
     if ((rc = hier_comms(comm, r, &c)) != MPI_SUCCESS)
-        return rc;
+        return aapc_args_raise_alone(comm, rc);
     aapc_hier_layout_t h = {r, size, NULL, c->node, c->leaders, run_schedule, (void *)s};
     aapc_report_served("precomputed, leader-based");
-    return aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                   recvtype, comm);
+    return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype,
+                                                               recvbuf, recvcount, recvtype, comm));
 }
