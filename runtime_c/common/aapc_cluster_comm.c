@@ -124,9 +124,10 @@ static int32_t my_machine(const aapc_cluster_t *cl, int *kind, char *why, size_t
         if (m < 0) {
             char close[160];
             aapc_closest_names(env, cl->machine_name, cl->n_machines, close, sizeof close);
-            snprintf(why, whylen, "AAPC_MACHINE=%s is not a machine of cluster %s%s%s%s", env,
-                     cl->name, close[0] ? " (did you mean " : "", close,
-                     close[0] ? "?)" : "");
+            if (snprintf(why, whylen, "AAPC_MACHINE=%s is not a machine of cluster %s%s%s%s",
+                         env, cl->name, close[0] ? " (did you mean " : "", close,
+                         close[0] ? "?)" : "") >= (int)whylen)
+                why[whylen - 1] = '\0'; /* a long cause is cut: the report keeps its start */
         }
         return m;
     }
@@ -136,11 +137,11 @@ static int32_t my_machine(const aapc_cluster_t *cl, int *kind, char *why, size_t
         name[0] = '\0';
     int32_t m = aapc_cluster_machine_of_host(cl, name);
     *kind = m >= 0 ? KNOWN : UNKNOWN_HOST;
-    if (m < 0)
-        snprintf(why, whylen,
-                 "host '%s' is not a machine of cluster %s (a machine answers to its host: or "
-                 "name:; AAPC_MACHINE=<machine> places a rank by hand)",
-                 name, cl->name);
+    if (m < 0 && snprintf(why, whylen,
+                          "host '%s' is not a machine of cluster %s (a machine answers to its "
+                          "host: or name:; AAPC_MACHINE=<machine> places a rank by hand)",
+                          name, cl->name) >= (int)whylen)
+        why[whylen - 1] = '\0'; /* cut, as above */
     return m;
 }
 
