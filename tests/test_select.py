@@ -227,3 +227,48 @@ def test_log_round_proof_on_the_chain_counts_the_shared_trunks():
     # messages of the left half on the middle trunk
     assert [d for d, _, _ in proof.busiest] == [1, 2, 4, 8]
     assert proof.busiest[0][1] == 1 and proof.busiest[-1][1] == 8
+
+
+# --------------------------------------------------------------------------- tuned constants
+
+
+def test_a_model_file_compiles_into_the_cluster_table_and_info_shows_it(tmp_path, capsys):
+    from aapcgen.cli import main
+    from aapcgen.codegen.cluster import cluster_tables, render_cluster_c
+    from aapcgen.tune.model import write_model
+
+    topo = star_of_subtrees([4, 4])
+    shape = job_shape(topo, list(range(8)))
+    model = {k: v * 2 for k, v in default_model().items()}
+    path = tmp_path / "model.json"
+    write_model(path, model, [Call(shape, "phases", 4096, 0.01)], "test")
+    c = render_cluster_c(cluster_tables(topo, model), "aapc_x_cluster")
+    assert "static const aapc_cost_model_t aapc_x_cluster_model = {.lib_alpha = " in c
+    assert ".tuned = 1}" in c and c.rstrip().endswith("&aapc_x_cluster_model};")
+    assert render_cluster_c(cluster_tables(topo), "aapc_x_cluster").rstrip().endswith("NULL};")
+    with pytest.raises(SystemExit) as done:
+        main(["info", "--model", str(path)])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "constants measured on this cluster by aapcgen tune" in out
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("{", "malformed JSON"),
+        ('{"x": 1}', "no 'model' object"),
+        ('{"model": {"lib_alpha": -1}}', "model.lib_alpha must be a number of seconds >= 0"),
+        ('{"model": {"lib_alpha": 1e-4}}', "model.lib_beta must be a number"),
+    ],
+)
+def test_bad_model_files_are_one_line_errors(tmp_path, capsys, text, words):
+    from aapcgen.cli import main
+
+    path = tmp_path / "m.json"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as done:
+        main(["info", "--model", str(path)])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err and "Traceback" not in err

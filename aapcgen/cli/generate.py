@@ -32,6 +32,7 @@ from aapcgen.codegen.render import intercept_file_name, runtime_compile_args
 from aapcgen.core.errors import InputError
 from aapcgen.core.model import Topology
 from aapcgen.core.topology import topology_or_builtin
+from aapcgen.tune.model import read_model
 
 
 def other_topology_files(out: Path, topo: Topology) -> list[str]:
@@ -69,6 +70,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         args.runtime_scheduler,
         copy_runtime=not args.no_runtime,
         default=intercept_default(args.variant),
+        model=read_model(args.model) if args.model else None,
     )
     for line in written_lines(gen.files, out, topo, args.verbose):
         print(line)
@@ -166,9 +168,19 @@ def cmd_build(args: argparse.Namespace) -> int:
         mpicc,
         stderr_progress if args.verbose else lambda _: None,
         default=intercept_default(args.variant),
+        model=read_model(args.model) if args.model else None,
     ):
         print(line)
     return 0
+
+
+def model_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--model",
+        metavar="FILE",
+        help="the per-call selection's constants measured on the cluster (`aapcgen tune`'s "
+        "DIR/model.json; default: built-in constants measured on emulated trees)",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -176,6 +188,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub, "generate", cmd_generate, "Write the C routine(s) and the runtime into a directory."
     )
     variant_options(p, DEFAULT_VARIANT)
+    model_option(p)
     p.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
     p.add_argument(
         "--no-runtime",
@@ -191,6 +204,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Compile a generated routine into libaapc.so or libaapc.a with mpicc.",
     )
     variant_options(p, DEFAULT_VARIANT)
+    model_option(p)
     p.add_argument("-o", "--output", metavar="LIB", required=True, help="libNAME.so or libNAME.a")
     p.add_argument(
         "--mpicc",

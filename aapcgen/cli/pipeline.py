@@ -36,6 +36,7 @@ from aapcgen.core.errors import InputError, VerificationError
 from aapcgen.core.inputs import read_bytes
 from aapcgen.core.model import Topology
 from aapcgen.core.topology import topology_or_builtin
+from aapcgen.tune.model import read_model
 from aapcgen.verify.alltoall import (
     SYNC_CHECK_MAX_MACHINES,
     verify_hierarchical,
@@ -77,6 +78,7 @@ def _write(chunks: Iterable[str], output: str | None) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    tuned = read_model(args.model) if args.model else None
     tree = analyze(job_topology_of(args, topology_or_builtin(args.topology)))
     model = capacity_model(tree)
     n_phases = tree.load if model.lower_bound >= tree.load else schedule_phases(tree).n_phases
@@ -84,7 +86,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(info_json(tree, model, n_phases))
         return 0
     print(info_text(tree, model, n_phases))
-    print("\n".join(selection_lines(tree.topology)))
+    print("\n".join(selection_lines(tree.topology, tuned)))
     return 0
 
 
@@ -328,6 +330,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Root, subtrees, bottleneck link(s), load and peak aggregate throughput.",
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--model",
+        metavar="FILE",
+        help="show the way per block size with these measured constants (aapcgen tune's "
+        "DIR/model.json)",
+    )
     job_options(p)
     p = command(sub, "schedule", cmd_schedule, "Print the optimal contention-free AAPC phases.")
     p.add_argument(

@@ -176,11 +176,13 @@ def generate(
     *,
     copy_runtime: bool = True,
     default: str | None = None,
+    model: dict[str, float] | None = None,
 ) -> Generated:
     """``runtime_scheduler``: the C scheduler of MPI_Alltoallv levels 1 and 2 (greedy: 10 ms
     per call for 256 machines, dense; balanced is closer to the bound but takes seconds there,
     docs/performance.md). ``copy_runtime=False`` writes only the topology's own files (the
-    repository's generated/ references runtime_c/ instead of copying it)."""
+    repository's generated/ references runtime_c/ instead of copying it). ``model``: the
+    per-call selection's constants (`aapcgen tune`'s DIR/model.json; None: the built-in ones)."""
     tree = analyze(topo)
     start = time.perf_counter()
     sched: Schedule = schedule_phases(tree)
@@ -219,6 +221,7 @@ def generate(
         vlevel,
         copy_runtime=copy_runtime,
         intercept=default,
+        model=model,
     )
     missing = [f for f in files if not f.is_file()]
     if missing:
@@ -288,6 +291,7 @@ def build_library(
     mpicc: str,
     progress: Callable[[str], None],
     default: str | None = None,
+    model: dict[str, float] | None = None,
 ) -> list[str]:
     """Compile the generated routine into ``output`` (.so or .a); return how to use it. A failed
     compile keeps the sources and the compiler's output (``compile.log``) in a folder it names;
@@ -296,7 +300,7 @@ def build_library(
         raise InputError(f"-o {output}: the library name must end in .so (shared) or .a (static)")
     tmp = Path(tempfile.mkdtemp(prefix="aapcgen-build-"))
     try:
-        gen = generate(topo, specs, tmp, progress, default=default)
+        gen = generate(topo, specs, tmp, progress, default=default, model=model)
         sources = sorted(str(f) for f in gen.files if f.suffix == ".c")
         flags = ["-std=c11", "-O2", "-fPIC", "-DAAPC_INTERCEPT", f"-I{tmp}"]
         output = output.resolve()

@@ -349,10 +349,12 @@ def render(
     *,
     copy_runtime: bool = True,
     intercept: str | None = None,
+    model: dict[str, float] | None = None,
 ) -> list[Path]:
     """Write the generated sources and (unless ``copy_runtime`` is false) a flat copy of the
     runtime into ``out_dir``; ``intercept``: what MPI_Alltoall runs by default (a run-time
-    routine or auto; None: intercept_label)."""
+    routine or auto; None: intercept_label); ``model``: the selection's constants measured by
+    `aapcgen tune` (None: the library's built-in ones)."""
     env = template_environment()
     topo_id = topology_c_name(topo.name)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -375,7 +377,7 @@ def render(
         "auto": auto,
         "intercept_default": intercept or intercept_label(default, variants),
         "n_variants": len(variants) + len(runtime) + (1 if auto else 0),
-        "cluster_c": render_cluster_c(cluster_tables(topo), f"aapc_{topo_id}_cluster"),
+        "cluster_c": render_cluster_c(cluster_tables(topo, model), f"aapc_{topo_id}_cluster"),
     }
     outputs = [
         ("header.h.j2", f"aapc_{topo_id}.h", {}),
