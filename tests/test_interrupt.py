@@ -143,12 +143,14 @@ def test_sigterm_inside_a_workdir_unwinds_and_cleans(tmp_path):
 
 
 def processes_mentioning(text: str) -> list[int]:
-    """Live processes whose command line contains ``text``."""
+    """Live processes whose command line (its arguments joined by blanks: /proc keeps them
+    NUL-separated) contains ``text``."""
     found = []
     for pid in os.listdir("/proc"):
         if pid.isdigit() and int(pid) != os.getpid():
             try:
-                if text in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                if text in line.decode(errors="replace"):
                     found.append(int(pid))
             except OSError:
                 continue
@@ -407,3 +409,17 @@ def test_emulation_of_a_killed_run_is_removed_by_the_next(tmp_path):
     removed = emulate.sweep_stale()
     assert any("aapck" in r for r in removed)
     assert emulate.emulate_status("aapck") == []
+
+
+def test_processes_mentioning_sees_a_running_command_line():
+    """The leftover check must be able to fail: it finds a live process by its arguments."""
+    proc = subprocess.Popen(["sleep", "30.123"])
+    try:
+        deadline = time.monotonic() + 10  # until the child has exec'd sleep
+        while time.monotonic() < deadline and not processes_mentioning("sleep 30.123"):
+            time.sleep(0.01)
+        assert processes_mentioning("sleep 30.123") == [proc.pid]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert processes_mentioning("sleep 30.123") == []

@@ -356,9 +356,12 @@ V_BYTES = 4 * sum((r + 1) * 4 * 4 for r in range(4))  # calls x per rank r: (r+1
 @pytest.mark.slow
 def test_report_counts_the_calls_served_on_placed_ranks(report_exe, tmp_path):
     """Every rank on its own machine (AAPC_MACHINE): auto runs the run-time routine on WORLD and
-    on each half; MPI_COMM_SELF goes to the library (a 1-rank communicator, no warning)."""
+    on each half (the phases, forced: the choice by size is tests/test_select*); MPI_COMM_SELF
+    goes to the library (a 1-rank communicator, no warning)."""
     out = tmp_path / "report.txt"
-    proc = mpmd(report_exe, ["m0", "m1", "m2", "m3"], {"AAPC_REPORT": str(out)})
+    proc = mpmd(
+        report_exe, ["m0", "m1", "m2", "m3"], {"AAPC_REPORT": str(out), "AAPC_WAY": "phases"}
+    )
     assert proc.returncode == 0 and "report_check: ok" in proc.stdout, proc.stderr[-3000:]
     assert "aapcgen:" not in proc.stderr, proc.stderr  # nothing to warn about
     text = out.read_text()
@@ -452,7 +455,7 @@ def test_the_documented_site_flow(tmp_path, capsys):
     assert f"LD_PRELOAD={tmp_path / 'libaapc.so'} mpiexec" in out
     exe = tmp_path / "plain"
     subprocess.run([str(BIN / "mpicc"), str(PLAIN), "-o", str(exe)], check=True, timeout=120)
-    env = {"LD_PRELOAD": str(tmp_path / "libaapc.so"), "AAPC_REPORT": "1"}
+    env = {"LD_PRELOAD": str(tmp_path / "libaapc.so"), "AAPC_REPORT": "1", "AAPC_WAY": "phases"}
     proc = mpmd(exe, ["node0", "node1", "node2", "node3"], env)
     assert proc.returncode == 0 and "plain_alltoall: ok" in proc.stdout, proc.stderr[-3000:]
     rows = report_rows(proc.stderr)

@@ -624,8 +624,8 @@ static int select_way(const aapc_cluster_t *cl, const char *name, unsigned ways,
     aapc_cluster_comm_t *cc = NULL;
     *way = -1;
     *state = NULL;
-    if (cl == NULL || comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
-        inter)
+    if (cl == NULL || comm == MPI_COMM_NULL || aapc_outside_mpi(comm) ||
+        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
         return MPI_SUCCESS;
     if ((rc = aapc_cluster_comm(cl, comm, name, "MPI_Alltoall", warn, &cc)) != MPI_SUCCESS)
         return rc;

@@ -55,7 +55,7 @@ static aapc_alltoall_fn resolve(const char *wanted, const char *default_variant)
     static const char *env_name = NULL, *default_name = NULL;
     static aapc_alltoall_fn env_fn = NULL, default_fn = NULL;
     if (wanted != NULL && *wanted != '\0') {
-        if (env_fn == NULL || env_name != wanted) {
+        if (env_name != wanted) { /* a new name: looked up (and an unknown one said) once */
             env_fn = find(wanted);
             env_name = wanted;
             if (env_fn == NULL)

@@ -36,6 +36,7 @@
 
 #include "aapc_comm.h" /* aapc_warn_fallback */
 #include "aapc_lock.h"
+#include "aapc_mpi.h"      /* aapc_outside_mpi */
 #include "aapc_settings.h" /* the settings' hash */
 
 static int keyval = MPI_KEYVAL_INVALID;
@@ -447,8 +448,8 @@ int aapc_cluster_comm_settle(const aapc_cluster_t *cl, MPI_Comm comm, const char
 {
     int inter = 0;
     aapc_cluster_comm_t *cc = NULL;
-    if (cl == NULL || comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
-        inter)
+    if (cl == NULL || comm == MPI_COMM_NULL || aapc_outside_mpi(comm) ||
+        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
         return MPI_SUCCESS; /* nothing to gather: the routine meets the argument itself */
     return aapc_cluster_comm(cl, comm, name, "MPI_Alltoall", 0, &cc);
 }

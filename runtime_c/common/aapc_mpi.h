@@ -51,6 +51,18 @@ static inline int aapc_world_model(void)
     return init && !fin;
 }
 
+/* 1 when a call on comm cannot be ours to look at: after MPI_Finalize, or on MPI_COMM_WORLD or
+   MPI_COMM_SELF before MPI_Init (the library reports it as such); a sessions program's
+   communicators exist without MPI_Init. */
+static inline int aapc_outside_mpi(MPI_Comm comm)
+{
+    int init = 0, fin = 0;
+    PMPI_Initialized(&init);
+    if (init)
+        PMPI_Finalized(&fin);
+    return fin || (!init && (comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF));
+}
+
 /* A datatype for `bytes` bytes in one element (count 1): MPI_BYTE with an int count when it
    fits (*t = MPI_BYTE, *count = bytes), else a committed struct of whole MiB plus the rest,
    which the caller frees. */
