@@ -177,3 +177,20 @@ def test_the_log_round_members_the_runtime_dumps_are_proved(exe, tmp_path):
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         assert "every block delivered exactly once" in proc.stdout
+
+
+def test_settings_given_to_some_ranks_only_run_the_defaults_without_a_hang(exe):
+    """An MPMD launch where three ranks each carry a different setting that changes what a rank
+    sends (the agreement left out, another variant, the leaders' round size): every rank runs
+    the defaults, the bytes are right, and rank 0 names all three variables."""
+    machines = PLACEMENTS["two per machine, blocks"]
+    differ = {0: {"AAPC_AGREE": "0"}, 5: {"AAPC_VARIANT": "runtime-sender-all"},
+              9: {"AAPC_HIER_ROUND_BYTES": "20000", "AAPC_WAY": "leaders"}}  # fmt: skip
+    proc = run(exe, machines, lambda r: differ.get(r, {}), False, "--max-bytes", "8192")
+    ways = ways_of(proc, at_least=35)
+    for (comm, size), took in ways.items():
+        assert took == expected(machines, comm, size), (comm, size)
+    said = [ln for ln in proc.stderr.splitlines() if "differ between the ranks" in ln]
+    assert said and all(
+        "AAPC_VARIANT, AAPC_WAY, AAPC_AGREE, AAPC_HIER_ROUND_BYTES" in ln for ln in said
+    ), proc.stderr
