@@ -443,11 +443,11 @@ SwitchName=leaf1 Nodes=node[2-3]
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_the_documented_site_flow(tmp_path, capsys):
+def test_the_documented_site_flow(tmp_path, capsys, monkeypatch):
     """README / docs/topology.md as written: import slurm topology.conf -o cluster.yaml, build
     cluster.yaml -o libaapc.so, then an unchanged MPI program preloaded on a placed job, whose
     report names the run-time routine."""
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     Path("topology.conf").write_text(TOPOLOGY_CONF)
     assert cli(capsys, "import", "slurm", "topology.conf", "-o", "cluster.yaml")[0] == 0
     code, out, err = cli(capsys, "build", "cluster.yaml", "-o", "libaapc.so")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from aapcgen.core.topology import load_topology
 from aapcgen.verify.alltoallv import verify_vschedule
 from tests.trees import figure1, make_topology, star_of_subtrees, switch_trees
 
+ROOT = Path(__file__).resolve().parent.parent
 KB, MB = 1024, 1024 * 1024
 SCHEDULERS = ("greedy", "alltoall", "balanced")
 
@@ -239,7 +241,7 @@ def test_pattern_formats_agree(tmp_path):
 
 
 def test_cli_vschedule(tmp_path):
-    topo = "topologies/paper-fig1.yaml"
+    topo = str(ROOT / "topologies" / "paper-fig1.yaml")
     n = load_topology(topo).n_machines
     path = tmp_path / "p.csv"
     path.write_text("\n".join(",".join(["1000"] * n) for _ in range(n)))

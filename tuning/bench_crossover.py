@@ -99,6 +99,33 @@ def calls_of(topo_r, summary: list[Summary]) -> list[Call]:  # noqa: ANN001
     return out
 
 
+def replay(model: dict[str, float], base, runs: list[dict]) -> str:  # noqa: ANN001
+    """What the default routine would take with ``model`` at each measured point, its measured
+    time (the forced way's; the library's is its default algorithm), and that against the
+    library's best and default algorithms: the choice checked on the measurements themselves."""
+    lines = ["| R | block | way | ms | best library ms | vs best | vs default |", "|" + "---|" * 7]
+    for run in runs:
+        r = run["ranks_per_machine"]
+        topo = replace(base, ranks_per_machine=r)
+        shape = job_shape(topo, rank_machine(topo.n_machines, r))
+        at: dict[int, dict[str, float]] = {}
+        for s in run["summary"]:
+            at.setdefault(s["bytes"], {})[s["candidate"]] = s["median_s"]
+        for size in sorted(at):
+            got = at[size]
+            way = choose_way(model, shape, size)
+            t = got.get("native-default" if way == "library" else f"auto/{way}")
+            natives = {c: v for c, v in got.items() if c.startswith("native")}
+            if t is None or not natives:
+                continue
+            best = min(natives.values())
+            lines.append(
+                f"| {r} | {size} | {way} | {1e3 * t:.2f} | {1e3 * best:.2f} | {best / t:.2f}x "
+                f"| {got.get('native-default', float('nan')) / t:.2f}x |"
+            )
+    return "\n".join(lines)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("topology")
@@ -126,6 +153,12 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=3600.0)
     p.add_argument("--prefix", default="aapcx", help="emulate: namespace name prefix")
     p.add_argument("-o", "--output", required=True)
+    p.add_argument(
+        "--replay",
+        action="store_true",
+        help="measure nothing: read DIR/crossover.json, fit again and print what the fitted "
+        "and the built-in constants choose at each measured point",
+    )
     a = p.parse_args()
     try:
         rpms = [int(x) for x in a.ranks_per_machine.split(",") if x]
@@ -141,7 +174,13 @@ def main() -> int:
         natives = ("brucks", "scattered", "pairwise")
     report, calls, runs = [], [], []
     start = time.monotonic()
-    for r in rpms:
+    if a.replay:
+        runs = json.loads((out / "crossover.json").read_text())["runs"]
+        rpms = [run["ranks_per_machine"] for run in runs]
+        for run in runs:
+            topo = replace(base, ranks_per_machine=run["ranks_per_machine"])
+            calls += calls_of(topo, [Summary(**s) for s in run["summary"]])
+    for r in rpms if not a.replay else []:
         topo = replace(base, ranks_per_machine=r)
         cfg = BenchConfig(
             topo, a.backend, parse_sizes(a.sizes), variant_specs("receiver-all", None), natives,
@@ -175,6 +214,12 @@ def main() -> int:
         ]
         lines.append(f"  R={r}: " + ", ".join(picks))
     print("\n".join(lines))
+    print("measured time of the way the fitted constants choose:")
+    print(replay(model, base, runs))
+    print("... and the built-in constants:")
+    print(replay(default_model(), base, runs))
+    if a.replay:
+        return 0
     (out / "crossover.json").write_text(
         json.dumps(
             {"topology": base.name, "runs": runs, "model": model, "errors": errors}, indent=1

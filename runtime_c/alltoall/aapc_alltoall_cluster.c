@@ -661,8 +661,10 @@ static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, cons
     *ran = rc != MPI_SUCCESS || le != NULL;
     if (rc != MPI_SUCCESS || le == NULL)
         return aapc_args_raise_alone(comm, rc);
-    aapc_hier_layout_t h = {le->r, cc->size, le->order, le->node, le->leaders, leader_exchange,
-                            le};
+    /* the round size from the user's communicator, whose settings the ranks agreed on (the
+       duplicate has no record: each rank would read its own environment) */
+    aapc_hier_layout_t h = {le->r,       cc->size, le->order, le->node, le->leaders,
+                            leader_exchange, le,   aapc_hier_round_limit(comm)};
     atomic_fetch_add(&served[AAPC_WAY_LEADERS], 1);
     aapc_report_served("run-time, leader-based");
     return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype,

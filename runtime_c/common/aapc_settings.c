@@ -76,15 +76,26 @@ int aapc_settings_warn_differ(MPI_Comm dup, const char *name)
         return rc;
     char why[512] = "";
     size_t used = 0;
+    unsigned mask = 0;
     for (int i = 0; i < n; i++)
-        if (h[i] != -h[n + i] && used < sizeof why)
-            used += (size_t)snprintf(why + used, sizeof why - used, "%s%s", used ? ", " : "",
-                                     aapc_settings_names[i]);
-    static char said[512];
+        if (h[i] != -h[n + i]) {
+            mask |= 1u << i;
+            if (used < sizeof why)
+                used += (size_t)snprintf(why + used, sizeof why - used, "%s%s", used ? ", " : "",
+                                         aapc_settings_names[i]);
+        }
+    /* each set of variables once per process (a job's communicators may differ in several) */
+    static unsigned said[32];
+    static int nsaid;
     const char *quiet = getenv("AAPC_QUIET");
-    if ((quiet != NULL && quiet[0] != '\0' && strcmp(quiet, "0") != 0) || strcmp(said, why) == 0)
-        return MPI_SUCCESS; /* the same variables once per process */
-    snprintf(said, sizeof said, "%s", why);
+    if (quiet != NULL && quiet[0] != '\0' && strcmp(quiet, "0") != 0)
+        return MPI_SUCCESS;
+    for (int i = 0; i < nsaid; i++)
+        if (said[i] == mask)
+            return MPI_SUCCESS;
+    if (nsaid == (int)(sizeof said / sizeof *said))
+        return MPI_SUCCESS; /* said enough */
+    said[nsaid++] = mask;
     fprintf(stderr,
             "aapcgen: %s: %s differ between the ranks of a communicator; its calls run the "
             "built-in defaults on every rank (set AAPC_QUIET=1 to silence)\n",

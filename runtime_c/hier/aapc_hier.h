@@ -34,6 +34,7 @@ typedef struct aapc_hier_layout {
     MPI_Comm node, leaders;
     aapc_hier_exchange_fn exchange;
     void *ctx;
+    MPI_Aint round_limit; /* aapc_hier_round_limit() of the user's communicator */
 } aapc_hier_layout_t;
 
 /* MPI_Alltoall semantics on comm laid out as h says, in rounds (AAPC_HIER_ROUND_BYTES). */

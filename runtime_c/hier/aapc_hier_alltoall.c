@@ -207,7 +207,7 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
     total = b * p; /* one rank's P blocks */
     int sdense = !inplace && aapc_dense(sendtype), rdense = aapc_dense(recvtype);
     int pack_in = !sdense && !(inplace && rdense);
-    MPI_Aint c = aapc_hier_round_bytes(b, r, p, aapc_hier_round_limit(comm));
+    MPI_Aint c = aapc_hier_round_bytes(b, r, p, h->round_limit);
 
     disp = malloc(sizeof *disp * (size_t)p);
     if (pack_in)
@@ -331,7 +331,8 @@ int aapc_hier_alltoall_run(const aapc_schedule_t *s, int r, const void *sendbuf,
         return MPI_SUCCESS;
     if ((rc = hier_comms(comm, r, &c)) != MPI_SUCCESS)
         return aapc_args_raise_alone(comm, rc);
-    aapc_hier_layout_t h = {r, size, NULL, c->node, c->leaders, run_schedule, (void *)s};
+    aapc_hier_layout_t h = {r,         size,        NULL, c->node, c->leaders, run_schedule,
+                            (void *)s, aapc_hier_round_limit(comm)};
     aapc_report_served("precomputed, leader-based");
     return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype,
                                                                recvbuf, recvcount, recvtype, comm));
