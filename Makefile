@@ -51,23 +51,29 @@ simgrid:
 nftables:
 	command -v nft >/dev/null || (apt-get update && apt-get install -y nftables)
 
-# The whole suite (what .ci/run calls): every tier, MPI, root, SimGrid and Open MPI included.
-test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid nftables
-	$(BIN)/pytest
-
 # The fast tier while you work: no MPI, no root, no SimGrid, no Open MPI (tests/conftest.py).
-FAST := not (mpi or root or simgrid or openmpi or slow)
+TIERS := mpi or root or simgrid or openmpi or slow
+FAST := not ($(TIERS))
 check: $(STAMP) lint
 	$(BIN)/pytest -q -m "$(FAST)"
 
+# The whole suite (what .ci/run calls): every tier, MPI, root, SimGrid and Open MPI included,
+# each test once: the other tiers here, then the fast tier and the interrupt tests from a copy
+# under /tmp (check-clone).
+test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid nftables
+	$(BIN)/pytest -m "$(TIERS)" --ignore=tests/test_interrupt.py
+	$(MAKE) check-clone
+
 # The fast tier and the interrupt tests (which cover /tmp and /dev/shm with private folders) from
-# a fresh clone of HEAD under /tmp, with its own venv: the suite must pass wherever the clone
-# lives (.ci/run runs it after `make test`).
+# a copy of this checkout's files (tracked and untracked, not ignored) under /tmp, with its own
+# venv: the suite must pass wherever the clone lives (issue 34).
 CLONE_PARENT ?= /tmp
 check-clone:
 	set -e; where=$$(mktemp -d $(CLONE_PARENT)/aapcgen-clone.XXXXXX); \
 	trap 'rm -rf "$$where"' EXIT; \
-	git clone --quiet "$$PWD" "$$where/aapcgen"; \
+	mkdir "$$where/aapcgen"; \
+	git ls-files -z --cached --others --exclude-standard | \
+	  tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$$where/aapcgen"; \
 	echo "check-clone: $$where/aapcgen"; \
 	$(MAKE) -C "$$where/aapcgen" check PYTHON=$(PYTHON); \
 	cd "$$where/aapcgen" && .venv/bin/pytest -q -m "mpi or root or not mpi" tests/test_interrupt.py
