@@ -65,13 +65,14 @@ def run(exe: Path, machines: list[int], env_of=None, ompi: bool = False, *args: 
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
 
 
-def ways_of(proc, at_least: int = 40) -> dict[tuple[str, int], str]:  # noqa: ANN001
+def ways_of(proc, at_least: int = 40, kind: str = "way") -> dict[tuple[str, int], str]:  # noqa: ANN001
+    """The way of every call: MPI_Alltoall's ("way"), or MPI_Alltoallv's ("vway")."""
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     last = [ln for ln in proc.stdout.splitlines() if ln.startswith("select_check:")][-1]
     assert last.endswith(" 0 failed") and int(last.split()[1]) >= at_least, last
     out = {}
     for line in proc.stdout.splitlines():
-        if line.startswith("way "):
+        if line.startswith(kind + " "):
             _, comm, size, way = line.split()
             out[(comm, int(size))] = way
     return out
@@ -88,12 +89,14 @@ def members(comm: str, p: int) -> list[int]:
     }[comm]
 
 
-def expected(machines: list[int], comm: str, size: int) -> str:
-    """The way the model picks for this communicator and block; a block of 0 bytes our ways
-    do not count (nothing to move): none, unless the model gives it to the library."""
+def expected(machines: list[int], comm: str, size: int, v: bool = False) -> str:
+    """The way the model picks for this communicator and block (MPI_Alltoallv: the library or
+    the phases); a block of 0 bytes our ways do not count (nothing to move): none, unless the
+    model gives it to the library."""
     ranks = members(comm, len(machines))
     shape = job_shape(TOPO, [machines[r] for r in ranks])
-    way = choose_way(default_model(), shape, size)
+    allowed = ("library", "phases") if v else ("library", "phases", "leaders", "loground")
+    way = choose_way(default_model(), shape, size, allowed)
     return "none" if size == 0 and way != "library" else way
 
 
@@ -105,12 +108,16 @@ def exe(tmp_path_factory):
 @pytest.mark.parametrize("placement", sorted(PLACEMENTS))
 def test_every_rank_takes_the_way_the_model_picks(exe, placement):
     machines = PLACEMENTS[placement]
-    ways = ways_of(run(exe, machines))
-    assert len(ways) == 5 * 11
+    proc = run(exe, machines, None, False, "--alltoallv")
+    ways, vways = ways_of(proc, 2 * 5 * 11), ways_of(proc, 2 * 5 * 11, "vway")
+    assert len(ways) == len(vways) == 5 * 11
     for (comm, size), way in ways.items():
         assert way == expected(machines, comm, size), (comm, size)
+    for (comm, size), way in vways.items():
+        assert way == expected(machines, comm, size, v=True), ("MPI_Alltoallv", comm, size)
     # the library serves the smallest blocks, ours the largest
     assert ways[("world", 1)] == "library" and ways[("world", 65536)] != "library"
+    assert vways[("world", 1)] == "library" and vways[("world", 65536)] == "phases"
 
 
 @pytest.mark.parametrize("way", ["library", "phases", "leaders", "loground"])
@@ -129,14 +136,30 @@ def test_a_forced_way_runs_where_it_can(exe, way):
             assert took == way, (comm, size, took)
 
 
+@pytest.mark.parametrize("way", ["library", "phases"])
+def test_a_forced_way_of_alltoallv(exe, way):
+    """AAPC_WAY=library|phases forces MPI_Alltoallv's way too, at every block size."""
+    machines = PLACEMENTS["unequal on a subset"]
+    proc = run(
+        exe, machines, lambda r: {"AAPC_WAY": way}, False, "--max-bytes", "4096", "--alltoallv"
+    )
+    vways = ways_of(proc, 2 * 5 * 8, "vway")
+    assert len(vways) == 5 * 8
+    for (comm, size), took in vways.items():
+        assert took == (way if size or way == "library" else "none"), (comm, size, took)
+
+
 def test_a_setting_on_one_rank_only_runs_the_defaults_everywhere(exe):
     """An MPMD launch with AAPC_WAY on rank 0 only: no hang, the default choice on every rank,
     and one warning per process naming the variable."""
     machines = PLACEMENTS["two per machine, blocks"]
-    proc = run(exe, machines, lambda r: {"AAPC_WAY": "phases"} if r == 0 else {})
+    proc = run(exe, machines, lambda r: {"AAPC_WAY": "phases"} if r == 0 else {}, False,
+               "--alltoallv")  # fmt: skip
     ways = ways_of(proc)
     for (comm, size), took in ways.items():
         assert took == expected(machines, comm, size), (comm, size)
+    for (comm, size), took in ways_of(proc, kind="vway").items():
+        assert took == expected(machines, comm, size, v=True), ("MPI_Alltoallv", comm, size)
     said = [ln for ln in proc.stderr.splitlines() if "AAPC_WAY differ between the ranks" in ln]
     assert 1 <= len(said) <= len(machines), proc.stderr
 

@@ -22,6 +22,12 @@
  *      checker (aapcgen/verify/alltoallv.py on aapcgen/alltoall/job.py's job tree);
  *   4. aapc_alltoallv_exec moves the data in the contention-free phases (machine m of the
  *      schedule = rank m of the communicator's private dup).
+ * Selection (aapc_alltoallv_begin, before the argument checks): the MPI library's own
+ * MPI_Alltoallv or these phases, by the cost model of cluster/aapc_cluster_select.c on the
+ * communicator's shape with the block of the busiest rank, b = max over ranks of max(bytes
+ * sent, bytes received to and from the others) / (P - 1): level 2 reads it from the matrix
+ * every rank holds, level 1 agrees on it with one MPI_Allreduce of 2 doubles (its only cost on
+ * the library's path). AAPC_WAY=library|phases or a routine named by AAPC_ALLTOALLV forces it.
  * Everything is cached on the communicator (slots of aapc_cluster_comm.c) and freed with it.
  * Cost: first call the dup and an Allgather of N ints (lg N alpha + 4 N beta), O(N^2 d) for the
  * template (4 N^2 bytes); level 1 adds lg N alpha + 8 N (N - 1) beta per call; scheduling
@@ -35,6 +41,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "aapc_alltoallv_cluster.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +52,10 @@
 #include "aapc_comm.h"
 #include "aapc_mpi.h"
 #include "aapc_report.h"
+#include "aapc_settings.h"
+
+/* calls served per way (aapc_alltoallv_ways_served) */
+static _Atomic long long vserved[AAPC_N_WAYS];
 
 /* The job tree of a communicator as the Alltoallv schedulers take it (one slot, shared by
    every level-1/2 routine on the communicator). */
@@ -353,6 +364,7 @@ static int run_known(const aapc_vprog_t *prog, aapc_cluster_comm_t *cc, const lo
                               rdispls, recvtype, comm);
     }
     aapc_comm_info_t info = {1, cc->dup, cc->rank, NULL, NULL, NULL, 0};
+    atomic_fetch_add(&vserved[AAPC_WAY_PHASES], 1);
     aapc_report_served("run-time, job tree");
     return aapc_alltoallv_exec(&s->tab.sched, &info, sendbuf, sendcounts, sdispls, sendtype,
                                recvbuf, recvcounts, rdispls, recvtype);
@@ -392,4 +404,127 @@ int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, con
     if (library)
         return rc; /* the library's own result, raised by it */
     return agreed ? aapc_args_raise_code(comm, rc) : aapc_args_raise_alone(comm, rc);
+}
+
+
+void aapc_alltoallv_ways_served(long long counts[AAPC_N_WAYS])
+{
+    for (int w = 0; w < AAPC_N_WAYS; w++)
+        counts[w] = atomic_load(&vserved[w]);
+}
+
+/* Bytes of count elements of type (0 for what a later check refuses: a negative count, a
+   type that is not one), as a double: no overflow, and every rank still reaches the
+   agreement. */
+static double bytes_of(int count, MPI_Datatype type)
+{
+    int64_t size = 0;
+    if (count <= 0 || type == MPI_DATATYPE_NULL || aapc_type_size(type, &size) != MPI_SUCCESS ||
+        size < 0)
+        return 0;
+    return (double)count * (double)size;
+}
+
+/* The block of the busiest rank: level 2 from the matrix, level 1 agreed (MAX over the ranks). */
+static int busiest_block(const aapc_cluster_comm_t *cc, const long long *bytes,
+                         const void *sendbuf, const int sendcounts[], MPI_Datatype sendtype,
+                         const int recvcounts[], MPI_Datatype recvtype, double *b)
+{
+    int n = cc->size;
+    double most[2] = {0, 0};
+    if (bytes != NULL) {
+        for (int a = 0; a < n; a++) {
+            double out = 0, in = 0;
+            for (int c = 0; c < n; c++) {
+                long long o = bytes[(size_t)a * (size_t)n + (size_t)c];
+                long long i = bytes[(size_t)c * (size_t)n + (size_t)a];
+                out += c != a && o > 0 ? (double)o : 0;
+                in += c != a && i > 0 ? (double)i : 0;
+            }
+            most[0] = out > most[0] ? out : most[0];
+            most[1] = in > most[1] ? in : most[1];
+        }
+    } else {
+        int inplace = sendbuf == MPI_IN_PLACE;
+        for (int c = 0; c < n; c++) {
+            if (c == cc->rank)
+                continue;
+            if (recvcounts != NULL)
+                most[1] += bytes_of(recvcounts[c], recvtype);
+            if (inplace ? recvcounts != NULL : sendcounts != NULL)
+                most[0] += inplace ? bytes_of(recvcounts[c], recvtype)
+                                   : bytes_of(sendcounts[c], sendtype);
+        }
+        int rc = PMPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_DOUBLE, MPI_MAX, cc->dup);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    double m = most[0] > most[1] ? most[0] : most[1];
+    *b = n > 1 ? m / (n - 1) : m;
+    return MPI_SUCCESS;
+}
+
+/* The way of this call, the same on every rank: AAPC_WAY_LIBRARY or AAPC_WAY_PHASES (-1: not
+   a communicator these phases take; the checks and the caller decide). */
+static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
+                       const int sendcounts[], MPI_Datatype sendtype, const int recvcounts[],
+                       MPI_Datatype recvtype, MPI_Comm comm, int *way)
+{
+    int rc, inter = 0, nomem = 0;
+    aapc_cluster_comm_t *cc = NULL;
+    *way = -1;
+    if (prog == NULL || prog->cluster == NULL || comm == MPI_COMM_NULL ||
+        aapc_outside_mpi(comm) || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return MPI_SUCCESS;
+    if ((rc = aapc_cluster_comm(prog->cluster, comm, prog->name, "MPI_Alltoallv", 0, &cc)) !=
+        MPI_SUCCESS)
+        return rc;
+    if (cc == NULL || !cc->all_known || cc->size < 2)
+        return MPI_SUCCESS;
+    const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
+    if (nomem)
+        return MPI_ERR_NO_MEM;
+    if (shape == NULL)
+        return MPI_SUCCESS;
+    const char *v = aapc_setting(comm, "AAPC_ALLTOALLV"), *e = aapc_setting(comm, "AAPC_WAY");
+    if (v != NULL && v[0] != '\0') { /* a routine named: it runs */
+        *way = AAPC_WAY_PHASES;
+        return MPI_SUCCESS;
+    }
+    if (e != NULL && e[0] != '\0' && strcmp(e, "auto") != 0) {
+        *way = strcmp(e, "library") == 0 ? AAPC_WAY_LIBRARY : AAPC_WAY_PHASES;
+        return MPI_SUCCESS;
+    }
+    double b = 0;
+    if ((rc = busiest_block(cc, bytes, sendbuf, sendcounts, sendtype, recvcounts, recvtype,
+                            &b)) != MPI_SUCCESS)
+        return rc;
+    const aapc_cost_model_t *m = prog->cluster->model ? prog->cluster->model
+                                                      : &aapc_cost_model_default;
+    *way = aapc_way_choose(m, shape, b, (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES));
+    return MPI_SUCCESS;
+}
+
+int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
+                         const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                         void *recvbuf, const int recvcounts[], const int rdispls[],
+                         MPI_Datatype recvtype, MPI_Comm comm, int *done)
+{
+    int way = -1;
+    *done = 0;
+    int rc = select_vway(prog, bytes, sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
+                         &way);
+    if (rc != MPI_SUCCESS) {
+        *done = 1;
+        return aapc_args_raise_alone(comm, rc);
+    }
+    if (way == AAPC_WAY_LIBRARY) {
+        *done = 1;
+        atomic_fetch_add(&vserved[AAPC_WAY_LIBRARY], 1);
+        aapc_report_served("MPI library, chosen by size");
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                              rdispls, recvtype, comm);
+    }
+    return aapc_args_alltoallv(prog ? prog->key->name : "?", sendbuf, sendcounts, sdispls,
+                               sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, done);
 }

@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include "aapc_cluster.h" /* AAPC_N_WAYS */
 #include "aapc_vlevels.h"
 
 #ifdef __cplusplus
@@ -25,6 +26,21 @@ int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, con
                            const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                            void *recvbuf, const int recvcounts[], const int rdispls[],
                            MPI_Datatype recvtype, MPI_Comm comm, int *handled);
+
+/* The entry of a level-1/2 routine, before aapc_alltoallv_level1/2: the way of this call
+   (the MPI library's MPI_Alltoallv or the phases, the same on every rank: the cost model of
+   cluster/aapc_cluster_select.c with the busiest rank's block, which level 1 agrees on with one
+   MPI_Allreduce; AAPC_WAY or AAPC_ALLTOALLV forces it), then the argument checks
+   (aapc_args_alltoallv). *done = 1: the call is complete (the library ran it, or an error was
+   raised, or nothing is to move) and the result is returned; 0: run the level. */
+int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
+                         const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                         void *recvbuf, const int recvcounts[], const int rdispls[],
+                         MPI_Datatype recvtype, MPI_Comm comm, int *done);
+
+/* Calls of this process served by each way (AAPC_WAY_LIBRARY: chosen by size; AAPC_WAY_PHASES:
+   the job tree's phases), for tests and benchmarks. */
+void aapc_alltoallv_ways_served(long long counts[AAPC_N_WAYS]);
 
 #ifdef __cplusplus
 }

@@ -31,15 +31,20 @@
 
 #include "aapc_cluster.h"
 
-/* Measured on the emulated trees at 100 Mbit/s (docs/performance.md, "Never slower than the
-   MPI library: the crossovers"); aapcgen tune replaces them with the cluster's own. */
+/* Fitted to the medians of the crossover run on the emulated 4+4 tree at 100 Mbit/s, 1 and 2
+   ranks per machine on 2 cores (docs/performance.md, "the crossovers": MPICH's default 0.67 ms
+   at 8 B over lg 8 = 3 rounds; its 4 KB-256 KB times 1.07-2.9x the bound, 1.5 where the
+   choice against the phases falls; the phases 4.49 ms at 8 B over 16 phases, 1.06x the bound at
+   256 KB; the log-round 1.61 ms at 8 B over 3 rounds; the leaders' gather and scatter 40 ms more
+   than the phases at 32 KB, 2 ranks per machine); aapcgen tune replaces them with the cluster's
+   own. */
 const aapc_cost_model_t aapc_cost_model_default = {
-    .lib_alpha = 150e-6,
-    .lib_beta = 3.0,
-    .phase_alpha = 250e-6,
+    .lib_alpha = 250e-6,
+    .lib_beta = 1.5,
+    .phase_alpha = 300e-6,
     .phase_beta = 1.08,
-    .copy_beta = 1.0e-9,
-    .round_alpha = 250e-6,
+    .copy_beta = 1.0e-8,
+    .round_alpha = 500e-6,
     .tuned = 0,
 };
 

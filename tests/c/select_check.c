@@ -13,11 +13,15 @@
  * move, or a communicator the run-time routine does not take); every rank must report the same
  * way (an MPI_Allreduce of MIN and MAX).
  *
+ * With --alltoallv, then the same for MPI_Alltoallv with every count the block (the ways of
+ * aapc_alltoallv_ways_served(): the library, chosen by size, or the phases), printed as
+ * "vway COMM BYTES WAY".
+ *
  * Rank 0 prints, per call, "way COMM BYTES WAY" (COMM: world, dup, halves, parity, reversed;
  * for the sub-communicators the line of the part holding world rank 0), failures as
  * "FAIL ...", and finally "select_check: N passed, M failed". Exit status 0 only if M == 0.
  *
- * usage: select_check [--max-bytes N]
+ * usage: select_check [--max-bytes N] [--alltoallv]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,7 @@
 #include <mpi.h>
 
 #include "aapc_alltoall_cluster.h"
+#include "aapc_alltoallv_cluster.h"
 
 static const char *way_name(int w)
 {
@@ -34,10 +39,13 @@ static const char *way_name(int w)
 }
 
 /* The way the last call took: the index whose count grew since `before` (-1: none). */
-static int way_taken(const long long before[AAPC_N_WAYS])
+static int way_taken(const long long before[AAPC_N_WAYS], int v)
 {
     long long now[AAPC_N_WAYS];
-    aapc_alltoall_ways_served(now);
+    if (v)
+        aapc_alltoallv_ways_served(now);
+    else
+        aapc_alltoall_ways_served(now);
     for (int w = 0; w < AAPC_N_WAYS; w++)
         if (now[w] != before[w])
             return w;
@@ -46,7 +54,8 @@ static int way_taken(const long long before[AAPC_N_WAYS])
 
 static int passed = 0, failed = 0;
 
-static void one(const char *cname, MPI_Comm comm, int bytes, MPI_Datatype four, int world_rank)
+static void one(const char *cname, MPI_Comm comm, int bytes, MPI_Datatype four, int world_rank,
+                int v)
 {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
@@ -64,11 +73,25 @@ static void one(const char *cname, MPI_Comm comm, int bytes, MPI_Datatype four, 
     int odd_four = bytes % 4 == 0 && world_rank % 2 == 1;
     MPI_Datatype type = odd_four ? four : MPI_BYTE;
     int count = odd_four ? bytes / 4 : bytes;
+    int *counts = malloc(sizeof *counts * (size_t)size);
+    int *displs = malloc(sizeof *displs * (size_t)size);
+    if (counts == NULL || displs == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    for (int q = 0; q < size; q++) {
+        counts[q] = count;
+        displs[q] = q * count; /* in elements of type */
+    }
     long long before[AAPC_N_WAYS];
-    aapc_alltoall_ways_served(before);
-    int rc = MPI_Alltoall(send, count, type, got, count, type, comm);
-    int way = way_taken(before);
+    if (v)
+        aapc_alltoallv_ways_served(before);
+    else
+        aapc_alltoall_ways_served(before);
+    int rc = v ? MPI_Alltoallv(send, counts, displs, type, got, counts, displs, type, comm)
+               : MPI_Alltoall(send, count, type, got, count, type, comm);
+    int way = way_taken(before, v);
     int rrc = PMPI_Alltoall(send, bytes, MPI_BYTE, want, bytes, MPI_BYTE, comm);
+    free(counts);
+    free(displs);
     int bad = rc != MPI_SUCCESS || rrc != MPI_SUCCESS || memcmp(got, want, total) != 0 ||
               got[total] != 0xa5;
     int mm[3] = {way, -way, bad}, all[3];
@@ -77,13 +100,13 @@ static void one(const char *cname, MPI_Comm comm, int bytes, MPI_Datatype four, 
     if (all[2] || !same) {
         failed++;
         if (world_rank == 0)
-            printf("FAIL %s %d: %s\n", cname, bytes,
+            printf("FAIL %s%s %d: %s\n", v ? "v " : "", cname, bytes,
                    all[2] ? "bytes differ or an error code" : "the ranks took different ways");
     } else {
         passed++;
     }
     if (world_rank == 0)
-        printf("way %s %d %s\n", cname, bytes, way_name(way));
+        printf("%s %s %d %s\n", v ? "vway" : "way", cname, bytes, way_name(way));
     free(send);
     free(got);
     free(want);
@@ -92,10 +115,13 @@ static void one(const char *cname, MPI_Comm comm, int bytes, MPI_Datatype four, 
 int main(int argc, char **argv)
 {
     long max_bytes = -1;
+    int with_v = 0;
     MPI_Init(&argc, &argv);
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--max-bytes") == 0)
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc)
             max_bytes = atol(argv[++i]);
+        else if (strcmp(argv[i], "--alltoallv") == 0)
+            with_v = 1;
     int wr, wp;
     MPI_Comm_rank(MPI_COMM_WORLD, &wr);
     MPI_Comm_size(MPI_COMM_WORLD, &wp);
@@ -113,10 +139,11 @@ int main(int argc, char **argv)
     } comms[] = {{"world", MPI_COMM_WORLD}, {"dup", dup}, {"halves", halves},
                  {"parity", parity}, {"reversed", reversed}};
     const int sizes[] = {0, 1, 7, 8, 64, 511, 512, 4096, 8192, 32768, 65536};
-    for (size_t c = 0; c < sizeof comms / sizeof *comms; c++)
-        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
-            if (max_bytes < 0 || sizes[s] <= max_bytes)
-                one(comms[c].name, comms[c].comm, sizes[s], four, wr);
+    for (int v = 0; v <= with_v; v++)
+        for (size_t c = 0; c < sizeof comms / sizeof *comms; c++)
+            for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+                if (max_bytes < 0 || sizes[s] <= max_bytes)
+                    one(comms[c].name, comms[c].comm, sizes[s], four, wr, v);
     MPI_Comm_free(&dup);
     MPI_Comm_free(&halves);
     MPI_Comm_free(&parity);
