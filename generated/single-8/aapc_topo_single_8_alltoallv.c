@@ -2,6 +2,7 @@
  * (the schedule is computed at run time by the greedy scheduler of runtime_c on the switch
  * tree below; see aapc_vlevels.h). Do not edit. */
 #include "aapc_topo_single_8.h"
+#include "aapc_alltoallv_cluster.h" /* aapc_alltoallv_begin */
 #include "aapc_args.h"
 #include "aapc_vlevels.h"
 
@@ -42,9 +43,9 @@ int aapc_alltoallv_topo_single_8_level1_no_sync(const void *sendbuf, const int s
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     double t0 = aapc_report_begin(); /* AAPC_REPORT: what ran (aapc_report.h) */
-    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                       recvtype, comm, &done);
-    if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
+    int done, rc = aapc_alltoallv_begin(&prog_no_sync, NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm, &done);
+    if (!done) /* done: the library's by size, an error raised, the library's result (null, inter-communicator) or nothing to move */
         rc = aapc_alltoallv_level1(&prog_no_sync, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                    rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-no-sync", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
@@ -56,8 +57,8 @@ int aapc_alltoallv_topo_single_8_level2_no_sync(const long long *bytes, const vo
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     double t0 = aapc_report_begin();
-    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                       recvtype, comm, &done);
+    int done, rc = aapc_alltoallv_begin(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm, &done);
     if (!done)
         rc = aapc_alltoallv_level2(&prog_no_sync, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                    recvcounts, rdispls, recvtype, comm); /* raises its own errors */
@@ -74,9 +75,9 @@ int aapc_alltoallv_topo_single_8_level1_sender_all(const void *sendbuf, const in
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     double t0 = aapc_report_begin(); /* AAPC_REPORT: what ran (aapc_report.h) */
-    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                       recvtype, comm, &done);
-    if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
+    int done, rc = aapc_alltoallv_begin(&prog_sender_all, NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm, &done);
+    if (!done) /* done: the library's by size, an error raised, the library's result (null, inter-communicator) or nothing to move */
         rc = aapc_alltoallv_level1(&prog_sender_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                    rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-sender-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
@@ -88,8 +89,8 @@ int aapc_alltoallv_topo_single_8_level2_sender_all(const long long *bytes, const
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     double t0 = aapc_report_begin();
-    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                       recvtype, comm, &done);
+    int done, rc = aapc_alltoallv_begin(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm, &done);
     if (!done)
         rc = aapc_alltoallv_level2(&prog_sender_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                    recvcounts, rdispls, recvtype, comm); /* raises its own errors */
@@ -106,9 +107,9 @@ int aapc_alltoallv_topo_single_8_level1_receiver_all(const void *sendbuf, const 
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     double t0 = aapc_report_begin(); /* AAPC_REPORT: what ran (aapc_report.h) */
-    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                       recvtype, comm, &done);
-    if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
+    int done, rc = aapc_alltoallv_begin(&prog_receiver_all, NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm, &done);
+    if (!done) /* done: the library's by size, an error raised, the library's result (null, inter-communicator) or nothing to move */
         rc = aapc_alltoallv_level1(&prog_receiver_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                    rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-receiver-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
@@ -120,8 +121,8 @@ int aapc_alltoallv_topo_single_8_level2_receiver_all(const long long *bytes, con
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     double t0 = aapc_report_begin();
-    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                       recvtype, comm, &done);
+    int done, rc = aapc_alltoallv_begin(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm, &done);
     if (!done)
         rc = aapc_alltoallv_level2(&prog_receiver_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                    recvcounts, rdispls, recvtype, comm); /* raises its own errors */
@@ -138,9 +139,9 @@ int aapc_alltoallv_topo_single_8_level1_barrier_all(const void *sendbuf, const i
     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     double t0 = aapc_report_begin(); /* AAPC_REPORT: what ran (aapc_report.h) */
-    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                       recvtype, comm, &done);
-    if (!done) /* done: an error raised, the library's result (null, inter-communicator) or nothing to move */
+    int done, rc = aapc_alltoallv_begin(&prog_barrier_all, NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm, &done);
+    if (!done) /* done: the library's by size, an error raised, the library's result (null, inter-communicator) or nothing to move */
         rc = aapc_alltoallv_level1(&prog_barrier_all, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                    rdispls, recvtype, comm); /* raises its own errors */
     return aapc_report_alltoallv(t0, "level1-barrier-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
@@ -152,8 +153,8 @@ int aapc_alltoallv_topo_single_8_level2_barrier_all(const long long *bytes, cons
     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     double t0 = aapc_report_begin();
-    int done, rc = aapc_args_alltoallv(key.name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                       recvtype, comm, &done);
+    int done, rc = aapc_alltoallv_begin(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm, &done);
     if (!done)
         rc = aapc_alltoallv_level2(&prog_barrier_all, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                    recvcounts, rdispls, recvtype, comm); /* raises its own errors */
