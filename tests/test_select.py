@@ -272,3 +272,23 @@ def test_bad_model_files_are_one_line_errors(tmp_path, capsys, text, words):
     assert done.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and words in err and "Traceback" not in err
+
+
+def test_info_gives_alltoallv_its_two_ways_at_the_same_crossover_with_the_phases():
+    """MPI_Alltoallv chooses between the library and the phases: its ranges name only those,
+    and where MPI_Alltoall's choice is one of the two, MPI_Alltoallv's is the same."""
+    from aapcgen.alltoall.selection import ALLTOALLV_WAYS, selection_lines, way_ranges
+
+    topo = star_of_subtrees([4, 4])
+    shape = job_shape(topo, [m for m in range(8) for _ in range(2)])
+    m = default_model()
+    vr = way_ranges(m, shape, ALLTOALLV_WAYS)
+    assert [r.way for r in vr] == ["library", "phases"]
+    assert vr[0].first == 1 and vr[0].last + 1 == vr[1].first
+    for r in way_ranges(m, shape):
+        if r.way in ALLTOALLV_WAYS:
+            for b in (r.first, r.last):
+                assert choose_way(m, shape, b, ALLTOALLV_WAYS) == r.way, (r, b)
+    lines = selection_lines(dataclasses.replace(topo, ranks_per_machine=2))
+    assert lines[1].strip().startswith("MPI_Alltoallv, by the busiest rank's bytes over P - 1:")
+    assert "library up to" in lines[1] and "phases from" in lines[1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aapcgen.alltoall.cjob import Shape, choose_way, default_model, job_shape
+from aapcgen.alltoall.cjob import WAYS, Shape, choose_way, default_model, job_shape
 from aapcgen.core.model import Topology
 
 LARGEST = 1 << 30  # blocks up to 1 GiB are described
@@ -20,22 +20,32 @@ class WayRange:
     last: int  # inclusive; LARGEST: and above
 
 
-def way_ranges(model: dict[str, float], shape: Shape) -> list[WayRange]:
-    """The ranges of block sizes (1 B .. LARGEST) over which one way is chosen, in order."""
+ALLTOALLV_WAYS = ("library", "phases")  # what MPI_Alltoallv chooses between
+
+
+def way_ranges(
+    model: dict[str, float], shape: Shape, allowed: Sequence[str] = WAYS
+) -> list[WayRange]:
+    """The ranges of block sizes (1 B .. LARGEST) over which one way of ``allowed`` is chosen,
+    in order (MPI_Alltoall: all four; MPI_Alltoallv: ALLTOALLV_WAYS)."""
+
+    def choose_way_at(m: dict[str, float], sh: Shape, b: float) -> str:
+        return choose_way(m, sh, b, allowed)
+
     out: list[WayRange] = []
-    lo, way = 1, choose_way(model, shape, 1)
+    lo, way = 1, choose_way_at(model, shape, 1)
     while lo <= LARGEST:
         hi = lo  # grow, then bisect, the last size with the same way
-        while hi * 2 <= LARGEST and choose_way(model, shape, hi * 2) == way:
+        while hi * 2 <= LARGEST and choose_way_at(model, shape, hi * 2) == way:
             hi *= 2
         top = min(hi * 2, LARGEST + 1)
         while top - hi > 1:
             mid = (hi + top) // 2
-            hi, top = (mid, top) if choose_way(model, shape, mid) == way else (hi, mid)
+            hi, top = (mid, top) if choose_way_at(model, shape, mid) == way else (hi, mid)
         out.append(WayRange(way, lo, hi))
         lo = hi + 1
         if lo <= LARGEST:
-            way = choose_way(model, shape, lo)
+            way = choose_way_at(model, shape, lo)
     return out
 
 
@@ -74,5 +84,7 @@ def selection_lines(topo: Topology, model: dict[str, float] | None = None) -> li
     return [
         f"selection   the default MPI_Alltoall per block, {shape.ranks} ranks "
         f"({r} per machine): {ranges_text(way_ranges(model, shape))}",
+        "            MPI_Alltoallv, by the busiest rank's bytes over P - 1: "
+        f"{ranges_text(way_ranges(model, shape, ALLTOALLV_WAYS))}",
         f"            {source}",
     ]
