@@ -225,6 +225,11 @@ def check_dumps(dump: Path, job: list[str]) -> int:
     return len(files)
 
 
+# the phases forced: these tests are about them (MPI_Alltoallv otherwise hands small and empty
+# exchanges to the library by size; tests/test_select_mpi.py tests that choice)
+PHASES = {"AAPC_WAY": "phases"}
+
+
 @pytest.fixture(scope="module")
 def cluster_exe(tmp_path_factory) -> Path:
     return build_cluster(tmp_path_factory.mktemp("vcluster"))
@@ -238,7 +243,7 @@ def test_levels_1_2_on_jobs_of_a_cluster(cluster_exe, job, tmp_path):
     dump = tmp_path / "dump"
     dump.mkdir()
     proc = run_on(cluster_exe, JOBS[job], "--random", "7", "--variant", "level*",
-                  env={"AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
+                  env={**PHASES, "AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
     passed(proc, 8 * cases(len(JOBS[job])))
     assert "aapcgen:" not in proc.stderr, proc.stderr  # nothing fell back
     assert handed(proc) == {r: set() for r in handed(proc)} and len(handed(proc)) == 8
@@ -252,7 +257,7 @@ def test_levels_1_2_other_schedulers(tmp_path, scheduler):
     dump.mkdir()
     job = machines(1, 1, 6, 14, 14, 14)
     proc = run_on(exe, job, "--random", "3", "--variant", "level1-*",
-                  env={"AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
+                  env={**PHASES, "AAPC_DUMP_SCHEDULE": str(dump)})  # fmt: skip
     passed(proc, 4 * cases(6))
     assert "aapcgen:" not in proc.stderr, proc.stderr
     assert handed(proc) == {r: set() for r in handed(proc)} and len(handed(proc)) == 4
@@ -263,8 +268,9 @@ def test_levels_1_2_on_the_4x4_grid(cluster_exe):
     """16 ranks, rank r on machine r: the whole cluster, and its rows (one switch each) and
     columns (four switches) at once."""
     proc = run_on(
-        cluster_exe, machines(*range(16)), "--random", "11", "--variant", "level1-receiver-all"
-    )
+        cluster_exe, machines(*range(16)), "--random", "11", "--variant", "level1-receiver-all",
+        env=PHASES,
+    )  # fmt: skip
     passed(proc, cases(16))
     assert "aapcgen:" not in proc.stderr, proc.stderr
     assert handed(proc) == {"level1-receiver-all": set()}
@@ -290,7 +296,7 @@ def test_levels_1_2_unknown_host_falls_back_on_every_rank(cluster_exe):
 def test_levels_1_2_sanitizers(tmp_path):
     exe = build_cluster(tmp_path, extra=tuple(SANITIZE))
     proc = run_on(exe, machines(0, 0, 6, 11, 11, 15), "--random", "2", "--variant", "level*",
-                  env={"AAPC_PREPOST_WINDOW": "2"})  # fmt: skip
+                  env={**PHASES, "AAPC_PREPOST_WINDOW": "2"})  # fmt: skip
     passed(proc, 8 * cases(6))
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
 
@@ -298,7 +304,8 @@ def test_levels_1_2_sanitizers(tmp_path):
 @pytest.mark.openmpi
 def test_levels_1_2_open_mpi(tmp_path):
     exe = build_cluster(tmp_path, mpicc=OPENMPI / "mpicc")
-    proc = run_on(exe, machines(0, 4, 4, 9, 14), "--random", "4", "--variant", "level*", ompi=True)
+    proc = run_on(exe, machines(0, 4, 4, 9, 14), "--random", "4", "--variant", "level*",
+                  env=PHASES, ompi=True)  # fmt: skip
     passed(proc, 8 * cases(5))
     assert "aapcgen:" not in proc.stderr, proc.stderr
     assert handed(proc) == {r: set() for r in handed(proc)} and len(handed(proc)) == 8
