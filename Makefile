@@ -72,8 +72,14 @@ check-clone:
 	set -e; where=$$(mktemp -d $(CLONE_PARENT)/aapcgen-clone.XXXXXX); \
 	trap 'rm -rf "$$where"' EXIT; \
 	mkdir "$$where/aapcgen"; \
-	git ls-files -z --cached --others --exclude-standard | \
-	  tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$$where/aapcgen"; \
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git ls-files -z --cached --others --exclude-standard | \
+	    tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$$where/aapcgen"; \
+	else \
+	  tar --exclude=./.venv --exclude=./.venv-openmpi --exclude=./build --exclude=./mutants \
+	    -cf - . | tar -xf - -C "$$where/aapcgen"; \
+	fi; \
+	test -f "$$where/aapcgen/pyproject.toml"; \
 	echo "check-clone: $$where/aapcgen"; \
 	$(MAKE) -C "$$where/aapcgen" check PYTHON=$(PYTHON); \
 	cd "$$where/aapcgen" && .venv/bin/pytest -q -m "mpi or root or not mpi" tests/test_interrupt.py
