@@ -68,9 +68,6 @@ void aapc_alltoall_ways_served(long long counts[AAPC_N_WAYS])
         counts[w] = atomic_load(&served[w]);
 }
 
-/* The ways this file runs (cluster/aapc_cluster_select.c chooses among them). */
-#define AAPC_WAYS_RUNNING AAPC_WAYS_ALL
-
 /* One variant's schedule on one communicator (a slot of aapc_cluster_comm_t). */
 struct cluster_entry {
     int usable;
@@ -598,9 +595,9 @@ static int forced_way(MPI_Comm comm, unsigned routine_ways, unsigned possible)
 {
     static int warned = 0;
     const char *e = aapc_setting(comm, "AAPC_WAY");
-    if (e == NULL || e[0] == '\0' || strcmp(e, "auto") == 0)
+    int w = aapc_way_forced(e);
+    if (w == -1)
         return -1;
-    int w = aapc_way_named(e);
     if (w >= 0 && (routine_ways & (1u << w)))
         return possible & (1u << w) ? w : -1;
     if (!warned++)
@@ -620,32 +617,23 @@ static int select_way(const aapc_cluster_t *cl, const char *name, unsigned ways,
                       MPI_Datatype recvtype, MPI_Comm comm, int *way,
                       aapc_cluster_comm_t **state)
 {
-    int rc, inter = 0, nomem = 0;
     aapc_cluster_comm_t *cc = NULL;
+    const aapc_job_shape_t *shape = NULL;
     *way = -1;
     *state = NULL;
-    if (cl == NULL || comm == MPI_COMM_NULL || aapc_outside_mpi(comm) ||
-        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
-        return MPI_SUCCESS;
-    if ((rc = aapc_cluster_comm(cl, comm, name, "MPI_Alltoall", warn, &cc)) != MPI_SUCCESS)
+    int rc = aapc_cluster_comm_choice(cl, comm, name, "MPI_Alltoall", warn, &cc, &shape);
+    if (rc != MPI_SUCCESS || shape == NULL)
         return rc;
-    const aapc_job_shape_t *shape = cc == NULL ? NULL : aapc_cluster_comm_shape(cc, &nomem);
-    if (nomem)
-        return MPI_ERR_NO_MEM;
     long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
-    if (shape == NULL || b < 0)
+    if (b < 0)
         return MPI_SUCCESS;
     *state = cc;
     if (cc->family != NULL) { /* a recorded sibling: the union of the siblings' phases, which */
         *way = AAPC_WAY_PHASES; /* every sibling runs together whatever its block size */
         return MPI_SUCCESS;
     }
-    unsigned possible = aapc_ways_possible(shape) & AAPC_WAYS_RUNNING;
-    int forced = forced_way(comm, ways, possible);
-    ways &= possible;
-    *way = forced >= 0 ? forced
-                       : aapc_way_choose(cl->model ? cl->model : &aapc_cost_model_default, shape,
-                                         (double)b, ways);
+    int forced = forced_way(comm, ways, aapc_ways_possible(shape));
+    *way = forced >= 0 ? forced : aapc_way_choose(cl->model, shape, (double)b, ways);
     return MPI_SUCCESS;
 }
 

@@ -470,38 +470,32 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
                        const int sendcounts[], MPI_Datatype sendtype, const int recvcounts[],
                        MPI_Datatype recvtype, MPI_Comm comm, int *way)
 {
-    int rc, inter = 0, nomem = 0;
+    static int warned = 0;
     aapc_cluster_comm_t *cc = NULL;
+    const aapc_job_shape_t *shape = NULL;
     *way = -1;
-    if (prog == NULL || prog->cluster == NULL || comm == MPI_COMM_NULL ||
-        aapc_outside_mpi(comm) || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
-        return MPI_SUCCESS;
-    if ((rc = aapc_cluster_comm(prog->cluster, comm, prog->name, "MPI_Alltoallv", 0, &cc)) !=
-        MPI_SUCCESS)
+    int rc = aapc_cluster_comm_choice(prog ? prog->cluster : NULL, comm, prog ? prog->name : "?",
+                                      "MPI_Alltoallv", 0, &cc, &shape);
+    if (rc != MPI_SUCCESS || shape == NULL || cc->size < 2)
         return rc;
-    if (cc == NULL || !cc->all_known || cc->size < 2)
-        return MPI_SUCCESS;
-    const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
-    if (nomem)
-        return MPI_ERR_NO_MEM;
-    if (shape == NULL)
-        return MPI_SUCCESS;
     const char *v = aapc_setting(comm, "AAPC_ALLTOALLV"), *e = aapc_setting(comm, "AAPC_WAY");
-    if (v != NULL && v[0] != '\0') { /* a routine named: it runs */
-        *way = AAPC_WAY_PHASES;
-        return MPI_SUCCESS;
-    }
-    if (e != NULL && e[0] != '\0' && strcmp(e, "auto") != 0) {
-        *way = strcmp(e, "library") == 0 ? AAPC_WAY_LIBRARY : AAPC_WAY_PHASES;
+    int forced = v != NULL && v[0] != '\0' ? AAPC_WAY_PHASES /* a routine named: it runs */
+                                           : aapc_way_forced(e);
+    if (forced == AAPC_WAY_UNKNOWN && !warned++)
+        fprintf(stderr,
+                "aapcgen: AAPC_WAY=%s is not a way (library, phases, leaders, loground); "
+                "MPI_Alltoallv chooses by size\n",
+                e);
+    if (forced >= 0) { /* the phases are MPI_Alltoallv's only way of ours */
+        *way = forced == AAPC_WAY_LIBRARY ? AAPC_WAY_LIBRARY : AAPC_WAY_PHASES;
         return MPI_SUCCESS;
     }
     double b = 0;
     if ((rc = busiest_block(cc, bytes, sendbuf, sendcounts, sendtype, recvcounts, recvtype,
                             &b)) != MPI_SUCCESS)
         return rc;
-    const aapc_cost_model_t *m = prog->cluster->model ? prog->cluster->model
-                                                      : &aapc_cost_model_default;
-    *way = aapc_way_choose(m, shape, b, (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES));
+    *way = aapc_way_choose(prog->cluster->model, shape, b,
+                           (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES));
     return MPI_SUCCESS;
 }
 

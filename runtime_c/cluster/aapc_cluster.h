@@ -147,12 +147,17 @@ double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int 
    AAPC_LEADERS_MAX_MACHINES machines; the log-round exchange from 2 ranks, any number and
    placement. */
 unsigned aapc_ways_possible(const aapc_job_shape_t *s);
-/* The cheapest way among `allowed` (a bit per way) that can run on s; -1 when none. */
+/* The cheapest way among `allowed` (a bit per way) that can run on s; -1 when none. m NULL:
+   aapc_cost_model_default (an untuned library). */
 int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
                     unsigned allowed);
 /* "library", "phases", "leaders", "loground" (AAPC_WAY=...), and back (-1: no such way). */
 const char *aapc_way_name(int way);
 int aapc_way_named(const char *name);
+/* The way a value of AAPC_WAY forces: -1 none (unset, empty or "auto"), AAPC_WAY_UNKNOWN not
+   the name of a way (the caller says so once and chooses by size). */
+#define AAPC_WAY_UNKNOWN (-2)
+int aapc_way_forced(const char *value);
 
 /* position[m]: the place of machine m in the switch tree's depth-first order (from the first
    switch, children in link order, a switch's own machines before its child switches), so the

@@ -28,6 +28,7 @@
  */
 #include <math.h> /* INFINITY */
 #include <stddef.h>
+#include <string.h>
 
 #include "aapc_cluster.h"
 
@@ -93,6 +94,8 @@ unsigned aapc_ways_possible(const aapc_job_shape_t *s)
 int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
                     unsigned allowed)
 {
+    if (m == NULL)
+        m = &aapc_cost_model_default;
     allowed &= aapc_ways_possible(s);
     int best = -1;
     double best_t = INFINITY;
@@ -126,4 +129,12 @@ int aapc_way_named(const char *name)
             return w;
     }
     return -1;
+}
+
+int aapc_way_forced(const char *value)
+{
+    if (value == NULL || value[0] == '\0' || strcmp(value, "auto") == 0)
+        return -1;
+    int w = aapc_way_named(value);
+    return w >= 0 ? w : AAPC_WAY_UNKNOWN;
 }

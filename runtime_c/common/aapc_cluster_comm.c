@@ -85,14 +85,7 @@ static int state_of(MPI_Comm comm, aapc_cluster_comm_t **out)
 {
     int rc, flag = 0;
     void *attr = NULL;
-    aapc_lock(&lock); /* threads on other communicators may get here at once */
-    rc = MPI_SUCCESS;
-    if (keyval == MPI_KEYVAL_INVALID) {
-        aapc_test_delay_keys();
-        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &keyval, NULL);
-    }
-    aapc_unlock(&lock);
-    if (rc != MPI_SUCCESS)
+    if ((rc = aapc_keyval_once(&lock, &keyval, comm_delete)) != MPI_SUCCESS)
         return rc;
     if ((rc = PMPI_Comm_get_attr(comm, keyval, &attr, &flag)) != MPI_SUCCESS)
         return rc;
@@ -442,6 +435,22 @@ const aapc_job_shape_t *aapc_cluster_comm_shape(aapc_cluster_comm_t *cc, int *no
         cc->shape_state = rc == AAPC_JOB_OK ? 1 : -1;
     }
     return cc->shape_state == 1 ? &cc->shape : NULL;
+}
+
+int aapc_cluster_comm_choice(const aapc_cluster_t *cluster, MPI_Comm comm, const char *name,
+                             const char *routine, int warn_unknown, aapc_cluster_comm_t **cc,
+                             const aapc_job_shape_t **shape)
+{
+    int rc, inter = 0, nomem = 0;
+    *cc = NULL;
+    *shape = NULL;
+    if (cluster == NULL || comm == MPI_COMM_NULL || aapc_outside_mpi(comm) ||
+        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return MPI_SUCCESS;
+    if ((rc = aapc_cluster_comm(cluster, comm, name, routine, warn_unknown, cc)) != MPI_SUCCESS)
+        return rc;
+    *shape = *cc == NULL ? NULL : aapc_cluster_comm_shape(*cc, &nomem);
+    return nomem ? MPI_ERR_NO_MEM : MPI_SUCCESS;
 }
 
 int aapc_cluster_comm_settle(const aapc_cluster_t *cl, MPI_Comm comm, const char *name)

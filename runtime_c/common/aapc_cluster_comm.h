@@ -65,6 +65,14 @@ typedef struct aapc_cluster_comm {
 int aapc_cluster_comm(const aapc_cluster_t *cluster, MPI_Comm comm, const char *name,
                       const char *routine, int warn_unknown, aapc_cluster_comm_t **out);
 
+/* The state and job shape of comm for a per-call choice of way (the run-time MPI_Alltoall and
+   MPI_Alltoallv): *shape is NULL where there is no choice to make (no cluster, a null or
+   inter-communicator, a call outside MPI_Init..MPI_Finalize, a rank on an unknown machine).
+   Collective only on the first use of comm (aapc_cluster_comm). Returns an MPI error code. */
+int aapc_cluster_comm_choice(const aapc_cluster_t *cluster, MPI_Comm comm, const char *name,
+                             const char *routine, int warn_unknown, aapc_cluster_comm_t **cc,
+                             const aapc_job_shape_t **shape);
+
 /* aapc_placement_t.place of the generated schedules: where the ranks of comm run, from
    aapc_cluster_comm (the same gather as the run-time routines; never warns for a run on one
    host outside the cluster). */

@@ -339,15 +339,7 @@ static int aapc_get_cache(MPI_Comm comm, struct aapc_comm_cache **out)
 {
     int rc, flag = 0;
     void *attr = NULL;
-    aapc_lock(&aapc_comm_lock); /* threads on other communicators may get here at once */
-    rc = MPI_SUCCESS;
-    if (aapc_keyval == MPI_KEYVAL_INVALID) {
-        aapc_test_delay_keys();
-        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, aapc_cache_delete, &aapc_keyval,
-                                     NULL);
-    }
-    aapc_unlock(&aapc_comm_lock);
-    if (rc != MPI_SUCCESS)
+    if ((rc = aapc_keyval_once(&aapc_comm_lock, &aapc_keyval, aapc_cache_delete)) != MPI_SUCCESS)
         return rc;
     rc = PMPI_Comm_get_attr(comm, aapc_keyval, &attr, &flag);
     if (rc != MPI_SUCCESS)

@@ -25,6 +25,8 @@
 
 #include <stdlib.h>
 
+#include <mpi.h>
+
 #include "aapc_wait.h" /* aapc_nap_us */
 
 #ifndef SMPI_SHARED_MALLOC
@@ -61,6 +63,21 @@ static inline void aapc_test_delay_keys(void)
     long us = e != NULL ? atol(e) : 0;
     if (us > 0)
         aapc_nap_us(us); /* nothing under SimGrid SMPI */
+}
+
+/* *keyval, a module's communicator attribute key, created at its first use under `lock`
+   (threads on other communicators may get here at once). */
+static inline int aapc_keyval_once(aapc_mutex_t *lock, int *keyval,
+                                   MPI_Comm_delete_attr_function *del)
+{
+    int rc = MPI_SUCCESS;
+    aapc_lock(lock);
+    if (*keyval == MPI_KEYVAL_INVALID) {
+        aapc_test_delay_keys();
+        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, del, keyval, NULL);
+    }
+    aapc_unlock(lock);
+    return rc;
 }
 
 #endif /* AAPC_LOCK_H */

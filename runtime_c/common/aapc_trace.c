@@ -276,13 +276,7 @@ static int trace_comm_of(MPI_Comm comm, int myrank, struct trace_comm **out)
     void *attr = NULL;
     int flag = 0, rc = MPI_SUCCESS;
     *out = NULL;
-    aapc_lock(&trace_lock);
-    if (trace_keyval == MPI_KEYVAL_INVALID) {
-        aapc_test_delay_keys();
-        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, trace_comm_delete, &trace_keyval,
-                                     NULL);
-    }
-    aapc_unlock(&trace_lock);
+    rc = aapc_keyval_once(&trace_lock, &trace_keyval, trace_comm_delete);
     if (rc != MPI_SUCCESS || (rc = PMPI_Comm_get_attr(comm, trace_keyval, &attr, &flag)) !=
                                  MPI_SUCCESS)
         return rc;

@@ -83,14 +83,7 @@ static int hier_comms(MPI_Comm comm, int r, struct aapc_hier_cache **out)
 {
     int rc, flag = 0, rank;
     struct aapc_hier_cache *c = NULL;
-    aapc_lock(&hier_lock); /* threads on other communicators may get here at once */
-    rc = MPI_SUCCESS;
-    if (hier_keyval == MPI_KEYVAL_INVALID) {
-        aapc_test_delay_keys();
-        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, hier_delete, &hier_keyval, NULL);
-    }
-    aapc_unlock(&hier_lock);
-    if (rc != MPI_SUCCESS)
+    if ((rc = aapc_keyval_once(&hier_lock, &hier_keyval, hier_delete)) != MPI_SUCCESS)
         return rc;
     if ((rc = PMPI_Comm_get_attr(comm, hier_keyval, &c, &flag)) != MPI_SUCCESS)
         return rc;

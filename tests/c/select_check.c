@@ -39,13 +39,10 @@ static const char *way_name(int w)
 }
 
 /* The way the last call took: the index whose count grew since `before` (-1: none). */
-static int way_taken(const long long before[AAPC_N_WAYS], int v)
+static int way_taken(const long long before[AAPC_N_WAYS], void (*served)(long long *))
 {
     long long now[AAPC_N_WAYS];
-    if (v)
-        aapc_alltoallv_ways_served(now);
-    else
-        aapc_alltoall_ways_served(now);
+    served(now);
     for (int w = 0; w < AAPC_N_WAYS; w++)
         if (now[w] != before[w])
             return w;
@@ -81,14 +78,12 @@ static void one(const char *cname, MPI_Comm comm, int bytes, MPI_Datatype four, 
         counts[q] = count;
         displs[q] = q * count; /* in elements of type */
     }
+    void (*served)(long long *) = v ? aapc_alltoallv_ways_served : aapc_alltoall_ways_served;
     long long before[AAPC_N_WAYS];
-    if (v)
-        aapc_alltoallv_ways_served(before);
-    else
-        aapc_alltoall_ways_served(before);
+    served(before);
     int rc = v ? MPI_Alltoallv(send, counts, displs, type, got, counts, displs, type, comm)
                : MPI_Alltoall(send, count, type, got, count, type, comm);
-    int way = way_taken(before, v);
+    int way = way_taken(before, served);
     int rrc = PMPI_Alltoall(send, bytes, MPI_BYTE, want, bytes, MPI_BYTE, comm);
     free(counts);
     free(displs);
