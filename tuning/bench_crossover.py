@@ -175,7 +175,10 @@ def main() -> int:
     report, calls, runs = [], [], []
     start = time.monotonic()
     if a.replay:
-        runs = json.loads((out / "crossover.json").read_text())["runs"]
+        try:
+            runs = json.loads((out / "crossover.json").read_text())["runs"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            p.error(f"--replay: {out / 'crossover.json'} is not a crossover run's output ({exc})")
         rpms = [run["ranks_per_machine"] for run in runs]
         for run in runs:
             topo = replace(base, ranks_per_machine=run["ranks_per_machine"])
