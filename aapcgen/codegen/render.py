@@ -226,7 +226,7 @@ VSCHEDULER_C = {
 }
 TEMPLATE_MAX_MACHINES = 1024  # the run-time scheduler's n*n template table (4 MB of C at 1024)
 # runtime_c subdirectories whose files go into every generated directory (flattened)
-RUNTIME_SUBDIRS = ("common", "alltoall", "alltoallv", "hier", "vsched", "cluster")
+RUNTIME_SUBDIRS = ("common", "alltoall", "alltoallv", "hier", "vsched", "cluster", "nbc")
 
 
 @dataclass(frozen=True)
@@ -266,6 +266,12 @@ def intercept_label(default: str, variants: list[VariantCode]) -> str:
     """What MPI_Alltoall runs by default: auto when the default variant has a run-time
     routine, else the default variant itself."""
     return AUTO if auto_variant(default, variants) else default
+
+
+def nbc_sync(auto: AutoVariant | None) -> str:
+    """The synchronisation MPI_Ialltoall and MPI_Alltoall_init run (the run-time routine's of the
+    default), or -1: the default has no run-time routine, the library's routine serves them."""
+    return auto.sync_c if auto else "-1"
 
 
 def runtime_sources() -> list[Path]:
@@ -375,6 +381,7 @@ def render(
         "vpattern": alltoallv.pattern.ravel() if alltoallv else np.zeros(0),
         "runtime_variants": runtime,
         "auto": auto,
+        "nbc_sync_c": nbc_sync(auto),
         "intercept_default": intercept or intercept_label(default, variants),
         "n_variants": len(variants) + len(runtime) + (1 if auto else 0),
         "cluster_c": render_cluster_c(cluster_tables(topo, model), f"aapc_{topo_id}_cluster"),

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "aapc_cluster_comm.h"
+#include "aapc_nbc.h"
 #include "aapc_settings.h"
 
 const aapc_variant_t aapc_variants[] = {
@@ -67,6 +68,27 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     return aapc_variant_for(comm, "auto")(sendbuf, sendcount, sendtype, recvbuf,
                                                            recvcount, recvtype, comm);
 }
+
+/* The non-blocking and persistent all-to-all (runtime_c/nbc/): the run-time phases of the
+   default or the library's routine, chosen per call; the completion calls are interposed there. */
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return aapc_nbc_alltoall(&aapc_topo_two_switch_4_4_cluster, AAPC_VSYNC_RECEIVER, "two-switch-4-4 non-blocking",
+                             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, 0,
+                             MPI_INFO_NULL, request);
+}
+
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                      MPI_Request *request)
+{
+    return aapc_nbc_alltoall(&aapc_topo_two_switch_4_4_cluster, AAPC_VSYNC_RECEIVER, "two-switch-4-4 persistent",
+                             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, 1,
+                             info, request);
+}
+#endif
 #endif
 
 /* MPI_Alltoallv routines of this directory: AAPC_ALLTOALLV picks one, the default is level1-receiver-all */

@@ -343,6 +343,21 @@ static int lookup(const aapc_cluster_t *cl, int sync, const char *name, MPI_Comm
     return MPI_SUCCESS;
 }
 
+int aapc_alltoall_cluster_rows(const aapc_cluster_t *cl, int sync, const char *name,
+                               MPI_Comm comm, const aapc_schedule_t **sched,
+                               aapc_comm_info_t *info)
+{
+    aapc_cluster_comm_t *state = NULL;
+    struct cluster_entry *e = NULL;
+    *sched = NULL;
+    int rc = lookup(cl, sync, name, comm, 1, &state, &e);
+    if (rc != MPI_SUCCESS || e == NULL || !e->usable || e->info.machine_block != NULL)
+        return rc;
+    *sched = &e->rows.sched;
+    *info = e->info;
+    return MPI_SUCCESS;
+}
+
 /* ---- the members' order of the log-round way --------------------------------------------- */
 
 /* rank_at[k]: the member (0..n-1, member j on machine machine_of[j]) at place k of the switch

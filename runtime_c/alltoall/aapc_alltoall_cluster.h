@@ -10,6 +10,7 @@
 #include "aapc_cluster.h"
 #include "aapc_phased.h"
 #include "aapc_alltoall_rows.h" /* AAPC_VSYNC_* */
+#include "aapc_comm.h"          /* aapc_comm_info_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +45,14 @@ void aapc_alltoall_ways_served(long long counts[AAPC_N_WAYS]);
    aapc_<topology>_intercept.c with its cluster: common/aapc_cluster_comm.c aapc_cluster_split);
    the generated MPI_Comm_split calls it under AAPC_SIBLINGS=union, PMPI_Comm_split otherwise. */
 int aapc_comm_split_siblings(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+
+/* The run-time rows of synchronisation `sync` on comm, built on first use (local once comm's
+   machines are gathered): *sched NULL when the run-time routine does not run on comm (a rank
+   on an unknown machine, the scheduler's refusal: said once) or runs a siblings' union.
+   Used by the non-blocking entries (nbc/aapc_nbc_alltoall.c). Returns an MPI error code. */
+int aapc_alltoall_cluster_rows(const aapc_cluster_t *cluster, int sync, const char *name,
+                               MPI_Comm comm, const aapc_schedule_t **sched,
+                               aapc_comm_info_t *info);
 
 #ifdef __cplusplus
 }

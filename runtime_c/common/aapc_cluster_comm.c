@@ -56,15 +56,24 @@ static int family_release(aapc_split_family_t *f)
     return rc;
 }
 
-static int comm_delete(MPI_Comm comm, int kv, void *attr, void *extra)
+struct aapc_cluster_pending {
+    int32_t mine[4];
+    int32_t *all;
+    char why[sizeof ((aapc_cluster_comm_t *)0)->why];
+    MPI_Comm dup;
+    MPI_Request req[2]; /* the MPI_Comm_idup and the MPI_Iallgather */
+};
+
+static int free_state(aapc_cluster_comm_t *cc)
 {
-    aapc_cluster_comm_t *cc = attr;
     int rc = MPI_SUCCESS;
-    (void)comm;
-    (void)kv;
-    (void)extra;
-    if (cc == NULL)
-        return MPI_SUCCESS;
+    if (cc->pending != NULL) { /* every rank posted it: completes with their progress */
+        rc = PMPI_Waitall(2, cc->pending->req, MPI_STATUSES_IGNORE);
+        if (cc->pending->dup != MPI_COMM_NULL)
+            PMPI_Comm_free(&cc->pending->dup);
+        free(cc->pending->all);
+        free(cc->pending);
+    }
     if (cc->dup != MPI_COMM_NULL)
         rc = PMPI_Comm_free(&cc->dup);
     while (cc->slots != NULL) {
@@ -79,6 +88,33 @@ static int comm_delete(MPI_Comm comm, int kv, void *attr, void *extra)
     int rf = family_release(cc->family);
     free(cc);
     return rc != MPI_SUCCESS ? rc : rf;
+}
+
+static int comm_delete(MPI_Comm comm, int kv, void *attr, void *extra)
+{
+    aapc_cluster_comm_t *cc = attr;
+    (void)comm;
+    (void)kv;
+    (void)extra;
+    if (cc == NULL)
+        return MPI_SUCCESS;
+    if (cc->holds > 0) { /* a request still runs on it: the last release frees it */
+        cc->deleted = 1;
+        return MPI_SUCCESS;
+    }
+    return free_state(cc);
+}
+
+void aapc_cluster_comm_hold(aapc_cluster_comm_t *cc)
+{
+    cc->holds++;
+}
+
+int aapc_cluster_comm_release(aapc_cluster_comm_t *cc)
+{
+    if (--cc->holds > 0 || !cc->deleted)
+        return MPI_SUCCESS;
+    return free_state(cc);
 }
 
 static int state_of(MPI_Comm comm, aapc_cluster_comm_t **out)
@@ -185,10 +221,150 @@ static int explain_unknown(aapc_cluster_comm_t *cc, const int32_t *pairs, const 
     return MPI_SUCCESS;
 }
 
+/* This process's row of the gather (machine, how it was found, settings hash high, low) and,
+   on an unknown machine, its cause. */
+static void my_row(const aapc_cluster_t *cl, int32_t mine[4], char why[256])
+{
+    static const aapc_cluster_t *known_for = NULL;
+    static int32_t known_machine = -2;
+    static int known_kind = KNOWN;
+    static char known_why[256];
+    aapc_lock(&lock); /* threads calling on other communicators at once */
+    if (known_for != cl) {
+        known_why[0] = '\0';
+        known_machine = my_machine(cl, &known_kind, known_why, sizeof known_why);
+        known_for = cl;
+    }
+    mine[0] = known_machine;
+    mine[1] = known_kind;
+    memcpy(why, known_why, sizeof known_why);
+    aapc_unlock(&lock);
+    uint64_t h = aapc_settings_hash();
+    mine[2] = (int32_t)(uint32_t)(h >> 32);
+    mine[3] = (int32_t)(uint32_t)h;
+}
+
+/* The gathered rows (4 ints per rank) made cc's table; pairs (machine, how found) per rank for
+   explain_unknown. Local. Takes rm. */
+static void adopt_rows(aapc_cluster_comm_t *cc, const aapc_cluster_t *cl, const int32_t *all,
+                       const int32_t mine[4], int32_t *rm, int32_t *pairs, int *any_unknown)
+{
+    *any_unknown = 0;
+    cc->settings_agreed = 1;
+    for (int r = 0; r < cc->size; r++) {
+        rm[r] = all[4 * r];
+        if (pairs != NULL) {
+            pairs[2 * r] = all[4 * r];
+            pairs[2 * r + 1] = all[4 * r + 1];
+        }
+        *any_unknown |= rm[r] < 0;
+        cc->settings_agreed &= all[4 * r + 2] == mine[2] && all[4 * r + 3] == mine[3];
+    }
+    free(cc->rank_machine);
+    aapc_job_tree_free(&cc->tree);
+    cc->tree_state = 0;
+    cc->shape_state = 0;
+    cc->rank_machine = rm;
+    cc->cluster = cl;
+    cc->all_known = cc->size >= 2 && !*any_unknown;
+    cc->one_host = 0;
+    cc->why[0] = '\0';
+}
+
+int aapc_cluster_comm_begin(const aapc_cluster_t *cl, MPI_Comm comm, aapc_cluster_comm_t **out,
+                            int *posted)
+{
+    int rc, inter = 0;
+    aapc_cluster_comm_t *cc;
+    *out = NULL;
+    *posted = 0;
+    if (cl == NULL || comm == MPI_COMM_NULL || aapc_outside_mpi(comm) ||
+        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return MPI_SUCCESS;
+    if ((rc = state_of(comm, &cc)) != MPI_SUCCESS)
+        return rc;
+    *out = cc;
+    if ((cc->rank_machine != NULL && cc->cluster == cl) || cc->pending != NULL)
+        return MPI_SUCCESS;
+    if ((rc = PMPI_Comm_size(comm, &cc->size)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(comm, &cc->rank)) != MPI_SUCCESS)
+        return rc;
+    struct aapc_cluster_pending *p = calloc(1, sizeof *p);
+    if (p == NULL || (p->all = malloc((size_t)cc->size * sizeof p->mine)) == NULL) {
+        free(p);
+        return MPI_ERR_NO_MEM;
+    }
+    my_row(cl, p->mine, p->why);
+    p->dup = MPI_COMM_NULL;
+    p->req[0] = p->req[1] = MPI_REQUEST_NULL;
+    if (cc->dup == MPI_COMM_NULL && (rc = PMPI_Comm_idup(comm, &p->dup, &p->req[0])) != MPI_SUCCESS)
+        goto fail;
+    if ((rc = PMPI_Iallgather(p->mine, 4, MPI_INT32_T, p->all, 4, MPI_INT32_T, comm,
+                              &p->req[1])) != MPI_SUCCESS) {
+        PMPI_Wait(&p->req[0], MPI_STATUS_IGNORE);
+        if (p->dup != MPI_COMM_NULL)
+            PMPI_Comm_free(&p->dup);
+        goto fail;
+    }
+    cc->cluster = cl; /* what the pending gather is for */
+    cc->pending = p;
+    *posted = 1;
+    return MPI_SUCCESS;
+fail:
+    free(p->all);
+    free(p);
+    return rc;
+}
+
+int aapc_cluster_comm_adopt(aapc_cluster_comm_t *cc, int wait, int *done)
+{
+    struct aapc_cluster_pending *p = cc->pending;
+    int rc, flag = 1, any_unknown = 0;
+    *done = 1;
+    if (p == NULL)
+        return MPI_SUCCESS;
+    if (wait)
+        rc = PMPI_Waitall(2, p->req, MPI_STATUSES_IGNORE);
+    else
+        rc = PMPI_Testall(2, p->req, &flag, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS || !flag) {
+        *done = rc != MPI_SUCCESS;
+        return rc;
+    }
+    int32_t *rm = malloc((size_t)cc->size * sizeof *rm);
+    if (rm == NULL)
+        return MPI_ERR_NO_MEM;
+    if (p->dup != MPI_COMM_NULL)
+        cc->dup = p->dup;
+    adopt_rows(cc, cc->cluster, p->all, p->mine, rm, NULL, &any_unknown);
+    /* said from the table alone: a further gather here could wait for other ranks */
+    if (any_unknown) {
+        int first = 0;
+        while (first < cc->size && rm[first] >= 0)
+            first++;
+        if (p->why[0] != '\0') /* this rank's own cause: its host or its AAPC_MACHINE */
+            snprintf(cc->why, sizeof cc->why, "%s", p->why);
+        else
+            snprintf(cc->why, sizeof cc->why,
+                     "rank %d of the communicator is on a machine not in the cluster", first);
+        aapc_warn_fallback(cc->dup, "non-blocking all-to-all", cc->why, "MPI_Ialltoall");
+    }
+    if (!cc->settings_agreed)
+        aapc_warn_fallback(cc->dup, "non-blocking all-to-all",
+                           "the ranks' AAPC_* settings differ: every rank runs the defaults",
+                           "MPI_Ialltoall");
+    if (cc->size < 2)
+        snprintf(cc->why, sizeof cc->why, "a communicator of 1 rank (the library's local copy)");
+    free(p->all);
+    free(p);
+    cc->pending = NULL;
+    return MPI_SUCCESS;
+}
+
 int aapc_cluster_comm(const aapc_cluster_t *cl, MPI_Comm comm, const char *name,
                       const char *routine, int warn_unknown, aapc_cluster_comm_t **out)
 {
-    int rc, inter = 0;
+    int rc, inter = 0, done = 0;
     *out = NULL;
     if (cl == NULL)
         return MPI_ERR_ARG;
@@ -201,6 +377,8 @@ int aapc_cluster_comm(const aapc_cluster_t *cl, MPI_Comm comm, const char *name,
     aapc_cluster_comm_t *cc;
     if ((rc = state_of(comm, &cc)) != MPI_SUCCESS)
         return rc;
+    if (cc->pending != NULL && (rc = aapc_cluster_comm_adopt(cc, 1, &done)) != MPI_SUCCESS)
+        return rc; /* a non-blocking call's gather: every rank posted it before this call */
     if (cc->rank_machine != NULL && cc->cluster == cl) {
         *out = cc;
         return MPI_SUCCESS;
@@ -212,25 +390,9 @@ int aapc_cluster_comm(const aapc_cluster_t *cl, MPI_Comm comm, const char *name,
         cc->dup = MPI_COMM_NULL;
         return rc;
     }
-    static const aapc_cluster_t *known_for = NULL;
-    static int32_t known_machine = -2;
-    static int known_kind = KNOWN;
-    static char known_why[sizeof cc->why];
     char why[sizeof cc->why];
-    int kind;
-    aapc_lock(&lock); /* threads calling on other communicators at once */
-    if (known_for != cl) {
-        known_why[0] = '\0';
-        known_machine = my_machine(cl, &known_kind, known_why, sizeof known_why);
-        known_for = cl;
-    }
-    int32_t known = known_machine;
-    kind = known_kind;
-    memcpy(why, known_why, sizeof why);
-    aapc_unlock(&lock);
-    /* (machine, how it was found, settings hash high, low) of every rank: one gather */
-    uint64_t h = aapc_settings_hash();
-    int32_t mine[4] = {known, kind, (int32_t)(uint32_t)(h >> 32), (int32_t)(uint32_t)h};
+    int32_t mine[4];
+    my_row(cl, mine, why);
     int32_t *rm = malloc((size_t)cc->size * sizeof *rm);
     int32_t *all = malloc((size_t)cc->size * sizeof mine);
     int32_t *pairs = malloc((size_t)cc->size * sizeof *pairs * 2);
@@ -248,23 +410,8 @@ int aapc_cluster_comm(const aapc_cluster_t *cl, MPI_Comm comm, const char *name,
         return rc;
     }
     int any_unknown = 0;
-    cc->settings_agreed = 1;
-    for (int r = 0; r < cc->size; r++) {
-        rm[r] = pairs[2 * r] = all[4 * r];
-        pairs[2 * r + 1] = all[4 * r + 1];
-        any_unknown |= rm[r] < 0;
-        cc->settings_agreed &= all[4 * r + 2] == mine[2] && all[4 * r + 3] == mine[3];
-    }
+    adopt_rows(cc, cl, all, mine, rm, pairs, &any_unknown);
     free(all);
-    free(cc->rank_machine);
-    aapc_job_tree_free(&cc->tree);
-    cc->tree_state = 0;
-    cc->shape_state = 0;
-    cc->rank_machine = rm;
-    cc->cluster = cl;
-    cc->all_known = cc->size >= 2 && !any_unknown;
-    cc->one_host = 0;
-    cc->why[0] = '\0';
     /* every rank saw the same table, so every rank takes part (or none does) */
     if (!cc->settings_agreed)
         rc = aapc_settings_warn_differ(cc->dup, name);

@@ -53,6 +53,10 @@ typedef struct aapc_cluster_comm {
     char tree_error[160];
     aapc_cluster_slot_t *slots;
     aapc_split_family_t *family;   /* NULL unless the communicator came from a recorded split */
+    struct aapc_cluster_pending *pending; /* a gather posted by a non-blocking call, not adopted */
+    unsigned nb_calls;             /* non-blocking and persistent calls begun on it (their tags) */
+    int holds;                     /* requests still using this state (aapc_cluster_comm_hold) */
+    int deleted;                   /* the communicator is freed: the last hold frees the state */
 } aapc_cluster_comm_t;
 
 /* The communicator's state for `cluster`, collective on its first use (one MPI_Comm_dup, one
@@ -64,6 +68,27 @@ typedef struct aapc_cluster_comm {
    code. */
 int aapc_cluster_comm(const aapc_cluster_t *cluster, MPI_Comm comm, const char *name,
                       const char *routine, int warn_unknown, aapc_cluster_comm_t **out);
+
+/* The non-blocking counterpart of aapc_cluster_comm's first use, for MPI_Ialltoall and
+   MPI_Alltoall_init (which must not wait for other ranks): local. When comm has no state yet,
+   posts MPI_Comm_idup and MPI_Iallgather of the same four ints on comm (in the collective
+   order of the call that begins it, the same on every rank) and leaves them in cc->pending;
+   aapc_cluster_comm_adopt completes them (*posted = 1). *out is NULL for a null or inter-communicator or
+   outside MPI_Init..MPI_Finalize. Returns an MPI error code. */
+int aapc_cluster_comm_begin(const aapc_cluster_t *cluster, MPI_Comm comm, aapc_cluster_comm_t **out,
+                            int *posted);
+
+/* Complete a gather posted by aapc_cluster_comm_begin: test it (wait = 0; *done says whether it
+   completed) or wait for it (wait = 1; the other ranks posted it too, so it needs nothing of
+   them but their progress). On completion the table is adopted as aapc_cluster_comm's would
+   be, except that a rank on an unknown machine or settings that differ are said by rank 0
+   from the table alone (no further gather). Returns an MPI error code. */
+int aapc_cluster_comm_adopt(aapc_cluster_comm_t *cc, int wait, int *done);
+
+/* A request keeps the state of its communicator alive past MPI_Comm_free until released;
+   release returns an MPI error code (freeing the private duplicate). */
+void aapc_cluster_comm_hold(aapc_cluster_comm_t *cc);
+int aapc_cluster_comm_release(aapc_cluster_comm_t *cc);
 
 /* The state and job shape of comm for a per-call choice of way (the run-time MPI_Alltoall and
    MPI_Alltoallv): *shape is NULL where there is no choice to make (no cluster, a null or

@@ -24,7 +24,7 @@
 
 #include "aapc_comm.h" /* aapc_warn_set_listener */
 
-enum { HOW_LEN = 64, ROUTINE_LEN = 192, REASON_LEN = 256, COLL_LEN = 16 };
+enum { HOW_LEN = 64, ROUTINE_LEN = 192, REASON_LEN = 256, COLL_LEN = 24 };
 
 struct row {
     char collective[COLL_LEN];
@@ -282,6 +282,14 @@ int aapc_report_alltoallv(double t0, const char *routine, const void *sendbuf,
         for (int j = 0; j < size; j++)
             bytes += counts[j] > 0 ? (long long)counts[j] * tsize : 0;
     return finish(t0, comm, "MPI_Alltoallv", routine, bytes, rc);
+}
+
+int aapc_report_entry(double t0, const char *collective, const char *routine, long long bytes,
+                      MPI_Comm comm, int rc)
+{
+    if (!aapc_report_on())
+        return rc;
+    return finish(t0, comm, collective, routine, bytes < 0 ? 0 : bytes, rc);
 }
 
 /* ---- at MPI_Finalize: this rank's lines, gathered to world rank 0 ------------------------- */
@@ -638,12 +646,12 @@ static void print_report(FILE *out, struct merged *m, const char *topology)
                          "rank%s per machine (calls and bytes summed over them)\n",
                     n, c->size, c->size == 1 ? "" : "s", list, n > 3 ? "; ..." : "", c->machines,
                     c->machines == 1 ? "" : "s", rpm, strcmp(rpm, "1") == 0 ? "" : "s");
-        fprintf(out, "  %-13s %8s %17s %10s  %s\n", "collective", "calls", "bytes", "seconds",
+        fprintf(out, "  %-17s %8s %17s %10s  %s\n", "collective", "calls", "bytes", "seconds",
                 "routine");
         for (int a = 0; a < c->nrows; a++) {
             char b[32];
             bytes_text(b, sizeof b, sum[a].bytes);
-            fprintf(out, "  %-13s %8lld %17s %10.4f  %s%s%s\n", sum[a].collective, sum[a].calls,
+            fprintf(out, "  %-17s %8lld %17s %10.4f  %s%s%s\n", sum[a].collective, sum[a].calls,
                     b, sum[a].seconds, sum[a].routine, sum[a].reason[0] ? ": " : "",
                     sum[a].reason);
         }

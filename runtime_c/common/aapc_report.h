@@ -63,6 +63,11 @@ int aapc_report_alltoallv(double t0, const char *routine, const void *sendbuf,
                           const int sendcounts[], MPI_Datatype sendtype, const int recvcounts[],
                           MPI_Datatype recvtype, MPI_Comm comm, int rc);
 
+/* The end of a call of another all-to-all entry point (MPI_Ialltoall, MPI_Alltoall_init, ...)
+   begun at t0: counted under `collective` with the bytes this rank sends. Returns rc. */
+int aapc_report_entry(double t0, const char *collective, const char *routine, long long bytes,
+                      MPI_Comm comm, int rc);
+
 /* Collective over MPI_COMM_WORLD, before PMPI_Finalize (the generated MPI_Finalize calls it;
    a program linked without -DAAPC_INTERCEPT may call it itself): gather and print the report
    when any rank has AAPC_REPORT set. `topology` names the cluster in the heading (or NULL).

