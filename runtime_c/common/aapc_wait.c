@@ -83,6 +83,26 @@ void aapc_nap_us(long us)
 #endif
 }
 
+void aapc_backoff(aapc_backoff_t *b)
+{
+#ifdef SMPI_SHARED_MALLOC
+    (void)b;
+#else
+    int tries = b->tries++;
+    if (tries < AAPC_SPINS)
+        return;
+    if (tries == AAPC_SPINS)
+        b->yield_until = aapc_now_us() + (double)aapc_yield_us();
+    if (aapc_now_us() < b->yield_until) {
+        sched_yield();
+        return;
+    }
+    struct timespec ts = {0, b->sleep_us * 1000L};
+    nanosleep(&ts, NULL);
+    b->sleep_us = b->sleep_us * 2 > AAPC_MAX_SLEEP_US ? AAPC_MAX_SLEEP_US : b->sleep_us * 2;
+#endif
+}
+
 int aapc_waitall(int n, MPI_Request *reqs)
 {
     if (n <= 0) {
@@ -100,25 +120,14 @@ int aapc_waitall(int n, MPI_Request *reqs)
     if (use_library_wait()) {
         return PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
     }
-    long sleep_us = 1;
-    double yield_until = 0;
-    for (int tries = 0;; tries++) {
+    aapc_backoff_t b = AAPC_BACKOFF_INIT;
+    for (;;) {
         int done = 0;
         int rc = PMPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS || done) {
             return rc;
         }
-        if (tries < AAPC_SPINS)
-            continue;
-        if (tries == AAPC_SPINS)
-            yield_until = aapc_now_us() + (double)aapc_yield_us();
-        if (aapc_now_us() < yield_until) {
-            sched_yield();
-            continue;
-        }
-        struct timespec ts = {0, sleep_us * 1000L};
-        nanosleep(&ts, NULL);
-        sleep_us = sleep_us * 2 > AAPC_MAX_SLEEP_US ? AAPC_MAX_SLEEP_US : sleep_us * 2;
+        aapc_backoff(&b);
     }
 #endif
 }

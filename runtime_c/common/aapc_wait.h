@@ -13,6 +13,16 @@
    them the CPU). Returns an MPI error code. */
 int aapc_waitall(int n, MPI_Request *reqs);
 
+/* The same policy between the tests of a caller's own loop: call aapc_backoff after each
+   failed test, starting from AAPC_BACKOFF_INIT (nothing under SimGrid SMPI). */
+typedef struct aapc_backoff {
+    int tries;
+    long sleep_us;
+    double yield_until;
+} aapc_backoff_t;
+#define AAPC_BACKOFF_INIT {0, 1, 0.0}
+void aapc_backoff(aapc_backoff_t *b);
+
 /* Sleep about `us` microseconds (nothing under SimGrid SMPI, where it would only cost wall
    time). */
 void aapc_nap_us(long us);

@@ -61,14 +61,14 @@ typedef struct aapc_nbexec {
     MPI_Aint sblock, rblock;
     int64_t rbytes;         /* bytes every receive must bring */
     int next, rdone, sdone; /* next send to start; receives and sends complete, in order */
-    int self_in_schedule;
+    int self_in_schedule, copied, started_done;
 } aapc_nbexec_t;
 
 /* Set x up for rows m of s on info (once per request; allocates the requests). */
 int aapc_nbexec_init(aapc_nbexec_t *x, const aapc_schedule_t *s, const aapc_comm_info_t *info,
                      int tag);
 /* One run: resolved buffers (send side already redirected for MPI_IN_PLACE); posts every data
-   and sync receive and copies the rank's own block. */
+   and sync receive and takes a first progress step (the first sends leave at once). */
 int aapc_nbexec_start(aapc_nbexec_t *x, const void *sbuf, int scount, MPI_Datatype stype,
                       MPI_Aint sblock, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Aint rblock,
                       int64_t block_bytes);

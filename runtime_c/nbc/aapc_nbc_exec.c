@@ -3,8 +3,9 @@
  * orderings kept by tests, for MPI_Ialltoall and MPI_Alltoall_init.
  *
  * Algorithm (seed 002's phases, the orderings of common/aapc_exec.c): at the start of a run,
- * machine m posts every data receive and every zero-byte sync receive, and copies its own
- * block. Each progress call then, without waiting:
+ * machine m posts every data receive and every zero-byte sync receive and takes a first
+ * progress step; its own block is copied once all its sends have started. Each progress call,
+ * without waiting:
  *   - tests its receives in entry order; each one complete is checked to bring the block's
  *     bytes (a rank that described a different block size is an error, never a short block)
  *     and, under receiver-based synchronisation, fires its syncs;
@@ -134,7 +135,8 @@ int aapc_nbexec_start(aapc_nbexec_t *x, const void *sbuf, int scount, MPI_Dataty
                              &x->yreq[i])) != MPI_SUCCESS)
             return rc;
     }
-    return x->self_in_schedule ? MPI_SUCCESS : copy_own(x);
+    x->copied = x->self_in_schedule; /* copied once every send has started (as aapc_exec.c) */
+    return aapc_nbexec_progress(x, &x->started_done);
 }
 
 /* The zero-byte syncs of event entry ev (a send or a recv entry, by sync_kind). */
@@ -247,6 +249,11 @@ int aapc_nbexec_progress(aapc_nbexec_t *x, int *done)
             moved = 1;
         }
     } while (moved);
+    if (x->next == x->s1 && !x->copied) {
+        if ((rc = copy_own(x)) != MPI_SUCCESS)
+            return rc;
+        x->copied = 1;
+    }
     if (x->next < x->s1 || x->rdone < x->r1 || x->sdone < x->s1)
         return MPI_SUCCESS;
     int ydone = 0, fdone = 0;

@@ -176,7 +176,7 @@ static int finished(const entry_t *e)
     return !e->active || e->done;
 }
 
-static int raise(MPI_Comm comm, int rc)
+static int raise_run(MPI_Comm comm, int rc)
 {
     return rc == MPI_SUCCESS ? rc : aapc_args_raise_alone(comm, rc);
 }
@@ -186,12 +186,6 @@ static int raise_request(MPI_Comm comm)
     return aapc_args_raise_code(comm, MPI_ERR_REQUEST);
 }
 
-/* The waiting policy between two rounds of a waiting call. */
-static void backoff(int tries)
-{
-    if (tries >= 64)
-        aapc_nap_us(tries < 256 ? 1 : 20);
-}
 
 /* A copy of reqs[0..n) in which ours are MPI_REQUEST_NULL; *ours counts them. NULL when out
    of memory. */
@@ -227,14 +221,14 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     if (aapc_nbc_live() == 0 || request == NULL)
         return PMPI_Wait(request, status);
     MPI_Comm comm = MPI_COMM_NULL;
-    for (int tries = 0;; tries++) {
+    for (aapc_backoff_t b = AAPC_BACKOFF_INIT;; aapc_backoff(&b)) {
         aapc_lock(&lock);
         int pending = advance_all();
         entry_t *e = find(*request);
         if (e != NULL && finished(e)) {
             int rc = complete(e, request, status, &comm);
             aapc_unlock(&lock);
-            return raise(comm, rc);
+            return raise_run(comm, rc);
         }
         aapc_unlock(&lock);
         if (e == NULL) {
@@ -244,7 +238,6 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
             if (rc != MPI_SUCCESS || flag)
                 return rc;
         }
-        backoff(tries);
     }
 }
 
@@ -263,7 +256,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     *flag = finished(e);
     int rc = *flag ? complete(e, request, status, &comm) : MPI_SUCCESS;
     aapc_unlock(&lock);
-    return raise(comm, rc);
+    return raise_run(comm, rc);
 }
 
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
@@ -296,7 +289,7 @@ static int all_of(int count, MPI_Request reqs[], MPI_Status statuses[], int wait
     aapc_unlock(&lock);
     if (c == NULL)
         return MPI_ERR_NO_MEM;
-    for (int tries = 0;; tries++) {
+    for (aapc_backoff_t b = AAPC_BACKOFF_INIT;; aapc_backoff(&b)) {
         aapc_lock(&lock);
         int pending = advance_all();
         int mine_done = ours_finished(count, reqs);
@@ -310,7 +303,6 @@ static int all_of(int count, MPI_Request reqs[], MPI_Status statuses[], int wait
             *flag = mine_done && libflag;
             break;
         }
-        backoff(tries);
     }
     int lib_rc = rc, first = MPI_SUCCESS;
     if (*flag) {
@@ -368,7 +360,7 @@ static int any_of(int count, MPI_Request reqs[], int *index, MPI_Status *status,
     aapc_unlock(&lock);
     if (c == NULL)
         return MPI_ERR_NO_MEM;
-    for (int tries = 0;; tries++) {
+    for (aapc_backoff_t b = AAPC_BACKOFF_INIT;; aapc_backoff(&b)) {
         aapc_lock(&lock);
         int pending = advance_all(), active_ours = 0;
         for (int i = 0; i < count; i++) {
@@ -382,7 +374,7 @@ static int any_of(int count, MPI_Request reqs[], int *index, MPI_Status *status,
                 free(c);
                 *index = i;
                 *flag = 1;
-                return raise(comm, r);
+                return raise_run(comm, r);
             }
         }
         aapc_unlock(&lock);
@@ -401,7 +393,6 @@ static int any_of(int count, MPI_Request reqs[], int *index, MPI_Status *status,
             free(c);
             return rc;
         }
-        backoff(tries);
     }
 }
 
@@ -433,7 +424,7 @@ static int some_of(int incount, MPI_Request reqs[], int *outcount, int indices[]
     aapc_unlock(&lock);
     if (c == NULL)
         return MPI_ERR_NO_MEM;
-    for (int tries = 0;; tries++) {
+    for (aapc_backoff_t b = AAPC_BACKOFF_INIT;; aapc_backoff(&b)) {
         int out = 0, lib = 0, rc;
         MPI_Status *lst = statuses == MPI_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : statuses;
         rc = PMPI_Testsome(incount, c, &lib, indices, lst);
@@ -478,7 +469,6 @@ static int some_of(int incount, MPI_Request reqs[], int *outcount, int indices[]
             }
             return rc;
         }
-        backoff(tries);
     }
 }
 
