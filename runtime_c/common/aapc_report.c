@@ -24,7 +24,7 @@
 
 #include "aapc_comm.h" /* aapc_warn_set_listener */
 
-enum { HOW_LEN = 64, ROUTINE_LEN = 192, REASON_LEN = 256, COLL_LEN = 16 };
+enum { HOW_LEN = 64, ROUTINE_LEN = 192, REASON_LEN = 256, COLL_LEN = 24 };
 
 struct row {
     char collective[COLL_LEN];
@@ -59,6 +59,7 @@ static AAPC_PER_THREAD struct {
     int marked, fallback;
     char how[HOW_LEN];
     char reason[REASON_LEN];
+    char inner[ROUTINE_LEN]; /* the first nested entry point's routine (aapc_report_entry) */
 } cur;
 
 static void take(void)
@@ -107,7 +108,7 @@ double aapc_report_begin(void)
             aapc_warn_set_listener(note_warning);
         }
         cur.marked = cur.fallback = 0;
-        cur.how[0] = cur.reason[0] = '\0';
+        cur.how[0] = cur.reason[0] = cur.inner[0] = '\0';
     }
     return PMPI_Wtime();
 }
@@ -246,8 +247,13 @@ static void count(MPI_Comm comm, const char *collective, const char *routine, lo
 static int finish(double t0, MPI_Comm comm, const char *collective, const char *routine,
                   long long bytes, int rc)
 {
-    if (cur.depth == 0 || --cur.depth > 0)
+    if (cur.depth == 0)
         return rc;
+    if (--cur.depth > 0) {
+        if (cur.inner[0] == '\0')
+            clean_copy(cur.inner, sizeof cur.inner, routine);
+        return rc;
+    }
     count(comm, collective, routine, bytes, PMPI_Wtime() - t0, rc);
     return rc;
 }
@@ -282,6 +288,17 @@ int aapc_report_alltoallv(double t0, const char *routine, const void *sendbuf,
         for (int j = 0; j < size; j++)
             bytes += counts[j] > 0 ? (long long)counts[j] * tsize : 0;
     return finish(t0, comm, "MPI_Alltoallv", routine, bytes, rc);
+}
+
+int aapc_report_entry(double t0, const char *collective, const char *routine, long long bytes,
+                      MPI_Comm comm, int rc)
+{
+    if (!aapc_report_on())
+        return rc;
+    char inner[ROUTINE_LEN];
+    snprintf(inner, sizeof inner, "%s", cur.inner[0] ? cur.inner : routine);
+    /* an erroneous call moved nothing to count (its counts may be anything) */
+    return finish(t0, comm, collective, inner, bytes < 0 || rc != MPI_SUCCESS ? 0 : bytes, rc);
 }
 
 /* ---- at MPI_Finalize: this rank's lines, gathered to world rank 0 ------------------------- */
@@ -583,7 +600,7 @@ static void print_report(FILE *out, struct merged *m, const char *topology)
             machines == 1 ? "" : "s", topology ? " (topology " : "", topology ? topology : "",
             topology ? ")" : "");
     if (m->ncomms == 0)
-        fprintf(out, "  no MPI_Alltoall or MPI_Alltoallv call went through aapcgen's routines\n");
+        fprintf(out, "  no all-to-all call went through aapcgen's routines\n");
     for (int i = 0; i < m->ncomms; i++)
         shape(m, &m->comms[i]);
     if (m->ncomms > 1)
@@ -638,12 +655,12 @@ static void print_report(FILE *out, struct merged *m, const char *topology)
                          "rank%s per machine (calls and bytes summed over them)\n",
                     n, c->size, c->size == 1 ? "" : "s", list, n > 3 ? "; ..." : "", c->machines,
                     c->machines == 1 ? "" : "s", rpm, strcmp(rpm, "1") == 0 ? "" : "s");
-        fprintf(out, "  %-13s %8s %17s %10s  %s\n", "collective", "calls", "bytes", "seconds",
+        fprintf(out, "  %-15s %8s %17s %10s  %s\n", "collective", "calls", "bytes", "seconds",
                 "routine");
         for (int a = 0; a < c->nrows; a++) {
             char b[32];
             bytes_text(b, sizeof b, sum[a].bytes);
-            fprintf(out, "  %-13s %8lld %17s %10.4f  %s%s%s\n", sum[a].collective, sum[a].calls,
+            fprintf(out, "  %-15s %8lld %17s %10.4f  %s%s%s\n", sum[a].collective, sum[a].calls,
                     b, sum[a].seconds, sum[a].routine, sum[a].reason[0] ? ": " : "",
                     sum[a].reason);
         }
