@@ -11,7 +11,7 @@ and errors on every rank. Run plain (the library alone: the program must pass), 
 with MPICH and Open MPI (whose mpi.h, MPI 3.1, has no _c functions: Alltoallw only). The report
 (AAPC_REPORT) must show every served call on its entry point's row and every fallback with its
 cause; the job prints each cause once. A slow test moves blocks of 2049 MiB (counts beyond
-INT_MAX) through MPI_Alltoall_c. docs/alltoallv.md, "Other entry points", says what is served.
+INT_MAX) through MPI_Alltoall_c. docs/generate.md, "Other entry points", says what is served.
 """
 
 from __future__ import annotations
