@@ -300,6 +300,20 @@ struct finding {
     char what[200];
 };
 
+/* The note of aapc_args_note, per thread (under SimGrid SMPI, whose simulated ranks share OS
+   threads, per rank: its global data is privatized). */
+#ifdef SMPI_SHARED_MALLOC
+static struct finding noted;
+#else
+static _Thread_local struct finding noted;
+#endif
+
+void aapc_args_note(int cls, const char *what)
+{
+    noted.cls = cls;
+    snprintf(noted.what, sizeof noted.what, "%s", cls != 0 && what != NULL ? what : "");
+}
+
 static void found(struct finding *f, int cls, const char *fmt, ...)
 {
     if (f->cls != 0)
@@ -309,6 +323,14 @@ static void found(struct finding *f, int cls, const char *fmt, ...)
     vsnprintf(f->what, sizeof f->what, fmt, ap);
     va_end(ap);
     f->cls = cls;
+}
+
+int aapc_args_committed(MPI_Comm comm, MPI_Datatype t)
+{
+    MPI_Comm probe = probe_of(comm);
+    char out[1] = {0};
+    int pos = 0;
+    return probe == MPI_COMM_NULL || PMPI_Pack(out, 0, t, out, 0, &pos, probe) == MPI_SUCCESS;
 }
 
 /* A datatype usable for communication: not NULL, committed. *size (64-bit) and *tlb when it
@@ -378,6 +400,10 @@ static void check_alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
     int64_t ssize = 0, rsize = 0;
     MPI_Aint stlb = 0, rtlb = 0;
     *sbytes = *rbytes = 0;
+    if (noted.cls != 0) { /* the converting entry point's finding comes first */
+        *f = noted;
+        noted.cls = 0;
+    }
     if (!inplace) {
         if (sendcount < 0)
             found(f, MPI_ERR_COUNT, "sendcount %d is negative", sendcount);
@@ -427,6 +453,12 @@ static int to_library(MPI_Comm comm, const char *name, const char *routine, int 
     return inter;
 }
 
+int aapc_args_to_library(MPI_Comm comm, const char *name, const char *routine)
+{
+    int done = 0, rc = MPI_SUCCESS;
+    return to_library(comm, name, routine, &done, &rc) || done;
+}
+
 /* Raise the local finding, or another rank's (key = (size - rank) << 32 | class). */
 static int raise_finding(MPI_Comm comm, const char *routine, const struct finding *f,
                          int64_t key, int size)
@@ -438,6 +470,19 @@ static int raise_finding(MPI_Comm comm, const char *routine, const struct findin
     PMPI_Error_string(cls, what, &len);
     return raise_on(comm, cls, "aapcgen %s: rank %d of this communicator passed invalid "
                                "arguments (%s)", routine, rank, what);
+}
+
+long long aapc_args_key(int cls, int rank, int size)
+{
+    return cls ? (long long)(((int64_t)(size - rank) << 32) | (uint32_t)cls) : 0;
+}
+
+int aapc_args_raise_found(MPI_Comm comm, const char *routine, int cls, const char *what,
+                          long long key, int size)
+{
+    struct finding f = {cls, ""};
+    snprintf(f.what, sizeof f.what, "%s", what != NULL ? what : "");
+    return raise_finding(comm, routine, &f, (int64_t)key, size);
 }
 
 /* Every rank falls back to the library for an in-place call: rank `who` could not allocate

@@ -34,6 +34,33 @@ int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcou
                         MPI_Datatype sendtype, const void *recvbuf, const int recvcounts[],
                         const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int *done);
 
+/* 1 when a call on comm goes to the MPI library untouched, as aapc_args_alltoall hands it
+   (MPI_COMM_NULL; an inter-communicator, with the fallback warning naming `name` and
+   `routine`; MPI_COMM_WORLD or MPI_COMM_SELF outside MPI_Init..MPI_Finalize; a handle the
+   library refuses): for the entry points that convert their arguments first. */
+int aapc_args_to_library(MPI_Comm comm, const char *name, const char *routine);
+
+/* 0 when t is a datatype that is not committed (the probe of the checks: a zero-element
+   MPI_Pack on a private one-rank communicator that returns errors), else 1 (also when no probe
+   could be made: the library checks then). t is not MPI_DATATYPE_NULL. */
+int aapc_args_committed(MPI_Comm comm, MPI_Datatype t);
+
+/* An entry point that converts its arguments before handing them to MPI_Alltoall
+   (MPI_Alltoall_c: alltoall/aapc_alltoall_large.c) notes here an error of this rank that the
+   converted arguments cannot say (a count beyond int64 bytes); it passes a negative count in
+   its place, and the next aapc_args_alltoall of this thread reports the note as this rank's
+   finding, through the agreement, so every rank raises. cls 0 clears the note (after the
+   call: the library's path never reads it). Per thread. */
+void aapc_args_note(int cls, const char *what);
+
+/* An entry point's own agreement (one MPI_Allreduce with MPI_MAX of aapc_args_key on every
+   rank: 0 where a rank found nothing) found an error: raise it through comm's error handler on
+   every rank, this rank's finding (cls != 0, `what` says it) in its words, another's as
+   "rank R of this communicator passed invalid arguments (class)". Returns the code. */
+long long aapc_args_key(int cls, int rank, int size);
+int aapc_args_raise_found(MPI_Comm comm, const char *routine, int cls, const char *what,
+                          long long key, int size);
+
 /* An error every rank of comm meets after the checks (an agreed decision, or local objects
    that fail alike everywhere): raise it through comm's error handler once and return it.
    MPI_SUCCESS passes through. */

@@ -59,6 +59,7 @@ static AAPC_PER_THREAD struct {
     int marked, fallback;
     char how[HOW_LEN];
     char reason[REASON_LEN];
+    char inner[ROUTINE_LEN]; /* the first nested entry point's routine (aapc_report_entry) */
 } cur;
 
 static void take(void)
@@ -107,7 +108,7 @@ double aapc_report_begin(void)
             aapc_warn_set_listener(note_warning);
         }
         cur.marked = cur.fallback = 0;
-        cur.how[0] = cur.reason[0] = '\0';
+        cur.how[0] = cur.reason[0] = cur.inner[0] = '\0';
     }
     return PMPI_Wtime();
 }
@@ -246,8 +247,13 @@ static void count(MPI_Comm comm, const char *collective, const char *routine, lo
 static int finish(double t0, MPI_Comm comm, const char *collective, const char *routine,
                   long long bytes, int rc)
 {
-    if (cur.depth == 0 || --cur.depth > 0)
+    if (cur.depth == 0)
         return rc;
+    if (--cur.depth > 0) {
+        if (cur.inner[0] == '\0')
+            clean_copy(cur.inner, sizeof cur.inner, routine);
+        return rc;
+    }
     count(comm, collective, routine, bytes, PMPI_Wtime() - t0, rc);
     return rc;
 }
@@ -289,7 +295,10 @@ int aapc_report_entry(double t0, const char *collective, const char *routine, lo
 {
     if (!aapc_report_on())
         return rc;
-    return finish(t0, comm, collective, routine, bytes < 0 ? 0 : bytes, rc);
+    char inner[ROUTINE_LEN];
+    snprintf(inner, sizeof inner, "%s", cur.inner[0] ? cur.inner : routine);
+    /* an erroneous call moved nothing to count (its counts may be anything) */
+    return finish(t0, comm, collective, inner, bytes < 0 || rc != MPI_SUCCESS ? 0 : bytes, rc);
 }
 
 /* ---- at MPI_Finalize: this rank's lines, gathered to world rank 0 ------------------------- */
@@ -591,7 +600,7 @@ static void print_report(FILE *out, struct merged *m, const char *topology)
             machines == 1 ? "" : "s", topology ? " (topology " : "", topology ? topology : "",
             topology ? ")" : "");
     if (m->ncomms == 0)
-        fprintf(out, "  no MPI_Alltoall or MPI_Alltoallv call went through aapcgen's routines\n");
+        fprintf(out, "  no all-to-all call went through aapcgen's routines\n");
     for (int i = 0; i < m->ncomms; i++)
         shape(m, &m->comms[i]);
     if (m->ncomms > 1)

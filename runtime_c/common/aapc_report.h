@@ -63,8 +63,14 @@ int aapc_report_alltoallv(double t0, const char *routine, const void *sendbuf,
                           const int sendcounts[], MPI_Datatype sendtype, const int recvcounts[],
                           MPI_Datatype recvtype, MPI_Comm comm, int rc);
 
-/* The end of a call of another all-to-all entry point (MPI_Ialltoall, MPI_Alltoall_init, ...)
-   begun at t0: counted under `collective` with the bytes this rank sends. Returns rc. */
+/* The end of the call of an entry point that converts its arguments and hands them to another
+   entry point or to the library (MPI_Alltoall_c, MPI_Alltoallv_c, MPI_Alltoallw: alltoall/
+   aapc_alltoall_large.c, alltoallv/aapc_alltoallw.c), or a non-blocking entry (MPI_Ialltoall,
+   MPI_Alltoall_init: nbc/aapc_nbc_alltoall.c): counts it once, under `collective`, with
+   the routine the nested entry point named (`routine` when none ran: the library's) and the
+   `bytes` this rank sends (64-bit, computed by the caller; 0 counted for a call that failed).
+   The nested call is not counted
+   apart. Returns rc. */
 int aapc_report_entry(double t0, const char *collective, const char *routine, long long bytes,
                       MPI_Comm comm, int rc);
 

@@ -1,0 +1,465 @@
+/*
+ * large_counts.c: MPI_Alltoall_c, MPI_Alltoallv_c (compiled where mpi.h is MPI 4 or later) and
+ * MPI_Alltoallw, byte for byte against the library's own (PMPI_*: both receive buffers start
+ * with the same pattern, holes of derived datatypes included), on MPI_COMM_WORLD and on a
+ * sub-communicator (the even world ranks), under MPI_ERRORS_RETURN.
+ *
+ *   large_counts         the cases below
+ *   large_counts --valid the valid cases only (the library alone hangs on an error on one rank)
+ *   large_counts --big   MPI_Alltoall_c with blocks of 2049 MiB (counts beyond INT_MAX), 2 ranks:
+ *                        about 4 GiB per rank
+ *
+ * Cases (per communicator; "served": MPI_Alltoall_c / MPI_Alltoallv_c / MPI_Alltoallw reach the
+ * routine's MPI_Alltoall / MPI_Alltoallv; "fallback": the library's, with a reason):
+ *   a-int, a-vector, a-inplace      MPI_Alltoall_c, int-sized counts (served)
+ *   a-zero                          counts 0 (nothing to move)
+ *   a-neg, a-below-int-min,         errors on every rank: MPI_ERR_COUNT (the error cases:
+ *   a-beyond-2^63                   a-*, v-* and w-neg*, a-beyond-2^63)
+ *   v-int, v-vector, v-inplace      MPI_Alltoallv_c, int-sized counts (served)
+ *   v-displ-beyond-int              WORLD only: rank 0 receives at displacements beyond INT_MAX
+ *                                   (a 2 GiB buffer, only its end touched): fallback
+ *   v-neg-one-rank                  one rank's negative count: MPI_ERR_COUNT on every rank
+ *   w-int, w-vector, w-dense-mixed, MPI_Alltoallw whose types reduce (one datatype; dense
+ *   w-inplace, w-zero               types of different sizes) (served)
+ *   w-mixed-types                   a vector type per peer, each of another stride: fallback
+ *   w-displ-not-multiple            one vector type, displacements not multiples of its
+ *                                   extent: fallback
+ *   w-neg-one-rank                  MPI_ERR_COUNT on every rank
+ * Rank 0 prints "ok NAME" or "FAIL NAME" per case and communicator, then exactly one line
+ * "large_counts: N passed, M failed"; the exit status is 0 only if M is 0.
+ */
+#include <limits.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LARGE (MPI_VERSION >= 4) /* MPI_Alltoall_c and MPI_Alltoallv_c exist */
+
+static int wrank, passes, failures, errors = 1; /* errors: run the error cases */
+static const char *where = "world";
+static MPI_Comm checking; /* the case's communicator, whose rank 0 is world rank 0 */
+
+static void check(const char *name, int ok)
+{
+    int all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, checking);
+    if (!ok)
+        fprintf(stderr, "large_counts: %s/%s wrong on world rank %d\n", where, name, wrank);
+    if (wrank == 0) {
+        all ? passes++ : failures++;
+        printf("%s %s/%s\n", all ? "ok" : "FAIL", where, name);
+        fflush(stdout);
+    }
+}
+
+static void fill(void *buf, size_t len, int seed)
+{
+    unsigned char *b = buf;
+    for (size_t k = 0; k < len; k++)
+        b[k] = (unsigned char)((seed * 131 + k * 7 + (k >> 8)) & 0xff);
+}
+
+/* Both results succeed and the two receive buffers are equal. */
+static int same(int rc_ours, int rc_ref, const void *a, const void *b, size_t len)
+{
+    if (rc_ours != MPI_SUCCESS || rc_ref != MPI_SUCCESS) {
+        fprintf(stderr, "large_counts: world rank %d: rc %d (reference %d)\n", wrank, rc_ours,
+                rc_ref);
+        return 0;
+    }
+    return memcmp(a, b, len) == 0;
+}
+
+static int is_class(int rc, int cls)
+{
+    int c = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &c);
+    return c == cls;
+}
+
+/* The buffers of one case: send, two receive buffers (ours, the reference), in bytes. */
+struct bufs {
+    char *s, *r1, *r2;
+    size_t slen, rlen;
+};
+
+static struct bufs bufs_of(size_t slen, size_t rlen, int rank)
+{
+    struct bufs b = {malloc(slen ? slen : 1), malloc(rlen ? rlen : 1), malloc(rlen ? rlen : 1),
+                     slen, rlen};
+    fill(b.s, slen, rank + 1);
+    fill(b.r1, rlen, 1000 + rank);
+    memcpy(b.r2, b.r1, rlen);
+    return b;
+}
+
+static void bufs_free(struct bufs *b)
+{
+    free(b->s);
+    free(b->r1);
+    free(b->r2);
+}
+
+/* A vector of 4 blocks of 2 ints at a stride of 3 ints (8 ints of data, extent 11 ints). */
+static MPI_Datatype vec(int stride)
+{
+    MPI_Datatype t;
+    MPI_Type_vector(4, 2, stride, MPI_INT, &t);
+    MPI_Type_commit(&t);
+    return t;
+}
+
+#if LARGE
+static void alltoall_c_cases(MPI_Comm comm, int P, int r)
+{
+    struct bufs b;
+    int rc1, rc2;
+    /* a-int */
+    b = bufs_of((size_t)P * 300 * 4, (size_t)P * 300 * 4, r);
+    rc1 = MPI_Alltoall_c(b.s, 300, MPI_INT, b.r1, 300, MPI_INT, comm);
+    rc2 = PMPI_Alltoall_c(b.s, 300, MPI_INT, b.r2, 300, MPI_INT, comm);
+    check("a-int", same(rc1, rc2, b.r1, b.r2, b.rlen));
+    bufs_free(&b);
+    /* a-vector: 5 vectors (40 ints) per block, received as 40 ints */
+    MPI_Datatype v = vec(3);
+    b = bufs_of((size_t)P * 5 * 11 * 4, (size_t)P * 40 * 4, r);
+    rc1 = MPI_Alltoall_c(b.s, 5, v, b.r1, 40, MPI_INT, comm);
+    rc2 = PMPI_Alltoall_c(b.s, 5, v, b.r2, 40, MPI_INT, comm);
+    check("a-vector", same(rc1, rc2, b.r1, b.r2, b.rlen));
+    bufs_free(&b);
+    /* a-inplace: the send count (beyond int) and type are not looked at */
+    b = bufs_of(0, (size_t)P * 64 * 4, r);
+    rc1 = MPI_Alltoall_c(MPI_IN_PLACE, (MPI_Count)1 << 40, MPI_DATATYPE_NULL, b.r1, 64, MPI_INT,
+                         comm);
+    rc2 = PMPI_Alltoall_c(MPI_IN_PLACE, (MPI_Count)1 << 40, MPI_DATATYPE_NULL, b.r2, 64, MPI_INT,
+                          comm);
+    check("a-inplace", same(rc1, rc2, b.r1, b.r2, b.rlen));
+    bufs_free(&b);
+    /* a-zero */
+    b = bufs_of(16, 16, r);
+    rc1 = MPI_Alltoall_c(b.s, 0, MPI_INT, b.r1, 0, MPI_INT, comm);
+    check("a-zero", same(rc1, MPI_SUCCESS, b.r1, b.r2, b.rlen));
+    if (errors) { /* on every rank */
+        rc1 = MPI_Alltoall_c(b.s, -7, MPI_INT, b.r1, 1, MPI_INT, comm);
+        check("a-neg", is_class(rc1, MPI_ERR_COUNT));
+        rc1 = MPI_Alltoall_c(b.s, -((MPI_Count)1 << 40), MPI_INT, b.r1, 1, MPI_INT, comm);
+        check("a-below-int-min", is_class(rc1, MPI_ERR_COUNT));
+        rc1 = MPI_Alltoall_c(b.s, (MPI_Count)1 << 62, MPI_INT, b.r1, 1, MPI_INT, comm);
+        check("a-beyond-2^63", is_class(rc1, MPI_ERR_COUNT));
+    }
+    bufs_free(&b);
+    MPI_Type_free(&v);
+}
+
+static void alltoallv_c_cases(MPI_Comm comm, int P, int r, int world)
+{
+    MPI_Count *sc = calloc((size_t)P, sizeof *sc), *rc = calloc((size_t)P, sizeof *rc);
+    MPI_Aint *sd = calloc((size_t)P, sizeof *sd), *rd = calloc((size_t)P, sizeof *rd);
+    MPI_Aint sat = 0, rat = 0;
+    for (int j = 0; j < P; j++) { /* r sends 16 x ((r + j) % 3 + 1) ints to j, 2 ints apart */
+        sc[j] = 16 * ((r + j) % 3 + 1);
+        rc[j] = 16 * ((j + r) % 3 + 1);
+        sd[j] = sat;
+        rd[j] = rat;
+        sat += sc[j] + 2;
+        rat += rc[j] + 2;
+    }
+    int rc1, rc2;
+    struct bufs b = bufs_of((size_t)sat * 4, (size_t)rat * 4, r);
+    rc1 = MPI_Alltoallv_c(b.s, sc, sd, MPI_INT, b.r1, rc, rd, MPI_INT, comm);
+    rc2 = PMPI_Alltoallv_c(b.s, sc, sd, MPI_INT, b.r2, rc, rd, MPI_INT, comm);
+    check("v-int", same(rc1, rc2, b.r1, b.r2, b.rlen));
+    /* v-inplace: the receive side for both */
+    rc1 = MPI_Alltoallv_c(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, b.r1, rc, rd, MPI_INT,
+                          comm);
+    rc2 = PMPI_Alltoallv_c(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, b.r2, rc, rd, MPI_INT,
+                           comm);
+    check("v-inplace", same(rc1, rc2, b.r1, b.r2, b.rlen));
+    bufs_free(&b);
+    /* v-vector: (r + j) % 2 + 1 vectors to j, received as 8 ints each */
+    MPI_Datatype v = vec(3);
+    for (int j = 0, s = 0, t = 0; j < P; j++) {
+        sc[j] = (r + j) % 2 + 1;
+        rc[j] = 8 * ((j + r) % 2 + 1);
+        sd[j] = s;
+        rd[j] = t;
+        s += (int)sc[j];
+        t += (int)rc[j];
+        sat = s;
+        rat = t;
+    }
+    b = bufs_of((size_t)sat * 11 * 4, (size_t)rat * 4, r);
+    rc1 = MPI_Alltoallv_c(b.s, sc, sd, v, b.r1, rc, rd, MPI_INT, comm);
+    rc2 = PMPI_Alltoallv_c(b.s, sc, sd, v, b.r2, rc, rd, MPI_INT, comm);
+    check("v-vector", same(rc1, rc2, b.r1, b.r2, b.rlen));
+    bufs_free(&b);
+    MPI_Type_free(&v);
+    if (world) { /* v-displ-beyond-int: rank 0 receives 100 bytes from j at 2^31 + 128 j */
+        MPI_Aint base = (MPI_Aint)1 << 31;
+        size_t span = (size_t)P * 128, rlen = r == 0 ? (size_t)base + span : span;
+        char *s = malloc((size_t)P * 100), *r1 = malloc(rlen), *r2 = malloc(rlen);
+        int ok = s != NULL && r1 != NULL && r2 != NULL;
+        if (ok) {
+            fill(s, (size_t)P * 100, r + 7);
+            char *t1 = r == 0 ? r1 + base : r1, *t2 = r == 0 ? r2 + base : r2;
+            fill(t1, span, 99); /* only the span is touched */
+            memcpy(t2, t1, span);
+            for (int j = 0; j < P; j++) {
+                sc[j] = rc[j] = 100;
+                sd[j] = 100 * j;
+                rd[j] = (r == 0 ? base : 0) + 128 * j;
+            }
+            rc1 = MPI_Alltoallv_c(s, sc, sd, MPI_BYTE, r1, rc, rd, MPI_BYTE, comm);
+            rc2 = PMPI_Alltoallv_c(s, sc, sd, MPI_BYTE, r2, rc, rd, MPI_BYTE, comm);
+            ok = same(rc1, rc2, t1, t2, span);
+        }
+        check("v-displ-beyond-int", ok);
+        free(s);
+        free(r1);
+        free(r2);
+    }
+    /* v-neg-one-rank */
+    for (int j = 0; j < P; j++) {
+        sc[j] = rc[j] = 1;
+        sd[j] = rd[j] = j;
+    }
+    if (r == P - 1)
+        sc[0] = -1;
+    b = bufs_of((size_t)P * 4, (size_t)P * 4, r);
+    if (errors) {
+        rc1 = MPI_Alltoallv_c(b.s, sc, sd, MPI_INT, b.r1, rc, rd, MPI_INT, comm);
+        check("v-neg-one-rank", is_class(rc1, MPI_ERR_COUNT));
+    }
+    bufs_free(&b);
+    free(sc);
+    free(rc);
+    free(sd);
+    free(rd);
+}
+#endif
+
+/* One MPI_Alltoallw against PMPI_Alltoallw (rc: the expected class of both, MPI_SUCCESS). */
+static int w_same(const void *s, const int *sc, const int *sd, const MPI_Datatype *st,
+                  struct bufs *b, const int *rc, const int *rd, const MPI_Datatype *rt,
+                  MPI_Comm comm)
+{
+    int rc1 = MPI_Alltoallw(s, sc, sd, st, b->r1, rc, rd, rt, comm);
+    int rc2 = PMPI_Alltoallw(s, sc, sd, st, b->r2, rc, rd, rt, comm);
+    return same(rc1, rc2, b->r1, b->r2, b->rlen);
+}
+
+static void alltoallw_cases(MPI_Comm comm, int P, int r)
+{
+    size_t n = (size_t)P;
+    int *sc = calloc(n, sizeof(int)), *sd = calloc(n, sizeof(int));
+    int *rc = calloc(n, sizeof(int)), *rd = calloc(n, sizeof(int));
+    MPI_Datatype *st = calloc(n, sizeof(MPI_Datatype)), *rt = calloc(n, sizeof(MPI_Datatype));
+    MPI_Datatype pair, v = vec(3), vv[3] = {vec(2), vec(3), vec(5)};
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    struct bufs b;
+    /* w-int: (r + j) % 3 + 1 ints to j, byte displacements 8 bytes apart */
+    int s = 0, t = 0;
+    for (int j = 0; j < P; j++) {
+        sc[j] = (r + j) % 3 + 1;
+        rc[j] = (j + r) % 3 + 1;
+        sd[j] = s;
+        rd[j] = t;
+        s += 4 * sc[j] + 8;
+        t += 4 * rc[j] + 8;
+        st[j] = rt[j] = MPI_INT;
+    }
+    b = bufs_of((size_t)s, (size_t)t, r);
+    check("w-int", w_same(b.s, sc, sd, st, &b, rc, rd, rt, comm));
+    /* w-inplace */
+    int rc1 = MPI_Alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, b.r1, rc, rd, rt, comm);
+    int rc2 = PMPI_Alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, b.r2, rc, rd, rt, comm);
+    check("w-inplace", same(rc1, rc2, b.r1, b.r2, b.rlen));
+    bufs_free(&b);
+    /* w-vector: one vector type per side, displacements in whole extents (44 bytes) */
+    s = t = 0;
+    for (int j = 0; j < P; j++) {
+        sc[j] = (r + j) % 2 + 1;
+        rc[j] = (j + r) % 2 + 1;
+        sd[j] = s * 44;
+        rd[j] = t * 44;
+        s += sc[j] + 1;
+        t += rc[j] + 1;
+        st[j] = rt[j] = v;
+    }
+    b = bufs_of((size_t)s * 44, (size_t)t * 44, r);
+    check("w-vector", w_same(b.s, sc, sd, st, &b, rc, rd, rt, comm));
+    bufs_free(&b);
+    /* w-dense-mixed: pair (i, j) moves 2k ints as MPI_INT or k pairs, by parity of i + j;
+       displacements 4 bytes apart (no multiple of 8) */
+    s = t = 0;
+    for (int j = 0; j < P; j++) {
+        int k = 3 + (r + j) % 2, odd = (r + j) % 2;
+        st[j] = rt[j] = odd ? MPI_INT : pair;
+        sc[j] = rc[j] = odd ? 2 * k : k;
+        sd[j] = s;
+        rd[j] = t;
+        s += 8 * k + 4;
+        t += 8 * k + 4;
+    }
+    b = bufs_of((size_t)s, (size_t)t, r);
+    check("w-dense-mixed", w_same(b.s, sc, sd, st, &b, rc, rd, rt, comm));
+    bufs_free(&b);
+    /* w-zero */
+    for (int j = 0; j < P; j++) {
+        sc[j] = rc[j] = sd[j] = rd[j] = 0;
+        st[j] = rt[j] = MPI_INT;
+    }
+    b = bufs_of(16, 16, r);
+    check("w-zero", w_same(b.s, sc, sd, st, &b, rc, rd, rt, comm));
+    bufs_free(&b);
+    /* w-mixed-types: to j a vector of stride 2, 3 or 5 (by j % 3), received as 8 ints */
+    s = t = 0;
+    for (int j = 0; j < P; j++) {
+        st[j] = vv[j % 3];
+        rt[j] = MPI_INT;
+        sc[j] = 1;
+        rc[j] = 8;
+        sd[j] = s;
+        rd[j] = t;
+        s += 4 * 20;
+        t += 4 * 8;
+    }
+    b = bufs_of((size_t)s, (size_t)t, r);
+    check("w-mixed-types", w_same(b.s, sc, sd, st, &b, rc, rd, rt, comm));
+    bufs_free(&b);
+    /* w-displ-not-multiple: one vector type (extent 44) at displacements 48 bytes apart */
+    for (int j = 0; j < P; j++) {
+        st[j] = v;
+        sd[j] = 48 * j;
+    }
+    b = bufs_of((size_t)P * 48, (size_t)t, r);
+    check("w-displ-not-multiple", w_same(b.s, sc, sd, st, &b, rc, rd, rt, comm));
+    /* w-neg-one-rank */
+    for (int j = 0; j < P; j++) {
+        st[j] = rt[j] = MPI_INT;
+        sc[j] = rc[j] = 1;
+        sd[j] = rd[j] = 4 * j;
+    }
+    if (r == P - 1)
+        rc[0] = -1;
+    if (errors) {
+        rc1 = MPI_Alltoallw(b.s, sc, sd, st, b.r1, rc, rd, rt, comm);
+        check("w-neg-one-rank", is_class(rc1, MPI_ERR_COUNT));
+    }
+    bufs_free(&b);
+    for (int k = 0; k < 3; k++)
+        MPI_Type_free(&vv[k]);
+    MPI_Type_free(&v);
+    MPI_Type_free(&pair);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    free(st);
+    free(rt);
+}
+
+static void cases(MPI_Comm comm, int world)
+{
+    int P, r;
+    MPI_Comm_size(comm, &P);
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    checking = comm;
+#if LARGE
+    alltoall_c_cases(comm, P, r);
+    alltoallv_c_cases(comm, P, r, world);
+#else
+    (void)world;
+#endif
+    alltoallw_cases(comm, P, r);
+}
+
+#if LARGE
+/* --big: 2049 MiB blocks. 1. the receive side beyond INT_MAX MPI_BYTE, the send side one
+   element of a type repeating the sender's j-th MiB 2049 times (an hvector of stride 0);
+   2. both sides beyond INT_MAX: the send side 2049 Mi elements of a one-byte type of extent
+   0 (every element is the first byte of the sender's buffer). */
+static int big(void)
+{
+    enum { MIB = 1 << 20, N = 2049 };
+    int P;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    checking = MPI_COMM_WORLD;
+    MPI_Count count = (MPI_Count)N * MIB;
+    MPI_Datatype one_mib, rep, zero;
+    MPI_Type_contiguous(MIB, MPI_BYTE, &one_mib);
+    MPI_Type_create_hvector(N, 1, 0, one_mib, &rep);
+    MPI_Type_commit(&rep);
+    MPI_Type_create_resized(MPI_BYTE, 0, 0, &zero);
+    MPI_Type_commit(&zero);
+    unsigned char *s = malloc((size_t)P * MIB), *r = malloc((size_t)P * (size_t)count);
+    int ok = s != NULL && r != NULL;
+    if (ok) {
+        fill(s, (size_t)P * MIB, wrank + 1);
+        memset(r, 0xee, (size_t)P * (size_t)count);
+        ok = MPI_Alltoall_c(s, 1, rep, r, count, MPI_BYTE, MPI_COMM_WORLD) == MPI_SUCCESS;
+        for (int j = 0; j < P && ok; j++) { /* block j: sender j's MiB number wrank, N times */
+            static unsigned char want[MIB];
+            for (size_t k = 0; k < MIB; k++)
+                want[k] = (unsigned char)(((j + 1) * 131 + ((size_t)wrank * MIB + k) * 7 +
+                                           (((size_t)wrank * MIB + k) >> 8)) & 0xff);
+            for (int m = 0; m < N && ok; m++)
+                ok = memcmp(r + (size_t)j * (size_t)count + (size_t)m * MIB, want, MIB) == 0;
+        }
+    }
+    check("big-recv-beyond-int", ok);
+    ok = s != NULL && r != NULL;
+    if (ok) {
+        memset(r, 0xee, (size_t)P * (size_t)count);
+        ok = MPI_Alltoall_c(s, count, zero, r, count, MPI_BYTE, MPI_COMM_WORLD) == MPI_SUCCESS;
+        for (int j = 0; j < P && ok; j++) { /* block j: sender j's first byte, count times */
+            unsigned char first = (unsigned char)(((j + 1) * 131) & 0xff);
+            const unsigned char *at = r + (size_t)j * (size_t)count;
+            for (size_t k = 0; k < (size_t)count && ok; k++)
+                ok = at[k] == first;
+        }
+    }
+    check("big-both-beyond-int", ok);
+    free(s);
+    free(r);
+    MPI_Type_free(&rep);
+    MPI_Type_free(&zero);
+    MPI_Type_free(&one_mib);
+    return 0;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    errors = !(argc > 1 && strcmp(argv[1], "--valid") == 0);
+    if (argc > 1 && strcmp(argv[1], "--big") == 0) {
+#if LARGE
+        big();
+#else
+        check("big (no MPI_Alltoall_c in this MPI)", 0);
+#endif
+    } else {
+        cases(MPI_COMM_WORLD, 1);
+        MPI_Comm sub;
+        MPI_Comm_split(MPI_COMM_WORLD, wrank % 2 ? MPI_UNDEFINED : 0, wrank, &sub);
+        where = "even";
+        if (sub != MPI_COMM_NULL) {
+            cases(sub, 0);
+            MPI_Comm_free(&sub);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (wrank == 0)
+        printf("large_counts: %d passed, %d failed\n", passes, failures);
+    MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,127 @@
+"""MPI-4's large-count MPI_Alltoall_c and MPI_Alltoallv_c, and MPI_Alltoallw, through the routine.
+
+tests/c/large_counts.c calls each entry point byte for byte against the library's own (PMPI)
+on MPI_COMM_WORLD and on the even ranks, 4 ranks placed 2 per machine (AAPC_MACHINE): counts
+that fit in an int (served by the routine's MPI_Alltoall / MPI_Alltoallv), displacements beyond
+INT_MAX (MPI_Alltoallv_c: the library, with the reason), MPI_IN_PLACE, derived datatypes,
+Alltoallw whose types reduce (one datatype; dense types of different sizes) and whose types do
+not (a type per peer; displacements no multiple of the extent: the library, with the reason),
+and errors on every rank. Run plain (the library alone: the program must pass), relinked
+(-DAAPC_INTERCEPT; MPICH: under ASan and UBSan) and preloaded (`aapcgen build`'s libaapc.so),
+with MPICH and Open MPI (whose mpi.h, MPI 3.1, has no _c functions: Alltoallw only). The report
+(AAPC_REPORT) must show every served call on its entry point's row and every fallback with its
+cause; the job prints each cause once. A slow test moves blocks of 2049 MiB (counts beyond
+INT_MAX) through MPI_Alltoall_c. docs/generate.md, "Other entry points", says what is served.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_misuse import CFLAGS, FIG1, FLAVOURS, MPICH, Build, C, Mpi, make_build, mpirun
+from test_programs_mpi import passed
+from test_site import report_rows
+
+from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.topology import load_topology
+
+pytestmark = pytest.mark.mpi
+
+MACHINES = ["n0", "n0", "n1", "n1"]  # 2 ranks on each of 2 machines of paper-fig1
+# the run-time MPI_Alltoallv on any communicator (the relinked build's default is a level-3
+# schedule for one rank on each of the 5 machines)
+LEVEL1 = {"AAPC_ALLTOALLV": "level1-receiver-all"}
+WORLD = "communicator of 4 ranks (MPI_COMM_WORLD), world ranks 0-3"
+EVEN = "communicator of 2 ranks, world ranks 0,2"
+BEYOND_INT = (
+    "native (MPI library): rank 0 passes counts or displacements beyond an int "
+    "(the schedules' executor counts in int)"
+)
+TYPES_DIFFER = "rank 0's sendtypes are different datatypes, not all dense (contiguous bytes)"
+NOT_MULTIPLE = (
+    "rank 0's sendtypes are one datatype, not dense, whose extent does not divide the displacements"
+)
+
+
+@pytest.fixture(scope="module", params=FLAVOURS)
+def fig1(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Build:
+    mpi: Mpi = request.param
+    return make_build(mpi, FIG1, tmp_path_factory.mktemp(f"large-{mpi.name}"))
+
+
+def served(rows: dict, heading: str, collective: str) -> int:
+    """Calls of ``collective`` on the communicator that ran the run-time schedules."""
+    return sum(
+        v[0] for k, v in rows.items() if k[:2] == (heading, collective) and "(run-time" in k[2]
+    )
+
+
+def test_large_count_entries_and_alltoallw(fig1: Build, tmp_path: Path) -> None:
+    """Every case passes plain, relinked and preloaded; with the routine, the report shows the
+    calls MPI_Alltoall_c, MPI_Alltoallv_c and MPI_Alltoallw made on their own rows, served by
+    the run-time schedules (the phases forced: the choice by size is tests/test_select*), and
+    the fallbacks with their causes, each said once by the job."""
+    large = fig1.mpi is MPICH  # Open MPI 5's mpi.h declares no MPI_Alltoall_c
+    ways = [  # the library alone hangs on one rank's error: only the valid cases plain
+        ("plain", fig1.plain("large_counts"), {}, ["--valid"]),
+        ("relinked", fig1.relinked("large_counts"), {}, []),
+        ("preloaded", fig1.plain("large_counts"), {"LD_PRELOAD": str(fig1.lib)}, []),
+    ]
+    for how, exe, env, args in ways:
+        report = tmp_path / f"report-{how}.txt"
+        env = {**env, "AAPC_REPORT": str(report), "AAPC_WAY": "phases", **LEVEL1}
+        proc = mpirun(fig1.mpi, 4, exe, *args, env=env, machines=MACHINES, timeout=240)
+        # per communicator: Alltoallw 7 valid + 1 error; Alltoall_c 4 + 3; Alltoallv_c 3 + 1
+        per_comm = 7 + (4 + 3 if large else 0) + (0 if args else 1 + (4 if large else 0))
+        assert passed(proc, "large_counts", how) == 2 * per_comm + large
+        if how == "plain":
+            continue
+        rows = report_rows(report.read_text())
+        text = report.read_text()
+        for heading, ranks in ((WORLD, 4), (EVEN, 2)):
+            assert served(rows, heading, "MPI_Alltoallw") == 4, (how, text)
+            for cause in (TYPES_DIFFER, NOT_MULTIPLE):
+                row = (heading, "MPI_Alltoallw", f"native (MPI library): {cause}")
+                assert rows[row] == (1, ranks * ranks * 32), (how, text)
+            if large:
+                # a-int, a-vector, a-inplace: 300 ints, 5 vectors of 8 ints, 64 ints per block
+                bytes_c = ranks * ranks * (300 * 4 + 5 * 32 + 64 * 4)
+                assert rows[(heading, "MPI_Alltoall_c", "auto (run-time)")] == (3, bytes_c), text
+                assert served(rows, heading, "MPI_Alltoallv_c") == 3, (how, text)
+        if large:
+            assert rows[(WORLD, "MPI_Alltoallv_c", BEYOND_INT)] == (1, 4 * 4 * 100), text
+        said = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
+        causes = [TYPES_DIFFER, NOT_MULTIPLE] + (["beyond an int"] if large else [])
+        for cause in causes:
+            assert sum(cause in ln for ln in said) == 1, (how, cause, said)
+        assert len(said) == len(causes), (how, said)
+
+
+@pytest.mark.slow
+def test_alltoall_c_blocks_beyond_int_max(tmp_path: Path) -> None:
+    """MPI_Alltoall_c with 2049 MiB blocks on 2 ranks on 2 machines: counts beyond INT_MAX on
+    the receive side, then on both (a send type of extent 0), moved by the run-time phases as
+    one element of a contiguous type of the count, every byte checked. About 8 GiB at the peak;
+    MPICH only (the _c functions), not sanitized (the shadow memory would double it)."""
+    gen = tmp_path / "gen"
+    generate(load_topology(FIG1), variant_specs("receiver-all", None), gen)
+    exe = tmp_path / "large_counts"
+    cmd = [
+        str(MPICH.mpicc),
+        *CFLAGS,
+        "-O2",
+        "-DAAPC_INTERCEPT",
+        f"-I{gen}",
+        str(C / "large_counts.c"),
+    ]
+    subprocess.run([*cmd, *map(str, gen.glob("*.c")), "-o", str(exe)], check=True, timeout=600)
+    report = tmp_path / "report.txt"
+    env = {"AAPC_REPORT": str(report), "AAPC_WAY": "phases"}
+    proc = mpirun(MPICH, 2, exe, "--big", env=env, machines=["n0", "n1"], timeout=1200)
+    assert passed(proc, "large_counts", "big") == 2
+    rows = report_rows(report.read_text())
+    world = "communicator of 2 ranks (MPI_COMM_WORLD), world ranks 0-1"
+    block = 2049 * 2**20
+    assert rows[(world, "MPI_Alltoall_c", "auto (run-time)")] == (2, 2 * 2 * 2 * block), rows
