@@ -226,7 +226,7 @@ VSCHEDULER_C = {
 }
 TEMPLATE_MAX_MACHINES = 1024  # the run-time scheduler's n*n template table (4 MB of C at 1024)
 # runtime_c subdirectories whose files go into every generated directory (flattened)
-RUNTIME_SUBDIRS = ("common", "alltoall", "alltoallv", "hier", "vsched", "cluster")
+RUNTIME_SUBDIRS = ("common", "alltoall", "alltoallv", "hier", "vsched", "cluster", "fortran")
 
 
 @dataclass(frozen=True)
