@@ -58,8 +58,9 @@ fortran-mpi:
 	command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null || \
 	  (apt-get update && apt-get install -y --no-install-recommends gfortran libmpich-dev libopenmpi-dev)
 
-# The fast tier while you work: no MPI, no root, no SimGrid, no Open MPI (tests/conftest.py).
-TIERS := mpi or root or simgrid or openmpi or slow
+# The fast tier while you work: no MPI, no root, no SimGrid, no Open MPI, no Fortran
+# (tests/conftest.py).
+TIERS := mpi or root or simgrid or openmpi or fortran or slow
 FAST := not ($(TIERS))
 check: $(STAMP) lint
 	$(BIN)/pytest -q -m "$(FAST)"

@@ -9,8 +9,9 @@
  * `use mpi_f08` through the same ompi_*_f functions). So the library exports:
  *
  *   Open MPI  MPI_ALLTOALL, MPI_ALLTOALLV, MPI_COMM_SPLIT, MPI_FINALIZE under every name the
- *             bindings define or call: mpi_x, mpi_x_, mpi_x__, MPI_X, MPI_X_f, MPI_X_f08 and
- *             ompi_x_f (aapc_fortran_alltoall.c, aapc_fortran_comm.c)
+ *             bindings define or call: mpi_x, mpi_x_, mpi_x__, MPI_X, MPI_X_f, MPI_X_f08,
+ *             ompi_x_f and (Open MPI 4 and 5) mpi_x_f08_ (aapc_fortran_alltoall.c,
+ *             aapc_fortran_comm.c)
  *   MPICH     mpi_finalize_f08_ and mpi_comm_split_f08_ (aapc_fortran_comm.c)
  *
  * Each converts the handles (MPI_Comm_f2c, MPI_Type_f2c), the Fortran MPI_IN_PLACE and

@@ -5,7 +5,8 @@
  * Open MPI's bindings call PMPI_Alltoall / PMPI_Alltoallv directly: mpif.h and `use mpi`
  * programs call mpi_alltoall_ (or another mangling, all aliases of ompi_alltoall_f in
  * libmpi_mpifh), and `use mpi_f08` calls mpi_alltoall_f08_, which calls ompi_alltoall_f. This
- * file defines every one of those names, so the dynamic linker binds the program's calls (and
+ * file defines every one of those names (mpi_alltoall_f08_ for Open MPI 4 and 5, whose
+ * signature it is), so the dynamic linker binds the program's calls (and
  * the f08 library's calls of ompi_alltoall_f) to them when the library is preloaded or linked
  * before the MPI library. pmpi_alltoall* stay the MPI library's (the profiling interface).
  *
@@ -95,4 +96,12 @@ AAPC_FORTRAN_ALLTOALLV(mpi_alltoallv__)
 AAPC_FORTRAN_ALLTOALLV(MPI_ALLTOALLV)
 AAPC_FORTRAN_ALLTOALLV(MPI_Alltoallv_f)
 AAPC_FORTRAN_ALLTOALLV(MPI_Alltoallv_f08)
+
+/* `use mpi_f08`'s own entries, pass-throughs to ompi_*_f with the same arguments (ierror
+   optional: NULL when left out) in Open MPI 4 and 5: defining them too keeps a linked
+   libaapc.so needed under the linker's --as-needed (the program calls nothing else of it) */
+#if OMPI_MAJOR_VERSION < 6
+AAPC_FORTRAN_ALLTOALL(mpi_alltoall_f08_)
+AAPC_FORTRAN_ALLTOALLV(mpi_alltoallv_f08_)
+#endif
 #endif

@@ -68,6 +68,10 @@ AAPC_FORTRAN_FINALIZE(mpi_finalize__)
 AAPC_FORTRAN_FINALIZE(MPI_FINALIZE)
 AAPC_FORTRAN_FINALIZE(MPI_Finalize_f)
 AAPC_FORTRAN_FINALIZE(MPI_Finalize_f08)
+#if OMPI_MAJOR_VERSION < 6 /* as in aapc_fortran_alltoall.c */
+AAPC_FORTRAN_COMM_SPLIT(mpi_comm_split_f08_)
+AAPC_FORTRAN_FINALIZE(mpi_finalize_f08_)
+#endif
 #else
 AAPC_FORTRAN_COMM_SPLIT(mpi_comm_split_f08_)
 AAPC_FORTRAN_FINALIZE(mpi_finalize_f08_)
