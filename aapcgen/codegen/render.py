@@ -226,7 +226,16 @@ VSCHEDULER_C = {
 }
 TEMPLATE_MAX_MACHINES = 1024  # the run-time scheduler's n*n template table (4 MB of C at 1024)
 # runtime_c subdirectories whose files go into every generated directory (flattened)
-RUNTIME_SUBDIRS = ("common", "alltoall", "alltoallv", "hier", "vsched", "cluster", "nbc")
+RUNTIME_SUBDIRS = (
+    "common",
+    "alltoall",
+    "alltoallv",
+    "hier",
+    "vsched",
+    "cluster",
+    "nbc",
+    "fortran",
+)
 
 
 @dataclass(frozen=True)
