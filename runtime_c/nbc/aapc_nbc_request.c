@@ -54,37 +54,6 @@ int aapc_nbc_live(void)
     return __atomic_load_n(&nlive, __ATOMIC_ACQUIRE);
 }
 
-static entry_t *find(MPI_Request h)
-{
-    if (h == MPI_REQUEST_NULL)
-        return NULL;
-    for (int i = 0; i < nlive; i++)
-        if (table[i]->handle == h)
-            return table[i];
-    return NULL;
-}
-
-/* One progress step of e (under the lock). */
-static void advance(entry_t *e)
-{
-    if (!e->active || e->done)
-        return;
-    int done = 0;
-    e->rc = e->ops->progress(e->ctx, &done);
-    e->done = done || e->rc != MPI_SUCCESS;
-}
-
-/* One progress step of every active request of ours; whether any stays active. */
-static int advance_all(void)
-{
-    int pending = 0;
-    for (int i = 0; i < nlive; i++) {
-        advance(table[i]);
-        pending |= table[i]->active && !table[i]->done;
-    }
-    return pending;
-}
-
 int aapc_nbc_request_make(const aapc_nbc_ops_t *ops, void *ctx, MPI_Comm comm, int persistent,
                           MPI_Request *handle)
 {
@@ -124,6 +93,39 @@ int aapc_nbc_request_make(const aapc_nbc_ops_t *ops, void *ctx, MPI_Comm comm, i
     aapc_unlock(&lock);
     *handle = e->handle;
     return MPI_SUCCESS;
+}
+
+#ifdef AAPC_INTERCEPT /* the completion calls (a build without it only makes requests) */
+
+static entry_t *find(MPI_Request h)
+{
+    if (h == MPI_REQUEST_NULL)
+        return NULL;
+    for (int i = 0; i < nlive; i++)
+        if (table[i]->handle == h)
+            return table[i];
+    return NULL;
+}
+
+/* One progress step of e (under the lock). */
+static void advance(entry_t *e)
+{
+    if (!e->active || e->done)
+        return;
+    int done = 0;
+    e->rc = e->ops->progress(e->ctx, &done);
+    e->done = done || e->rc != MPI_SUCCESS;
+}
+
+/* One progress step of every active request of ours; whether any stays active. */
+static int advance_all(void)
+{
+    int pending = 0;
+    for (int i = 0; i < nlive; i++) {
+        advance(table[i]);
+        pending |= table[i]->active && !table[i]->done;
+    }
+    return pending;
 }
 
 /* Remove e from the table and free it (under the lock). */
@@ -213,8 +215,6 @@ static int ours_finished(int n, const MPI_Request reqs[])
     }
     return 1;
 }
-
-#ifdef AAPC_INTERCEPT
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
