@@ -380,10 +380,10 @@ static void cases(MPI_Comm comm, int world)
 }
 
 #if LARGE
-/* --big: 2049 MiB blocks. 1. the receive side beyond INT_MAX MPI_BYTE, the send side one
-   element of a type repeating the sender's j-th MiB 2049 times (an hvector of stride 0);
-   2. both sides beyond INT_MAX: the send side 2049 Mi elements of a one-byte type of extent
-   0 (every element is the first byte of the sender's buffer). */
+/* --big: 2049 MiB blocks: the receive side beyond INT_MAX MPI_BYTE, the send side one
+   element of a type repeating the sender's j-th MiB 2049 times (an hvector of stride 0). (A
+   send side of 2049 Mi elements too was checked once, not in CI: the library packs a type of
+   extent 0 element by element, about a minute for 2 GiB.) */
 static int big(void)
 {
     enum { MIB = 1 << 20, N = 2049 };
@@ -392,12 +392,10 @@ static int big(void)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     checking = MPI_COMM_WORLD;
     MPI_Count count = (MPI_Count)N * MIB;
-    MPI_Datatype one_mib, rep, zero;
+    MPI_Datatype one_mib, rep;
     MPI_Type_contiguous(MIB, MPI_BYTE, &one_mib);
     MPI_Type_create_hvector(N, 1, 0, one_mib, &rep);
     MPI_Type_commit(&rep);
-    MPI_Type_create_resized(MPI_BYTE, 0, 0, &zero);
-    MPI_Type_commit(&zero);
     unsigned char *s = malloc((size_t)P * MIB), *r = malloc((size_t)P * (size_t)count);
     int ok = s != NULL && r != NULL;
     if (ok) {
@@ -414,22 +412,9 @@ static int big(void)
         }
     }
     check("big-recv-beyond-int", ok);
-    ok = s != NULL && r != NULL;
-    if (ok) {
-        memset(r, 0xee, (size_t)P * (size_t)count);
-        ok = MPI_Alltoall_c(s, count, zero, r, count, MPI_BYTE, MPI_COMM_WORLD) == MPI_SUCCESS;
-        for (int j = 0; j < P && ok; j++) { /* block j: sender j's first byte, count times */
-            unsigned char first = (unsigned char)(((j + 1) * 131) & 0xff);
-            const unsigned char *at = r + (size_t)j * (size_t)count;
-            for (size_t k = 0; k < (size_t)count && ok; k++)
-                ok = at[k] == first;
-        }
-    }
-    check("big-both-beyond-int", ok);
     free(s);
     free(r);
     MPI_Type_free(&rep);
-    MPI_Type_free(&zero);
     MPI_Type_free(&one_mib);
     return 0;
 }
