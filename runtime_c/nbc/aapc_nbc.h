@@ -90,15 +90,30 @@ int aapc_nbexec_progress(aapc_nbexec_t *x, int *done);
 void aapc_nbexec_abandon(aapc_nbexec_t *x);
 void aapc_nbexec_free(aapc_nbexec_t *x);
 
+/* ---- the caller (aapc_nbc_caller.c) ------------------------------------------------------ */
+
+/* Whether ret (an entry's return address) lies in an MPI library's Fortran bindings, whose
+   completion calls may bypass our interposers: such a call goes to the library's routine. */
+int aapc_nbc_from_fortran(const void *ret);
+#define AAPC_NBC_FORTRAN_WHY                                                                      \
+    "called from the MPI library's Fortran bindings (their completion calls may not reach this "  \
+    "library)"
+#if defined(__GNUC__) || defined(__clang__)
+#define AAPC_CALLER __builtin_return_address(0)
+#else
+#define AAPC_CALLER NULL
+#endif
+
 /* ---- MPI_Ialltoall and MPI_Alltoall_init (aapc_nbc_alltoall.c) ---------------------------- */
 
 /* sync: the run-time synchronisation (AAPC_VSYNC_*) of the default routine, or -1 when the
    library's routine serves every call (a default the run-time scheduler cannot run).
-   persistent: MPI_Alltoall_init (info as given), else MPI_Ialltoall. */
+   persistent: MPI_Alltoall_init (info as given), else MPI_Ialltoall. caller: the entry's
+   return address (AAPC_CALLER): a Fortran binding's call goes to the library. */
 int aapc_nbc_alltoall(const aapc_cluster_t *cluster, int sync, const char *name,
                       const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int persistent,
-                      MPI_Info info, MPI_Request *request);
+                      MPI_Info info, const void *caller, MPI_Request *request);
 
 /* Calls begun per way in this process: [0] the library's, [1] ours (tests). */
 void aapc_nbc_ways_begun(long long counts[2]);
@@ -110,7 +125,8 @@ void aapc_nbc_ways_begun(long long counts[2]);
 int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int sendcounts[],
                        const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
                        const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                       MPI_Comm comm, int persistent, MPI_Info info, MPI_Request *request);
+                       MPI_Comm comm, int persistent, MPI_Info info, const void *caller,
+                       MPI_Request *request);
 
 /* Calls whose way was decided, per way in this process: [0] the linear exchange, [1] the
    phases (tests). */

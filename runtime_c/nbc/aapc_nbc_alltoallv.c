@@ -350,7 +350,8 @@ static int begin(const aapc_vprog_t *prog, const void *sendbuf, const int sendco
 int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int sendcounts[],
                        const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
                        const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                       MPI_Comm comm, int persistent, MPI_Info info, MPI_Request *request)
+                       MPI_Comm comm, int persistent, MPI_Info info, const void *caller,
+                       MPI_Request *request)
 {
     double t0 = aapc_report_begin();
     const char *coll = persistent ? "MPI_Alltoallv_init" : "MPI_Ialltoallv";
@@ -364,8 +365,9 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
         for (int j = 0; sc != NULL && j < size; j++)
             sent += bytes_of(sc[j], st) > 0 ? bytes_of(sc[j], st) : 0;
     }
+    int fortran = aapc_nbc_from_fortran(caller);
     int usable = prog != NULL && prog->cluster != NULL && prog->sync != AAPC_VSYNC_BARRIER &&
-                 size >= 2;
+                 size >= 2 && !fortran;
     if (usable)
         rc = aapc_cluster_comm_begin(prog->cluster, comm, &cc, &posted);
     /* AAPC_WAY=library: only where every rank is known to share it (a gathered communicator) */
@@ -376,8 +378,9 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
         if (forced_library)
             aapc_report_served("MPI library, forced");
         else
-            aapc_report_fallback(!usable ? "no run-time Alltoallv routine for this call"
-                                         : "not an intra-communicator the library can gather");
+            aapc_report_fallback(fortran    ? AAPC_NBC_FORTRAN_WHY
+                                 : !usable ? "no run-time Alltoallv routine for this call"
+                                           : "not an intra-communicator the library can gather");
         rc = library(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                      recvtype, comm, persistent, info, request);
     } else {
