@@ -1,4 +1,5 @@
-"""MPI_Ialltoall and MPI_Alltoall_init of the generated library under MPI (tests/c/nbc_check.c
+"""MPI_Ialltoall, MPI_Alltoall_init, MPI_Ialltoallv and MPI_Alltoallv_init of the generated
+library under MPI (tests/c/nbc_check.c
 built with -DAAPC_INTERCEPT): byte for byte against PMPI_Alltoall on world, a dup and three
 splits, completed by MPI_Wait, MPI_Waitall with the application's own requests, MPI_Testsome,
 MPI_Waitany/MPI_Testany and MPI_Test loops, two calls in flight with a blocking one between;
@@ -61,8 +62,9 @@ def run(exe: Path, machines: list[int], env: dict[str, str], *args: str, ompi: b
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=full)
 
 
-def outcome(proc) -> dict[int, tuple[int, int]]:  # noqa: ANN001
-    """Every check passed; the calls each rank began per way: rank -> (library, ours)."""
+def outcome(proc) -> dict[int, tuple[int, int, int, int]]:  # noqa: ANN001
+    """Every check passed; per rank the MPI_Ialltoall calls begun per way (library, ours) and
+    the MPI_Ialltoallv calls decided per way (linear exchange, phases)."""
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     last = [ln for ln in proc.stdout.splitlines() if ln.startswith("nbc_check:")][-1]
     assert last.endswith(" 0 failed") and int(last.split()[1]) > 100, last
@@ -70,7 +72,7 @@ def outcome(proc) -> dict[int, tuple[int, int]]:  # noqa: ANN001
     for line in proc.stdout.splitlines():
         if line.startswith("nbc_ways:"):
             f = line.split()
-            ways[int(f[2])] = (int(f[4]), int(f[6]))
+            ways[int(f[2])] = (int(f[4]), int(f[6]), int(f[8]), int(f[10]))
     return ways
 
 
@@ -83,29 +85,32 @@ def test_forced_phases_run_ours_and_complete_every_way(exe):
     ways = outcome(run(exe, ONE_PER_MACHINE, {"AAPC_WAY": "phases"}, "--restarts", "100"))
     assert len(ways) == 8
     # the first call on each of the dup and the three splits (machines not yet gathered) is
-    # the library's; every other call is ours
-    assert all(lib == 4 and ours > 100 for lib, ours in ways.values()), ways
+    # the library's; every other call is ours. Alltoallv: the phases, but for the type with
+    # gaps (the linear exchange, once per communicator and size)
+    assert all(lib == 4 and ours > 100 for lib, ours, _, _ in ways.values()), ways
+    assert all(lin == 20 and ph > 50 for _, _, lin, ph in ways.values()), ways
 
 
 def test_forced_library_runs_none_of_ours(exe):
     ways = outcome(run(exe, ONE_PER_MACHINE, {"AAPC_WAY": "library"}, "--max-bytes", "4096"))
-    assert all(ours == 0 and lib > 0 for lib, ours in ways.values()), ways
+    assert all(ours == 0 and lib > 0 and ph == 0 for lib, ours, _, ph in ways.values()), ways
 
 
 def test_two_per_machine_by_size_and_the_report_names_them(exe):
     proc = run(exe, TWO_PER_MACHINE, {"AAPC_REPORT": "1"}, "--restarts", "10")
     ways = outcome(proc)
-    assert all(lib > 0 and ours > 0 for lib, ours in ways.values()), ways
+    assert all(lib > 0 and ours > 0 and ph > 0 for lib, ours, _, ph in ways.values()), ways
     rows = [ln.split() for ln in proc.stderr.splitlines() if ln.strip().startswith("MPI_")]
     kinds = {(r[0], "non-blocking)" in r) for r in rows}
     assert ("MPI_Ialltoall", True) in kinds and ("MPI_Alltoall_init", True) in kinds, rows
     assert ("MPI_Ialltoall", False) in kinds, rows  # small blocks: the library, by size
+    assert {"MPI_Ialltoallv", "MPI_Alltoallv_init"} <= {r[0] for r in rows}, rows
     assert "machines are being gathered" in proc.stderr
 
 
 def test_unequal_subset(exe):
     ways = outcome(run(exe, UNEQUAL_SUBSET, {"AAPC_WAY": "phases"}, "--restarts", "20"))
-    assert all(ours > 0 for _, ours in ways.values()), ways
+    assert all(ours > 0 and ph > 0 for _, ours, _, ph in ways.values()), ways
 
 
 @pytest.mark.slow
@@ -125,4 +130,4 @@ def test_open_mpi(tmp_path):
         exe, machines, {"AAPC_WAY": "phases"}, "--max-bytes", "65536", "--restarts", "20", ompi=True
     )
     ways = outcome(proc)
-    assert all(ours > 0 for _, ours in ways.values()), ways
+    assert all(ours > 0 and ph > 0 for _, ours, _, ph in ways.values()), ways

@@ -305,7 +305,8 @@ def build_library(
         flags = ["-std=c11", "-O2", "-fPIC", "-DAAPC_INTERCEPT", f"-I{tmp}"]
         output = output.resolve()
         if output.suffix == ".so":
-            commands = [[mpicc, *flags, "-shared", *sources, "-o", str(output)]]
+            # -ldl: dladdr (runtime_c/nbc/aapc_nbc_caller.c) on a glibc older than 2.34
+            commands = [[mpicc, *flags, "-shared", *sources, "-ldl", "-o", str(output)]]
         else:
             objects = [str(tmp / (Path(s).stem + ".o")) for s in sources]
             commands = [[mpicc, *flags, "-c", s, "-o", o] for s, o in zip(sources, objects)]

@@ -283,6 +283,14 @@ def nbc_sync(auto: AutoVariant | None) -> str:
     return auto.sync_c if auto else "-1"
 
 
+def nbc_vprog(auto: AutoVariant | None) -> str | None:
+    """The level-1 Alltoallv program (its C identifier) MPI_Ialltoallv and MPI_Alltoallv_init
+    run: the one of the default's synchronisation, or None (the library's routine serves them)."""
+    if auto is None:
+        return None
+    return next(c_identifier(s) for s, c in RUNTIME_SYNC_C.items() if c == auto.sync_c)
+
+
 def runtime_sources() -> list[Path]:
     """The runtime files a generated directory needs, by name (their names are unique)."""
     runtime = resource_dir("runtime_c")
@@ -391,6 +399,7 @@ def render(
         "runtime_variants": runtime,
         "auto": auto,
         "nbc_sync_c": nbc_sync(auto),
+        "nbc_vprog_ident": nbc_vprog(auto),
         "intercept_default": intercept or intercept_label(default, variants),
         "n_variants": len(variants) + len(runtime) + (1 if auto else 0),
         "cluster_c": render_cluster_c(cluster_tables(topo, model), f"aapc_{topo_id}_cluster"),

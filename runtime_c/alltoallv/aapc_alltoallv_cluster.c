@@ -370,6 +370,59 @@ static int run_known(const aapc_vprog_t *prog, aapc_cluster_comm_t *cc, const lo
                                recvbuf, recvcounts, rdispls, recvtype);
 }
 
+int aapc_alltoallv_cluster_plan(const aapc_vprog_t *prog, aapc_cluster_comm_t *cc,
+                                const long long *m, aapc_vplan_t **out, char *why, size_t whylen)
+{
+    int nomem = 0, rc;
+    *out = NULL;
+    why[0] = '\0';
+    const aapc_job_tree_t *jt = aapc_cluster_comm_tree(cc, &nomem);
+    if (nomem)
+        return MPI_ERR_NO_MEM;
+    if (jt == NULL) {
+        snprintf(why, whylen, "%s", cc->tree_error);
+        return MPI_SUCCESS;
+    }
+    struct vjob_tree *t = job_vtree(cc, jt);
+    if (t == NULL)
+        return MPI_ERR_NO_MEM;
+    if (prog->scheduler != AAPC_VSCHED_BALANCED) {
+        if ((rc = job_template(cc, t)) < 0)
+            return MPI_ERR_NO_MEM;
+        if (rc > 0) {
+            snprintf(why, whylen, "%s", t->error);
+            return MPI_SUCCESS;
+        }
+    }
+    aapc_vplan_t *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return MPI_ERR_NO_MEM;
+    rc = aapc_vsched_run(&t->vt, m, prog->scheduler, prog->threshold, prog->chunk, &p->vs);
+    if (rc != AAPC_VSCHED_OK) {
+        if (rc != AAPC_VSCHED_ENOMEM)
+            snprintf(why, whylen, "the Alltoallv scheduler refused the job: %s", p->vs.error);
+        aapc_vsched_free(&p->vs);
+        free(p);
+        return rc == AAPC_VSCHED_ENOMEM ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    }
+    if (aapc_vtables_build(&p->vs, &t->vt, prog->sync, prog->name, NULL, &p->tab) != 0) {
+        aapc_vsched_free(&p->vs);
+        free(p);
+        return MPI_ERR_NO_MEM;
+    }
+    *out = p;
+    return MPI_SUCCESS;
+}
+
+void aapc_alltoallv_plan_free(aapc_vplan_t *p)
+{
+    if (p == NULL)
+        return;
+    aapc_vtables_free(&p->tab);
+    aapc_vsched_free(&p->vs);
+    free(p);
+}
+
 int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
                            const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                            void *recvbuf, const int recvcounts[], const int rdispls[],
@@ -425,6 +478,23 @@ static double bytes_of(int count, MPI_Datatype type)
     return (double)count * (double)size;
 }
 
+double aapc_alltoallv_busiest(const long long *bytes, int n)
+{
+    double most = 0;
+    for (int a = 0; a < n; a++) {
+        double out = 0, in = 0;
+        for (int c = 0; c < n; c++) {
+            long long o = bytes[(size_t)a * (size_t)n + (size_t)c];
+            long long i = bytes[(size_t)c * (size_t)n + (size_t)a];
+            out += c != a && o > 0 ? (double)o : 0;
+            in += c != a && i > 0 ? (double)i : 0;
+        }
+        most = out > most ? out : most;
+        most = in > most ? in : most;
+    }
+    return n > 1 ? most / (n - 1) : most;
+}
+
 /* The block of the busiest rank: level 2 from the matrix, level 1 agreed (MAX over the ranks). */
 static int busiest_block(const aapc_cluster_comm_t *cc, const long long *bytes,
                          const void *sendbuf, const int sendcounts[], MPI_Datatype sendtype,
@@ -433,17 +503,8 @@ static int busiest_block(const aapc_cluster_comm_t *cc, const long long *bytes,
     int n = cc->size;
     double most[2] = {0, 0};
     if (bytes != NULL) {
-        for (int a = 0; a < n; a++) {
-            double out = 0, in = 0;
-            for (int c = 0; c < n; c++) {
-                long long o = bytes[(size_t)a * (size_t)n + (size_t)c];
-                long long i = bytes[(size_t)c * (size_t)n + (size_t)a];
-                out += c != a && o > 0 ? (double)o : 0;
-                in += c != a && i > 0 ? (double)i : 0;
-            }
-            most[0] = out > most[0] ? out : most[0];
-            most[1] = in > most[1] ? in : most[1];
-        }
+        *b = aapc_alltoallv_busiest(bytes, n);
+        return MPI_SUCCESS;
     } else {
         int inplace = sendbuf == MPI_IN_PLACE;
         for (int c = 0; c < n; c++) {

@@ -6,9 +6,13 @@
 #define AAPC_ALLTOALLV_CLUSTER_H
 
 #include <mpi.h>
+#include <stddef.h>
 
 #include "aapc_cluster.h" /* AAPC_N_WAYS */
+#include "aapc_cluster_comm.h"
 #include "aapc_vlevels.h"
+#include "aapc_vsched.h"
+#include "aapc_vtables.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +41,24 @@ int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const
                          const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                          void *recvbuf, const int recvcounts[], const int rdispls[],
                          MPI_Datatype recvtype, MPI_Comm comm, int *done);
+
+/* A schedule of one call's byte matrix, owned by its caller (the non-blocking entries:
+   nbc/aapc_nbc_alltoallv.c): the pieces and the executor tables (tab.sched). */
+typedef struct aapc_vplan {
+    aapc_vsched vs;
+    aapc_vtables_t tab;
+} aapc_vplan_t;
+
+/* Schedule the N x N byte matrix m (row = source rank, diagonal and negatives 0) of program
+   prog on comm's job tree (cc: every rank on a known machine): local. *out NULL with the
+   cause in why when the scheduler refuses the job. Returns an MPI error code. */
+int aapc_alltoallv_cluster_plan(const aapc_vprog_t *prog, aapc_cluster_comm_t *cc,
+                                const long long *m, aapc_vplan_t **out, char *why, size_t whylen);
+void aapc_alltoallv_plan_free(aapc_vplan_t *plan);
+
+/* The block of the busiest rank of the N x N byte matrix: max over ranks of max(bytes sent,
+   bytes received, to and from the others) / (N - 1): what the per-call choice reads. */
+double aapc_alltoallv_busiest(const long long *bytes, int n);
 
 /* Calls of this process served by each way (AAPC_WAY_LIBRARY: chosen by size; AAPC_WAY_PHASES:
    the job tree's phases), for tests and benchmarks. */

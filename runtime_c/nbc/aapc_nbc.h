@@ -18,6 +18,7 @@
 #include "aapc_cluster.h"
 #include "aapc_comm.h"
 #include "aapc_phased.h"
+#include "aapc_vlevels.h" /* aapc_vprog_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +63,12 @@ typedef struct aapc_nbexec {
     int64_t rbytes;         /* bytes every receive must bring */
     int next, rdone, sdone; /* next send to start; receives and sends complete, in order */
     int self_in_schedule, copied, started_done;
+    /* MPI_Alltoallv (vmode): per-rank counts and displacements; pieces of messages travel as
+       bytes (dense types only) */
+    int vmode;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    MPI_Aint sext, rext;
+    int64_t ssize, rsize;
 } aapc_nbexec_t;
 
 /* Set x up for rows m of s on info (once per request; allocates the requests). */
@@ -72,24 +79,58 @@ int aapc_nbexec_init(aapc_nbexec_t *x, const aapc_schedule_t *s, const aapc_comm
 int aapc_nbexec_start(aapc_nbexec_t *x, const void *sbuf, int scount, MPI_Datatype stype,
                       MPI_Aint sblock, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Aint rblock,
                       int64_t block_bytes);
+/* One run of an Alltoallv piece schedule (s->send_pos etc.): dense types only (a piece of a
+   message is its bytes); the send side already redirected for MPI_IN_PLACE. */
+int aapc_nbexec_start_v(aapc_nbexec_t *x, const void *sbuf, const int scounts[],
+                        const int sdispls[], MPI_Datatype stype, void *rbuf, const int rcounts[],
+                        const int rdispls[], MPI_Datatype rtype);
 /* Advance the run; *done = 1 when every request of it is complete. */
 int aapc_nbexec_progress(aapc_nbexec_t *x, int *done);
 /* After an error: cancel the receives, complete the sends. */
 void aapc_nbexec_abandon(aapc_nbexec_t *x);
 void aapc_nbexec_free(aapc_nbexec_t *x);
 
+/* ---- the caller (aapc_nbc_caller.c) ------------------------------------------------------ */
+
+/* Whether ret (an entry's return address) lies in an MPI library's Fortran bindings, whose
+   completion calls may bypass our interposers: such a call goes to the library's routine. */
+int aapc_nbc_from_fortran(const void *ret);
+#define AAPC_NBC_FORTRAN_WHY                                                                      \
+    "called from the MPI library's Fortran bindings (their completion calls may not reach this "  \
+    "library)"
+#if defined(__GNUC__) || defined(__clang__)
+#define AAPC_CALLER __builtin_return_address(0)
+#else
+#define AAPC_CALLER NULL
+#endif
+
 /* ---- MPI_Ialltoall and MPI_Alltoall_init (aapc_nbc_alltoall.c) ---------------------------- */
 
 /* sync: the run-time synchronisation (AAPC_VSYNC_*) of the default routine, or -1 when the
    library's routine serves every call (a default the run-time scheduler cannot run).
-   persistent: MPI_Alltoall_init (info as given), else MPI_Ialltoall. */
+   persistent: MPI_Alltoall_init (info as given), else MPI_Ialltoall. caller: the entry's
+   return address (AAPC_CALLER): a Fortran binding's call goes to the library. */
 int aapc_nbc_alltoall(const aapc_cluster_t *cluster, int sync, const char *name,
                       const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int persistent,
-                      MPI_Info info, MPI_Request *request);
+                      MPI_Info info, const void *caller, MPI_Request *request);
 
 /* Calls begun per way in this process: [0] the library's, [1] ours (tests). */
 void aapc_nbc_ways_begun(long long counts[2]);
+
+/* ---- MPI_Ialltoallv and MPI_Alltoallv_init (aapc_nbc_alltoallv.c) ------------------------- */
+
+/* prog: the level-1 program of the default (its synchronisation and scheduler), or NULL: the
+   library's routine serves every call. */
+int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int sendcounts[],
+                       const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                       const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                       MPI_Comm comm, int persistent, MPI_Info info, const void *caller,
+                       MPI_Request *request);
+
+/* Calls whose way was decided, per way in this process: [0] the linear exchange, [1] the
+   phases (tests). */
+void aapc_nbc_vways(long long counts[2]);
 
 #ifdef __cplusplus
 }

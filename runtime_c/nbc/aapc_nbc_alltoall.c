@@ -326,7 +326,7 @@ static int begin(const aapc_cluster_t *cluster, int sync, const char *name, cons
 int aapc_nbc_alltoall(const aapc_cluster_t *cluster, int sync, const char *name,
                       const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int persistent,
-                      MPI_Info info, MPI_Request *request)
+                      MPI_Info info, const void *caller, MPI_Request *request)
 {
     double t0 = aapc_report_begin();
     const char *coll = persistent ? "MPI_Alltoall_init" : "MPI_Ialltoall";
@@ -335,10 +335,12 @@ int aapc_nbc_alltoall(const aapc_cluster_t *cluster, int sync, const char *name,
     long long sent = 0, b = block_bytes(recvcount, recvtype);
     if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS && b > 0)
         sent = b * size;
-    if (sync < 0 || (rc = aapc_cluster_comm_begin(cluster, comm, &cc, &posted)) != MPI_SUCCESS ||
-        cc == NULL) {
-        aapc_report_fallback(sync < 0 ? "the default routine has no run-time schedule"
-                                      : "not an intra-communicator the library can gather");
+    int fortran = aapc_nbc_from_fortran(caller);
+    if (sync < 0 || fortran ||
+        (rc = aapc_cluster_comm_begin(cluster, comm, &cc, &posted)) != MPI_SUCCESS || cc == NULL) {
+        aapc_report_fallback(sync < 0   ? "the default routine has no run-time schedule"
+                             : fortran ? AAPC_NBC_FORTRAN_WHY
+                                       : "not an intra-communicator the library can gather");
         atomic_fetch_add(&begun[0], 1);
         rc = library(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, persistent,
                      info, request);

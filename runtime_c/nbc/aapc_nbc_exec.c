@@ -35,6 +35,8 @@
 
 static char zero[1]; /* address of zero-byte syncs */
 
+static int post_all(aapc_nbexec_t *x);
+
 static int rank_of(const aapc_nbexec_t *x, int32_t peer)
 {
     return aapc_comm_rank_of(&x->info, peer);
@@ -92,6 +94,15 @@ void aapc_nbexec_free(aapc_nbexec_t *x)
 static int copy_own(aapc_nbexec_t *x)
 {
     int me = rank_of(x, x->m);
+    if (x->vmode) { /* dense types (aapc_nbexec_start_v) */
+        int64_t n = (int64_t)x->scounts[me] * x->ssize;
+        if (n > (int64_t)x->rcounts[me] * x->rsize)
+            return MPI_ERR_TRUNCATE;
+        if (n > 0)
+            memcpy(aapc_at(x->rbuf, (MPI_Aint)x->rdispls[me] * x->rext),
+                   aapc_at(x->sbuf, (MPI_Aint)x->sdispls[me] * x->sext), (size_t)n);
+        return MPI_SUCCESS;
+    }
     const char *sb = aapc_at(x->sbuf, (MPI_Aint)me * x->sblock);
     char *rb = aapc_at(x->rbuf, (MPI_Aint)me * x->rblock);
     if (aapc_dense(x->stype) && aapc_dense(x->rtype)) {
@@ -106,8 +117,6 @@ int aapc_nbexec_start(aapc_nbexec_t *x, const void *sbuf, int scount, MPI_Dataty
                       MPI_Aint sblock, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Aint rblock,
                       int64_t block_bytes)
 {
-    const aapc_schedule_t *s = x->s;
-    int rc;
     x->sbuf = sbuf;
     x->scount = scount;
     x->stype = stype;
@@ -117,16 +126,111 @@ int aapc_nbexec_start(aapc_nbexec_t *x, const void *sbuf, int scount, MPI_Dataty
     x->rtype = rtype;
     x->rblock = rblock;
     x->rbytes = block_bytes;
+    x->vmode = 0;
+    return post_all(x);
+}
+
+/* Where entry e's piece of the message of `count` elements at base lives (vmode): the whole
+   message with the user's type, else its bytes [pos, pos + len) (*made: a type made for more
+   than INT_MAX bytes, freed by the caller after posting). */
+static int piece(const char *base, int count, MPI_Datatype type, int64_t size, int64_t pos,
+                 int64_t len, const char **buf, int *n, MPI_Datatype *t, int *made)
+{
+    int64_t total = (int64_t)count * size;
+    *made = 0;
+    if (pos < 0 || len < 0 || pos + len > total)
+        return MPI_ERR_COUNT; /* the schedule (the senders' counts) does not fit these counts */
+    if (pos == 0 && len == total) {
+        *buf = base;
+        *n = count;
+        *t = type;
+        return MPI_SUCCESS;
+    }
+    *buf = aapc_at(base, (MPI_Aint)pos);
+    int rc = aapc_bytes_type(len, t, n);
+    *made = rc == MPI_SUCCESS && *t != MPI_BYTE;
+    return rc;
+}
+
+/* Post data receive r. */
+static int post_recv(aapc_nbexec_t *x, int r)
+{
+    const aapc_schedule_t *s = x->s;
+    int src = rank_of(x, s->recv_peer[r]), n, made, rc;
+    if (!x->vmode)
+        return PMPI_Irecv(aapc_at(x->rbuf, (MPI_Aint)src * x->rblock), x->rcount, x->rtype, src,
+                          x->tag, x->info.dup, &x->rreq[r - x->r0]);
+    const char *buf;
+    MPI_Datatype t;
+    if ((rc = piece(aapc_at(x->rbuf, (MPI_Aint)x->rdispls[src] * x->rext), x->rcounts[src],
+                    x->rtype, x->rsize, s->recv_pos[r], s->recv_len[r], &buf, &n, &t, &made)) !=
+        MPI_SUCCESS)
+        return rc;
+    rc = PMPI_Irecv((char *)buf, n, t, src, x->tag, x->info.dup, &x->rreq[r - x->r0]);
+    if (made)
+        PMPI_Type_free(&t);
+    return rc;
+}
+
+/* Start send entry e. */
+static int post_send(aapc_nbexec_t *x, int e)
+{
+    const aapc_schedule_t *s = x->s;
+    int dest = rank_of(x, s->send_peer[e]), n, made, rc;
+    if (!x->vmode)
+        return PMPI_Isend(aapc_at(x->sbuf, (MPI_Aint)dest * x->sblock), x->scount, x->stype, dest,
+                          x->tag, x->info.dup, &x->sreq[e - x->s0]);
+    const char *buf;
+    MPI_Datatype t;
+    if ((rc = piece(aapc_at(x->sbuf, (MPI_Aint)x->sdispls[dest] * x->sext), x->scounts[dest],
+                    x->stype, x->ssize, s->send_pos[e], s->send_len[e], &buf, &n, &t, &made)) !=
+        MPI_SUCCESS)
+        return rc;
+    rc = PMPI_Isend(buf, n, t, dest, x->tag, x->info.dup, &x->sreq[e - x->s0]);
+    if (made)
+        PMPI_Type_free(&t);
+    return rc;
+}
+
+int aapc_nbexec_start_v(aapc_nbexec_t *x, const void *sbuf, const int scounts[],
+                        const int sdispls[], MPI_Datatype stype, void *rbuf, const int rcounts[],
+                        const int rdispls[], MPI_Datatype rtype)
+{
+    MPI_Aint lb;
+    int rc;
+    if (x->s->send_pos == NULL || x->s->recv_pos == NULL)
+        return MPI_ERR_INTERN;
+    if ((rc = PMPI_Type_get_extent(stype, &lb, &x->sext)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_get_extent(rtype, &lb, &x->rext)) != MPI_SUCCESS ||
+        (rc = aapc_type_size(stype, &x->ssize)) != MPI_SUCCESS ||
+        (rc = aapc_type_size(rtype, &x->rsize)) != MPI_SUCCESS)
+        return rc;
+    if (!aapc_dense(stype) || !aapc_dense(rtype))
+        return MPI_ERR_INTERN; /* the caller runs these another way */
+    x->sbuf = sbuf;
+    x->rbuf = rbuf;
+    x->stype = stype;
+    x->rtype = rtype;
+    x->scounts = scounts;
+    x->sdispls = sdispls;
+    x->rcounts = rcounts;
+    x->rdispls = rdispls;
+    x->vmode = 1;
+    return post_all(x);
+}
+
+/* Post the receives and the sync receives of a run, then its first progress step. */
+static int post_all(aapc_nbexec_t *x)
+{
+    const aapc_schedule_t *s = x->s;
+    int rc;
     x->next = x->s0;
     x->rdone = x->r0;
     x->sdone = x->s0;
     x->nfired = 0;
-    for (int r = x->r0; r < x->r1; r++) {
-        int src = rank_of(x, s->recv_peer[r]);
-        if ((rc = PMPI_Irecv(aapc_at(rbuf, (MPI_Aint)src * rblock), rcount, rtype, src, x->tag,
-                             x->info.dup, &x->rreq[r - x->r0])) != MPI_SUCCESS)
+    for (int r = x->r0; r < x->r1; r++)
+        if ((rc = post_recv(x, r)) != MPI_SUCCESS)
             return rc;
-    }
     for (int i = 0; i < x->y1 - x->y0; i++) {
         int32_t peer = s->syncin_peer[x->y0 + i];
         if (peer < 0 || peer >= s->nmachines)
@@ -169,7 +273,8 @@ static int retire_recvs(aapc_nbexec_t *x, int *moved)
             return MPI_SUCCESS;
         if ((rc = PMPI_Get_count(&st, MPI_BYTE, &got)) != MPI_SUCCESS)
             return rc;
-        if (got != MPI_UNDEFINED && (int64_t)got != x->rbytes)
+        int64_t want = x->vmode ? s->recv_len[x->rdone] : x->rbytes;
+        if (got != MPI_UNDEFINED && (int64_t)got != want)
             return MPI_ERR_TRUNCATE; /* the sender described another block size */
         if (s->sync_kind == AAPC_SYNC_RECEIVER && s->fire_off != NULL &&
             (rc = fire(x, x->rdone)) != MPI_SUCCESS)
@@ -226,7 +331,6 @@ static int may_start(aapc_nbexec_t *x, int e, int *ok)
 
 int aapc_nbexec_progress(aapc_nbexec_t *x, int *done)
 {
-    const aapc_schedule_t *s = x->s;
     int rc, moved;
     *done = 0;
     do {
@@ -240,10 +344,7 @@ int aapc_nbexec_progress(aapc_nbexec_t *x, int *done)
                 return rc;
             if (!ok)
                 break;
-            int dest = rank_of(x, s->send_peer[e]);
-            if ((rc = PMPI_Isend(aapc_at(x->sbuf, (MPI_Aint)dest * x->sblock), x->scount,
-                                 x->stype, dest, x->tag, x->info.dup,
-                                 &x->sreq[e - x->s0])) != MPI_SUCCESS)
+            if ((rc = post_send(x, e)) != MPI_SUCCESS)
                 return rc;
             x->next++;
             moved = 1;

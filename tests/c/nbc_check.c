@@ -8,8 +8,10 @@
  * MPI_Request_get_status, freed while inactive; the standard's errors (MPI_Cancel of ours,
  * MPI_Request_free and MPI_Start of an active one) returned under MPI_ERRORS_RETURN; and the
  * empty status of a completed collective request. On MPI_COMM_WORLD, a dup, halves, parity and
- * reversed splits. Prints "nbc_check: N checks F failed" and "nbc_ways: library L ours O"
- * (calls begun per way in this rank).
+ * reversed splits. MPI_Ialltoallv and MPI_Alltoallv_init likewise against PMPI_Alltoallv
+ * (unequal and zero counts, gaps between the blocks, in place, a type with gaps, restarts).
+ * Prints "nbc_check: N checks F failed" and "nbc_ways: rank R library L ours O linear V
+ * phases W" (Ialltoall calls begun per way; Alltoallv calls decided per way, in this rank).
  * Usage: nbc_check [--max-bytes N] [--restarts N]
  */
 #include <mpi.h>
@@ -242,6 +244,132 @@ static void persistent(MPI_Comm comm, const char *name, int bytes, int restarts)
 #endif
 }
 
+
+/* The bytes rank a sends to rank b (zero for some pairs, unequal for the others). */
+static int vcount(int a, int b, int base)
+{
+    return ((a + 2 * b) % 3) * base + (a == b ? base : 0);
+}
+
+/* MPI_Ialltoallv and MPI_Alltoallv_init: byte for byte against PMPI_Alltoallv, with gaps
+   between the blocks, mixed with the application's requests, in place, a type with gaps. */
+static void vcases(MPI_Comm comm, const char *name, int base, int restarts)
+{
+    int p, rank;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &rank);
+    int *sc = malloc(sizeof(int) * (size_t)p), *sd = malloc(sizeof(int) * (size_t)p);
+    int *rc = malloc(sizeof(int) * (size_t)p), *rd = malloc(sizeof(int) * (size_t)p);
+    int stot = 0, rtot = 0;
+    for (int j = 0; j < p; j++) {
+        sc[j] = vcount(rank, j, base);
+        rc[j] = vcount(j, rank, base);
+        sd[j] = stot;
+        rd[j] = rtot + 3; /* a gap before every block */
+        stot += sc[j];
+        rtot += rc[j] + 3;
+    }
+    unsigned char *s = malloc((size_t)stot + 1), *r = malloc((size_t)rtot + 1);
+    unsigned char *ref = malloc((size_t)rtot + 1);
+    for (int k = 0; k < stot; k++)
+        s[k] = (unsigned char)(rank * 17 + k * 5);
+    memset(ref, 0xEE, (size_t)rtot);
+    PMPI_Alltoallv(s, sc, sd, MPI_BYTE, ref, rc, rd, MPI_BYTE, comm);
+    MPI_Request req[3];
+    int out = 0, in = -1;
+
+    memset(r, 0xEE, (size_t)rtot);
+    MPI_Ialltoallv(s, sc, sd, MPI_BYTE, r, rc, rd, MPI_BYTE, comm, &req[0]);
+    ring(comm, &out, &in, &req[1]);
+    MPI_Waitall(3, req, MPI_STATUSES_IGNORE);
+    check(memcmp(r, ref, (size_t)rtot) == 0 && ring_ok(comm, in), "Ialltoallv + Waitall mixed",
+          name, base);
+
+    /* two in flight, completed in the other order */
+    unsigned char *r2 = malloc((size_t)rtot + 1);
+    memset(r, 0xEE, (size_t)rtot);
+    memset(r2, 0xEE, (size_t)rtot);
+    MPI_Ialltoallv(s, sc, sd, MPI_BYTE, r, rc, rd, MPI_BYTE, comm, &req[0]);
+    MPI_Ialltoallv(s, sc, sd, MPI_BYTE, r2, rc, rd, MPI_BYTE, comm, &req[1]);
+    MPI_Wait(&req[1], MPI_STATUS_IGNORE);
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    check(memcmp(r, ref, (size_t)rtot) == 0 && memcmp(r2, ref, (size_t)rtot) == 0,
+          "two Ialltoallv in flight", name, base);
+    free(r2);
+
+    /* in place: send and receive the receive layout (symmetric counts needed: rc as both) */
+    int *ic = malloc(sizeof(int) * (size_t)p);
+    for (int j = 0; j < p; j++)
+        ic[j] = vcount(j, rank, base) + vcount(rank, j, base); /* the same seen from either end */
+    int itot = 0;
+    int *id = malloc(sizeof(int) * (size_t)p);
+    for (int j = 0; j < p; j++) {
+        id[j] = itot;
+        itot += ic[j];
+    }
+    unsigned char *ib = malloc((size_t)itot + 1), *iref = malloc((size_t)itot + 1);
+    for (int k = 0; k < itot; k++)
+        ib[k] = (unsigned char)(rank * 13 + k * 7);
+    memcpy(iref, ib, (size_t)itot);
+    PMPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, iref, ic, id, MPI_BYTE, comm);
+    MPI_Ialltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, ib, ic, id, MPI_BYTE, comm,
+                   &req[0]);
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    check(memcmp(ib, iref, (size_t)itot) == 0, "Ialltoallv in place", name, base);
+    free(ib);
+    free(iref);
+    free(ic);
+    free(id);
+
+    /* a type with gaps: every other byte (the linear exchange) */
+    MPI_Datatype gappy;
+    MPI_Type_vector(1, 1, 2, MPI_BYTE, &gappy);
+    MPI_Datatype resized;
+    MPI_Type_create_resized(gappy, 0, 2, &resized);
+    MPI_Type_commit(&resized);
+    unsigned char *gs = malloc(2 * (size_t)stot + 2), *gr = malloc(2 * (size_t)rtot + 2);
+    unsigned char *gref = malloc(2 * (size_t)rtot + 2);
+    for (int k = 0; k < 2 * stot; k++)
+        gs[k] = (unsigned char)(rank * 3 + k);
+    memset(gr, 0xEE, 2 * (size_t)rtot);
+    memset(gref, 0xEE, 2 * (size_t)rtot);
+    PMPI_Alltoallv(gs, sc, sd, resized, gref, rc, rd, resized, comm);
+    MPI_Ialltoallv(gs, sc, sd, resized, gr, rc, rd, resized, comm, &req[0]);
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    check(memcmp(gr, gref, 2 * (size_t)rtot) == 0, "Ialltoallv, a type with gaps", name, base);
+    MPI_Type_free(&resized);
+    MPI_Type_free(&gappy);
+    free(gs);
+    free(gr);
+    free(gref);
+
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+    int ok = 1;
+    MPI_Alltoallv_init(s, sc, sd, MPI_BYTE, r, rc, rd, MPI_BYTE, comm, MPI_INFO_NULL, &req[0]);
+    for (int it = 0; it < restarts; it++) {
+        for (int k = 0; k < stot; k++)
+            s[k] = (unsigned char)(rank * 17 + k * 5 + it);
+        memset(ref, 0xEE, (size_t)rtot);
+        PMPI_Alltoallv(s, sc, sd, MPI_BYTE, ref, rc, rd, MPI_BYTE, comm);
+        memset(r, 0xEE, (size_t)rtot);
+        MPI_Start(&req[0]);
+        MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+        ok &= memcmp(r, ref, (size_t)rtot) == 0;
+    }
+    MPI_Request_free(&req[0]);
+    check(ok && req[0] == MPI_REQUEST_NULL, "Alltoallv_init restarts", name, base);
+#else
+    (void)restarts;
+#endif
+    free(s);
+    free(r);
+    free(ref);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+}
+
 int main(int argc, char **argv)
 {
     int max_bytes = 65536, restarts = 100, p;
@@ -268,13 +396,17 @@ int main(int argc, char **argv)
                 continue;
             nonblocking(comms[c], names[c], sizes[k]);
             persistent(comms[c], names[c], sizes[k], k == 3 && c < 2 ? restarts : 3);
+            vcases(comms[c], names[c], sizes[k] / 2 + 1, k == 3 && c < 2 ? restarts / 5 + 1 : 2);
         }
     }
     for (int c = 1; c < 5; c++)
         MPI_Comm_free(&comms[c]);
     long long ways[2];
     aapc_nbc_ways_begun(ways);
-    printf("nbc_ways: rank %d library %lld ours %lld\n", me, ways[0], ways[1]);
+    long long vways[2];
+    aapc_nbc_vways(vways);
+    printf("nbc_ways: rank %d library %lld ours %lld linear %lld phases %lld\n", me, ways[0],
+           ways[1], vways[0], vways[1]);
     int total[2] = {checks, failed}, sum[2];
     MPI_Reduce(total, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (me == 0)

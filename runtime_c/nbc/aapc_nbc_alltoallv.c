@@ -1,0 +1,391 @@
+/*
+ * aapc_nbc_alltoallv.c: MPI_Ialltoallv and MPI_Alltoallv_init: the job tree's phases for the
+ * call's byte matrix, or a linear exchange, decided when the counts are gathered.
+ *
+ * Algorithm. The way of an Alltoallv depends on every rank's counts (the busiest rank's
+ * block, and the schedule itself), which no rank knows when the call begins, and the call must
+ * not wait. So:
+ *   1. the call posts MPI_Iallgather of its row of the byte matrix (N 64-bit counts) on the
+ *      user's communicator, in its place in the collective order (MPI_Alltoallv_init: once, at
+ *      init; the counts of a persistent request do not change), and, on the communicator's
+ *      first use, the gather of its machines (aapc_nbc_alltoall.c);
+ *   2. when the matrix has arrived (inside a completion call), every rank decides the same:
+ *      the cost model's choice with the busiest rank's block (as the blocking level 1/2,
+ *      alltoallv/aapc_alltoallv_cluster.c; AAPC_WAY forces it); the phases schedule the matrix on
+ *      the job tree (aapc_alltoallv_cluster_plan: the level-1 program of the default routine,
+ *      owned by the request) and run with the test-driven executor (aapc_nbc_exec.c: pieces of
+ *      messages as bytes, dense types only);
+ *   3. otherwise (the model picks the library, derived types with gaps, a rank on an unknown
+ *      machine, the scheduler's refusal) a linear exchange: every receive and send posted at
+ *      once on the private duplicate, which is the MPI libraries' own non-blocking algorithm
+ *      (Open MPI's libnbc; MPICH's for up to its block of 32 pairs); a library call cannot be
+ *      posted here, after the call has returned, without breaking the collective order.
+ *   A persistent request decides once (its first MPI_Start) and keeps its schedule: later
+ *   starts post the receives and take a first progress step, nothing else.
+ * AAPC_WAY=library (a setting every rank shares) hands the call to the library's own
+ * MPI_Ialltoallv / MPI_Alltoallv_init and nothing else happens here.
+ * Cost: the gather (lg N alpha + 8 N (N - 1) beta) per MPI_Ialltoallv, once per persistent
+ * request; scheduling as aapc_vsched_run per MPI_Ialltoallv (once per persistent request);
+ * then the phases' sum over phases of (alpha + max piece bytes beta) plus syncs, or the linear
+ * exchange's N - 1 messages at once.
+ */
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aapc_alltoall_rows.h" /* AAPC_VSYNC_BARRIER */
+#include "aapc_alltoallv_cluster.h"
+#include "aapc_args.h"
+#include "aapc_cluster_comm.h"
+#include "aapc_exec.h" /* aapc_dense */
+#include "aapc_mpi.h"
+#include "aapc_nbc.h"
+#include "aapc_report.h"
+#include "aapc_settings.h"
+
+enum { NBC_TAG0 = 64, NBC_SLOTS = 10000 }; /* as aapc_nbc_alltoall.c: one counter */
+enum { UNDECIDED = -1, LINEAR = 0, PHASES = 1 };
+
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define HAVE_PERSISTENT_COLL 1
+#endif
+
+static _Atomic long long decided[2];
+
+void aapc_nbc_vways(long long counts[2])
+{
+    counts[0] = atomic_load(&decided[LINEAR]);
+    counts[1] = atomic_load(&decided[PHASES]);
+}
+
+struct vcall {
+    const aapc_vprog_t *prog;
+    MPI_Comm comm;
+    aapc_cluster_comm_t *cc;
+    const void *sendbuf;
+    void *recvbuf;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    MPI_Datatype stype, rtype;
+    int n, me, persistent, tag, way;
+    long long *row, *m; /* this rank's row and the gathered matrix */
+    MPI_Request gather;
+    int gathered;
+    aapc_vplan_t *plan;
+    aapc_nbexec_t ex;
+    int exec_ready;
+    MPI_Request *lreq; /* the linear exchange: 2 n */
+    char *inplace;
+};
+
+/* The bytes of count elements of type, or -1 when not a count of a type. */
+static long long bytes_of(int count, MPI_Datatype type)
+{
+    int64_t size = 0;
+    if (count < 0 || type == MPI_DATATYPE_NULL || aapc_type_size(type, &size) != MPI_SUCCESS)
+        return -1;
+    return (long long)count * size;
+}
+
+/* MPI_IN_PLACE: the span of the receive blocks copied aside; the send side reads it. */
+static int inplace_copy(struct vcall *c, const void **sbuf)
+{
+    MPI_Aint lb, ext, tlb, text, lo = 0, hi = 0;
+    int rc, any = 0;
+    if ((rc = PMPI_Type_get_extent(c->rtype, &lb, &ext)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_get_true_extent(c->rtype, &tlb, &text)) != MPI_SUCCESS)
+        return rc;
+    for (int j = 0; j < c->n; j++) {
+        if (c->rcounts[j] <= 0)
+            continue;
+        MPI_Aint base = (MPI_Aint)c->rdispls[j] * ext, last = (MPI_Aint)(c->rcounts[j] - 1);
+        MPI_Aint l = base + tlb + (ext < 0 ? last * ext : 0);
+        MPI_Aint h = base + tlb + text + (ext > 0 ? last * ext : 0);
+        lo = any && lo < l ? lo : l;
+        hi = any && hi > h ? hi : h;
+        any = 1;
+    }
+    free(c->inplace);
+    if ((c->inplace = malloc((size_t)(hi - lo) + 1)) == NULL)
+        return MPI_ERR_NO_MEM;
+    if (any)
+        memcpy(c->inplace, aapc_at(c->recvbuf, lo), (size_t)(hi - lo));
+    *sbuf = aapc_at(c->inplace, -lo);
+    return MPI_SUCCESS;
+}
+
+/* The linear exchange: every receive and send at once, the own block through the library. */
+static int start_linear(struct vcall *c, const void *sbuf, const int *sc, const int *sd,
+                        MPI_Datatype st)
+{
+    MPI_Aint lb, sext, rext;
+    int rc;
+    MPI_Comm dup = c->cc->dup;
+    if ((rc = PMPI_Type_get_extent(st, &lb, &sext)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_get_extent(c->rtype, &lb, &rext)) != MPI_SUCCESS)
+        return rc;
+    for (int j = 0; j < 2 * c->n; j++)
+        c->lreq[j] = MPI_REQUEST_NULL;
+    for (int j = 0; j < c->n; j++) {
+        if (j == c->me)
+            continue;
+        if ((rc = PMPI_Irecv(aapc_at(c->recvbuf, (MPI_Aint)c->rdispls[j] * rext), c->rcounts[j],
+                             c->rtype, j, c->tag, dup, &c->lreq[j])) != MPI_SUCCESS)
+            return rc;
+    }
+    for (int k = 1; k < c->n; k++) { /* to me + 1, me + 2, ...: not every rank to rank 0 first */
+        int j = (c->me + k) % c->n;
+        if ((rc = PMPI_Isend(aapc_at(sbuf, (MPI_Aint)sd[j] * sext), sc[j], st, j, c->tag, dup,
+                             &c->lreq[c->n + j])) != MPI_SUCCESS)
+            return rc;
+    }
+    return PMPI_Sendrecv(aapc_at(sbuf, (MPI_Aint)sd[c->me] * sext), sc[c->me], st, c->me,
+                         c->tag + 2, aapc_at(c->recvbuf, (MPI_Aint)c->rdispls[c->me] * rext),
+                         c->rcounts[c->me], c->rtype, c->me, c->tag + 2, dup, MPI_STATUS_IGNORE);
+}
+
+/* One run, once the way is decided. */
+static int run(struct vcall *c)
+{
+    const void *sbuf = c->sendbuf;
+    const int *sc = c->scounts, *sd = c->sdispls;
+    MPI_Datatype st = c->stype;
+    int rc;
+    if (c->sendbuf == MPI_IN_PLACE) {
+        if ((rc = inplace_copy(c, &sbuf)) != MPI_SUCCESS)
+            return rc;
+        sc = c->rcounts;
+        sd = c->rdispls;
+        st = c->rtype;
+    }
+    if (c->way == PHASES)
+        return aapc_nbexec_start_v(&c->ex, sbuf, sc, sd, st, c->recvbuf, c->rcounts, c->rdispls,
+                                   c->rtype);
+    return start_linear(c, sbuf, sc, sd, st);
+}
+
+/* Step 2: the way, the same on every rank (from the same matrix and the same settings). */
+static int decide(struct vcall *c)
+{
+    aapc_cluster_comm_t *cc = c->cc;
+    const char *why = NULL;
+    char text[256] = "";
+    int rc, nomem = 0, dense;
+    for (int a = 0; a < c->n; a++) /* the diagonal is the local copy's */
+        c->m[(size_t)a * (size_t)c->n + (size_t)a] = 0;
+    dense = aapc_dense(c->rtype) && (c->sendbuf == MPI_IN_PLACE || aapc_dense(c->stype));
+    const aapc_job_shape_t *shape = cc->all_known ? aapc_cluster_comm_shape(cc, &nomem) : NULL;
+    if (nomem)
+        return MPI_ERR_NO_MEM;
+    c->way = LINEAR;
+    if (!cc->all_known || shape == NULL)
+        why = aapc_cluster_comm_why(cc);
+    else if (cc->family != NULL)
+        why = "a recorded sibling (the siblings' union runs in blocking calls only)";
+    else if (!dense)
+        why = "derived datatypes with gaps (pieces of their messages travel packed only in "
+              "blocking calls)";
+    if (why == NULL) {
+        int forced = aapc_way_forced(aapc_setting(c->comm, "AAPC_WAY"));
+        double b = aapc_alltoallv_busiest(c->m, c->n);
+        int way = forced == AAPC_WAY_LIBRARY || forced == AAPC_WAY_PHASES
+                      ? forced
+                      : aapc_way_choose(c->prog->cluster->model, shape, b,
+                                        (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES));
+        if (way == AAPC_WAY_PHASES) {
+            if ((rc = aapc_alltoallv_cluster_plan(c->prog, cc, c->m, &c->plan, text,
+                                                  sizeof text)) != MPI_SUCCESS)
+                return rc;
+            if (c->plan == NULL)
+                why = text;
+        }
+        if (way == AAPC_WAY_PHASES && c->plan != NULL) {
+            aapc_comm_info_t info = {1, cc->dup, cc->rank, NULL, NULL, NULL, 0};
+            if ((rc = aapc_nbexec_init(&c->ex, &c->plan->tab.sched, &info, c->tag)) !=
+                MPI_SUCCESS)
+                return rc;
+            c->exec_ready = 1;
+            c->way = PHASES;
+        }
+    }
+    if (why != NULL && why[0] != '\0')
+        aapc_warn_fallback(cc->dup, c->prog->name, why,
+                           "linear exchange (the MPI libraries' MPI_Ialltoallv algorithm)");
+    if (c->way == LINEAR && c->lreq == NULL &&
+        (c->lreq = malloc(2 * (size_t)c->n * sizeof *c->lreq)) == NULL)
+        return MPI_ERR_NO_MEM;
+    aapc_args_private_returns(cc->dup);
+    atomic_fetch_add(&decided[c->way], 1);
+    return MPI_SUCCESS;
+}
+
+static int op_start(void *ctx)
+{
+    struct vcall *c = ctx;
+    c->gathered = c->way != UNDECIDED;
+    return c->gathered ? run(c) : MPI_SUCCESS;
+}
+
+static int op_progress(void *ctx, int *done)
+{
+    struct vcall *c = ctx;
+    int rc, flag = 1, settled = 1;
+    *done = 0;
+    if (!c->gathered) { /* steps 1-2 */
+        if (c->cc->pending != NULL &&
+            (rc = aapc_cluster_comm_adopt(c->cc, 0, &settled)) != MPI_SUCCESS)
+            return rc;
+        if ((rc = PMPI_Test(&c->gather, &flag, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+            return rc;
+        if (!flag || !settled)
+            return MPI_SUCCESS;
+        if ((rc = decide(c)) != MPI_SUCCESS || (rc = run(c)) != MPI_SUCCESS)
+            return rc;
+        c->gathered = 1;
+    }
+    if (c->way == PHASES) {
+        rc = aapc_nbexec_progress(&c->ex, done);
+        if (rc != MPI_SUCCESS)
+            aapc_nbexec_abandon(&c->ex);
+        return rc;
+    }
+    return PMPI_Testall(2 * c->n, c->lreq, done, MPI_STATUSES_IGNORE);
+}
+
+static void op_release(void *ctx)
+{
+    struct vcall *c = ctx;
+    if (c->gather != MPI_REQUEST_NULL) /* every rank posted it: it completes */
+        PMPI_Wait(&c->gather, MPI_STATUS_IGNORE);
+    if (c->exec_ready)
+        aapc_nbexec_free(&c->ex);
+    aapc_alltoallv_plan_free(c->plan);
+    free(c->lreq);
+    free(c->row);
+    free(c->m);
+    free(c->inplace);
+    if (c->cc != NULL)
+        aapc_cluster_comm_release(c->cc);
+    free(c);
+}
+
+static const aapc_nbc_ops_t ops = {op_start, op_progress, op_release};
+
+static int library(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int persistent,
+                   MPI_Info info, MPI_Request *request)
+{
+#ifdef HAVE_PERSISTENT_COLL
+    if (persistent)
+        return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm, info, request);
+#else
+    (void)info;
+    if (persistent)
+        return MPI_ERR_INTERN;
+#endif
+    return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                           recvtype, comm, request);
+}
+
+/* Local checks; the row of the byte matrix this rank sends. */
+static int check_row(const void *sendbuf, const int sendcounts[], MPI_Datatype sendtype,
+                     const int recvcounts[], MPI_Datatype recvtype, int n, long long *row)
+{
+    int inplace = sendbuf == MPI_IN_PLACE;
+    const int *sc = inplace ? recvcounts : sendcounts;
+    MPI_Datatype st = inplace ? recvtype : sendtype;
+    if (sc == NULL || recvcounts == NULL)
+        return MPI_ERR_ARG;
+    for (int j = 0; j < n; j++) {
+        long long s = bytes_of(sc[j], st), r = bytes_of(recvcounts[j], recvtype);
+        if (sc[j] < 0 || recvcounts[j] < 0)
+            return MPI_ERR_COUNT;
+        if (s < 0 || r < 0)
+            return MPI_ERR_TYPE;
+        row[j] = s;
+    }
+    return MPI_SUCCESS;
+}
+
+static int begin(const aapc_vprog_t *prog, const void *sendbuf, const int sendcounts[],
+                 const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                 const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int persistent,
+                 aapc_cluster_comm_t *cc, int posted, MPI_Request *request)
+{
+    int rc, n = cc->size;
+    if (!posted && cc->pending != NULL) { /* an earlier call's gather: every rank posted it */
+        int done = 0;
+        if ((rc = aapc_cluster_comm_adopt(cc, 1, &done)) != MPI_SUCCESS)
+            return aapc_args_raise_alone(comm, rc);
+    }
+    struct vcall *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return aapc_args_raise_alone(comm, MPI_ERR_NO_MEM);
+    *c = (struct vcall){prog, comm, cc, sendbuf, recvbuf, sendcounts, sdispls, recvcounts,
+                        rdispls, sendtype, recvtype, n, cc->rank, persistent,
+                        NBC_TAG0 + 3 * (int)(cc->nb_calls++ % NBC_SLOTS), UNDECIDED, NULL, NULL,
+                        MPI_REQUEST_NULL, 0, NULL, {0}, 0, NULL, NULL};
+    aapc_cluster_comm_hold(cc);
+    size_t nn = (size_t)n * (size_t)n;
+    c->row = malloc((size_t)n * sizeof *c->row);
+    c->m = malloc(nn * sizeof *c->m);
+    if (c->row == NULL || c->m == NULL)
+        rc = MPI_ERR_NO_MEM;
+    else
+        rc = check_row(sendbuf, sendcounts, sendtype, recvcounts, recvtype, n, c->row);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Iallgather(c->row, n, MPI_LONG_LONG, c->m, n, MPI_LONG_LONG, comm, &c->gather);
+    if (rc != MPI_SUCCESS) {
+        op_release(c);
+        return aapc_args_raise_alone(comm, rc); /* the others would wait for this rank */
+    }
+    aapc_report_served("run-time, non-blocking, way from the gathered counts");
+    rc = aapc_nbc_request_make(&ops, c, comm, persistent, request);
+    return rc == MPI_SUCCESS ? rc : aapc_args_raise_alone(comm, rc);
+}
+
+int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int sendcounts[],
+                       const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                       const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                       MPI_Comm comm, int persistent, MPI_Info info, const void *caller,
+                       MPI_Request *request)
+{
+    double t0 = aapc_report_begin();
+    const char *coll = persistent ? "MPI_Alltoallv_init" : "MPI_Ialltoallv";
+    const char *name = prog != NULL ? prog->name : "MPI library";
+    aapc_cluster_comm_t *cc = NULL;
+    int rc = MPI_SUCCESS, posted = 0, size = 0;
+    long long sent = 0;
+    if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS) {
+        const int *sc = sendbuf == MPI_IN_PLACE ? recvcounts : sendcounts;
+        MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
+        for (int j = 0; sc != NULL && j < size; j++)
+            sent += bytes_of(sc[j], st) > 0 ? bytes_of(sc[j], st) : 0;
+    }
+    int fortran = aapc_nbc_from_fortran(caller);
+    int usable = prog != NULL && prog->cluster != NULL && prog->sync != AAPC_VSYNC_BARRIER &&
+                 size >= 2 && !fortran;
+    if (usable)
+        rc = aapc_cluster_comm_begin(prog->cluster, comm, &cc, &posted);
+    /* AAPC_WAY=library: only where every rank is known to share it (a gathered communicator) */
+    int forced_library = cc != NULL && !posted && cc->pending == NULL &&
+                         aapc_cluster_comm_agreed(comm) == 1 &&
+                         aapc_way_forced(aapc_setting(comm, "AAPC_WAY")) == AAPC_WAY_LIBRARY;
+    if (!usable || rc != MPI_SUCCESS || cc == NULL || forced_library) {
+        if (forced_library)
+            aapc_report_served("MPI library, forced");
+        else
+            aapc_report_fallback(fortran    ? AAPC_NBC_FORTRAN_WHY
+                                 : !usable ? "no run-time Alltoallv routine for this call"
+                                           : "not an intra-communicator the library can gather");
+        rc = library(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                     recvtype, comm, persistent, info, request);
+    } else {
+        rc = begin(prog, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                   recvtype, comm, persistent, cc, posted, request);
+    }
+    return aapc_report_entry(t0, coll, name, sent, comm, rc);
+}
