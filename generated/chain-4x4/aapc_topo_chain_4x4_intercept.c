@@ -76,7 +76,7 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 {
     return aapc_nbc_alltoall(&aapc_topo_chain_4x4_cluster, AAPC_VSYNC_RECEIVER, "chain-4x4 non-blocking",
                              sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, 0,
-                             MPI_INFO_NULL, request);
+                             MPI_INFO_NULL, AAPC_CALLER, request);
 }
 
 #if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
@@ -86,7 +86,7 @@ int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     return aapc_nbc_alltoall(&aapc_topo_chain_4x4_cluster, AAPC_VSYNC_RECEIVER, "chain-4x4 persistent",
                              sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, 1,
-                             info, request);
+                             info, AAPC_CALLER, request);
 }
 #endif
 #endif
@@ -121,6 +121,29 @@ const aapc_vlevel2_t aapc_vlevel2s[] = {
 const int aapc_nvlevel2s = 4;
 
 #ifdef AAPC_INTERCEPT
+extern const aapc_vprog_t *const aapc_topo_chain_4x4_nbc_vprog;
+
+/* The non-blocking and persistent MPI_Alltoallv (runtime_c/nbc/aapc_nbc_alltoallv.c) */
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return aapc_nbc_alltoallv(aapc_topo_chain_4x4_nbc_vprog, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                              recvcounts, rdispls, recvtype, comm, 0, MPI_INFO_NULL, AAPC_CALLER,
+                              request);
+}
+
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                       MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                       const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                       MPI_Request *request)
+{
+    return aapc_nbc_alltoallv(aapc_topo_chain_4x4_nbc_vprog, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                              recvcounts, rdispls, recvtype, comm, 1, info, AAPC_CALLER, request);
+}
+#endif
+
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)

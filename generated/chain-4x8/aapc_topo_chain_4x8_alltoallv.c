@@ -216,3 +216,7 @@ int aapc_alltoallv_topo_chain_4x8_level2_barrier_all(const long long *bytes, con
     return aapc_report_alltoallv(t0, "level2-barrier-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
+
+/* The level-1 program MPI_Ialltoallv and MPI_Alltoallv_init run (runtime_c/nbc/), or NULL: the
+   library's routine serves them */
+const aapc_vprog_t *const aapc_topo_chain_4x8_nbc_vprog = &prog_receiver_all;

@@ -161,3 +161,7 @@ int aapc_alltoallv_topo_two_switch_4_4_level2_barrier_all(const long long *bytes
     return aapc_report_alltoallv(t0, "level2-barrier-all", sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
                                  rc);
 }
+
+/* The level-1 program MPI_Ialltoallv and MPI_Alltoallv_init run (runtime_c/nbc/), or NULL: the
+   library's routine serves them */
+const aapc_vprog_t *const aapc_topo_two_switch_4_4_nbc_vprog = &prog_receiver_all;
