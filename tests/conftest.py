@@ -27,10 +27,13 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # mpicc's compiler in the tests: tests/pcc compiles the 40-odd sources of a build as many at a
 # time as there are CPUs, then links (the same objects and program as one cc command makes).
-# AAPC_TEST_SERIAL_CC=1 leaves mpicc's own compiler.
+# AAPC_TEST_SERIAL_CC=1 leaves mpicc's own compiler. Objects are cached across the tests' builds.
 if os.environ.get("AAPC_TEST_SERIAL_CC", "") in ("", "0"):
     os.environ.setdefault("MPICH_CC", str(ROOT / "tests" / "pcc"))
     os.environ.setdefault("OMPI_CC", str(ROOT / "tests" / "pcc"))
+    # its object cache inside the checkout (build/ is ignored by git), not under /tmp: the
+    # interrupt tests count what a command leaves in a private /tmp
+    os.environ.setdefault("AAPC_PCC_CACHE", str(ROOT / "build" / "pcc-cache"))
 
 
 def _have(*tools: str) -> bool:
