@@ -79,7 +79,7 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                              MPI_INFO_NULL, AAPC_CALLER, request);
 }
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#ifdef AAPC_HAVE_PERSISTENT_COLL /* aapc_nbc.h */
 int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                       MPI_Request *request)
@@ -133,7 +133,7 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
                               request);
 }
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#ifdef AAPC_HAVE_PERSISTENT_COLL /* aapc_nbc.h */
 int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
                        MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                        const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,

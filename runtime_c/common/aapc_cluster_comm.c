@@ -284,7 +284,11 @@ int aapc_cluster_comm_begin(const aapc_cluster_t *cl, MPI_Comm comm, aapc_cluste
     if ((rc = state_of(comm, &cc)) != MPI_SUCCESS)
         return rc;
     *out = cc;
-    if ((cc->rank_machine != NULL && cc->cluster == cl) || cc->pending != NULL)
+    if (cc->pending != NULL) { /* an earlier call's gather: every rank posted it */
+        int done = 0;
+        return aapc_cluster_comm_adopt(cc, 1, &done);
+    }
+    if (cc->rank_machine != NULL && cc->cluster == cl)
         return MPI_SUCCESS;
     if ((rc = PMPI_Comm_size(comm, &cc->size)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_rank(comm, &cc->rank)) != MPI_SUCCESS)

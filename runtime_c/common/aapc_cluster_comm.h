@@ -73,7 +73,8 @@ int aapc_cluster_comm(const aapc_cluster_t *cluster, MPI_Comm comm, const char *
    MPI_Alltoall_init (which must not wait for other ranks): local. When comm has no state yet,
    posts MPI_Comm_idup and MPI_Iallgather of the same four ints on comm (in the collective
    order of the call that begins it, the same on every rank) and leaves them in cc->pending;
-   aapc_cluster_comm_adopt completes them (*posted = 1). *out is NULL for a null or inter-communicator or
+   aapc_cluster_comm_adopt completes them (*posted = 1). A gather an earlier call posted is
+   completed here (every rank posted it: the wait needs only their progress). *out is NULL for a null or inter-communicator or
    outside MPI_Init..MPI_Finalize. Returns an MPI error code. */
 int aapc_cluster_comm_begin(const aapc_cluster_t *cluster, MPI_Comm comm, aapc_cluster_comm_t **out,
                             int *posted);

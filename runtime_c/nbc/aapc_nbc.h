@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "aapc_cluster.h"
+#include "aapc_cluster_comm.h"
 #include "aapc_comm.h"
 #include "aapc_phased.h"
 #include "aapc_vlevels.h" /* aapc_vprog_t */
@@ -23,6 +24,21 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The MPI library has persistent collectives (MPI_Alltoall_init): MPI 4, or Open MPI 5, whose
+   mpi.h still says 3.1. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define AAPC_HAVE_PERSISTENT_COLL 1
+#endif
+
+/* The tags of the next non-blocking or persistent call of ours on cc's private duplicate: 3 per
+   call (data, syncs, the own block), slots cycling over a counter per communicator that every
+   rank advances alike (the calls begin in the same order everywhere). */
+enum { AAPC_NBC_TAG0 = 64, AAPC_NBC_SLOTS = 10000 };
+static inline int aapc_nbc_tag(aapc_cluster_comm_t *cc)
+{
+    return AAPC_NBC_TAG0 + 3 * (int)(cc->nb_calls++ % AAPC_NBC_SLOTS);
+}
 
 /* ---- requests (aapc_nbc_request.c) ------------------------------------------------------- */
 
@@ -62,7 +78,7 @@ typedef struct aapc_nbexec {
     MPI_Aint sblock, rblock;
     int64_t rbytes;         /* bytes every receive must bring */
     int next, rdone, sdone; /* next send to start; receives and sends complete, in order */
-    int self_in_schedule, copied, started_done;
+    int self_in_schedule, copied;
     /* MPI_Alltoallv (vmode): per-rank counts and displacements; pieces of messages travel as
        bytes (dense types only) */
     int vmode;

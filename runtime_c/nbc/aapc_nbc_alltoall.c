@@ -46,11 +46,7 @@
 #include "aapc_settings.h"
 
 /* Tags of the calls of ours on a private duplicate: 3 per call, in slots that cycle. */
-enum { NBC_TAG0 = 64, NBC_SLOTS = 10000 };
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
-#define HAVE_PERSISTENT_COLL 1
-#endif
 
 static _Atomic long long begun[2];
 
@@ -236,7 +232,7 @@ static int library(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int persistent,
                    MPI_Info info, MPI_Request *request)
 {
-#ifdef HAVE_PERSISTENT_COLL
+#ifdef AAPC_HAVE_PERSISTENT_COLL
     if (persistent)
         return PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                                   info, request);
@@ -273,12 +269,7 @@ static int begin(const aapc_cluster_t *cluster, int sync, const char *name, cons
     int rc, by_size = 0;
     if ((rc = check_local(sendbuf, sendcount, sendtype, recvcount, recvtype)) != MPI_SUCCESS)
         return aapc_args_raise_alone(comm, rc); /* the others would wait for this rank */
-    int tag = NBC_TAG0 + 3 * (int)(cc->nb_calls++ % NBC_SLOTS);
-    if (!posted && cc->pending != NULL) { /* an earlier call's gather: every rank posted it */
-        int done = 0;
-        if ((rc = aapc_cluster_comm_adopt(cc, 1, &done)) != MPI_SUCCESS)
-            return aapc_args_raise_alone(comm, rc);
-    }
+    int tag = aapc_nbc_tag(cc);
     struct call *c = calloc(1, sizeof *c);
     if (c == NULL)
         return aapc_args_raise_alone(comm, MPI_ERR_NO_MEM);

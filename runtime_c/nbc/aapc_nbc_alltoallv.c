@@ -45,12 +45,8 @@
 #include "aapc_report.h"
 #include "aapc_settings.h"
 
-enum { NBC_TAG0 = 64, NBC_SLOTS = 10000 }; /* as aapc_nbc_alltoall.c: one counter */
 enum { UNDECIDED = -1, LINEAR = 0, PHASES = 1 };
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
-#define HAVE_PERSISTENT_COLL 1
-#endif
 
 static _Atomic long long decided[2];
 
@@ -71,7 +67,6 @@ struct vcall {
     int n, me, persistent, tag, way;
     long long *row, *m; /* this rank's row and the gathered matrix */
     MPI_Request gather;
-    int gathered;
     aapc_vplan_t *plan;
     aapc_nbexec_t ex;
     int exec_ready;
@@ -171,14 +166,13 @@ static int decide(struct vcall *c)
     aapc_cluster_comm_t *cc = c->cc;
     const char *why = NULL;
     char text[256] = "";
-    int rc, nomem = 0, dense;
+    int rc, nomem = 0, dense, way = LINEAR; /* c->way is set last: undecided until it all holds */
     for (int a = 0; a < c->n; a++) /* the diagonal is the local copy's */
         c->m[(size_t)a * (size_t)c->n + (size_t)a] = 0;
     dense = aapc_dense(c->rtype) && (c->sendbuf == MPI_IN_PLACE || aapc_dense(c->stype));
     const aapc_job_shape_t *shape = cc->all_known ? aapc_cluster_comm_shape(cc, &nomem) : NULL;
     if (nomem)
         return MPI_ERR_NO_MEM;
-    c->way = LINEAR;
     if (!cc->all_known || shape == NULL)
         why = aapc_cluster_comm_why(cc);
     else if (cc->family != NULL)
@@ -189,42 +183,42 @@ static int decide(struct vcall *c)
     if (why == NULL) {
         int forced = aapc_way_forced(aapc_setting(c->comm, "AAPC_WAY"));
         double b = aapc_alltoallv_busiest(c->m, c->n);
-        int way = forced == AAPC_WAY_LIBRARY || forced == AAPC_WAY_PHASES
-                      ? forced
-                      : aapc_way_choose(c->prog->cluster->model, shape, b,
-                                        (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES));
-        if (way == AAPC_WAY_PHASES) {
+        int choice = forced == AAPC_WAY_LIBRARY || forced == AAPC_WAY_PHASES
+                         ? forced
+                         : aapc_way_choose(c->prog->cluster->model, shape, b,
+                                           (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES));
+        if (choice == AAPC_WAY_PHASES && c->plan == NULL) {
             if ((rc = aapc_alltoallv_cluster_plan(c->prog, cc, c->m, &c->plan, text,
                                                   sizeof text)) != MPI_SUCCESS)
                 return rc;
             if (c->plan == NULL)
                 why = text;
         }
-        if (way == AAPC_WAY_PHASES && c->plan != NULL) {
+        if (choice == AAPC_WAY_PHASES && c->plan != NULL) {
             aapc_comm_info_t info = {1, cc->dup, cc->rank, NULL, NULL, NULL, 0};
-            if ((rc = aapc_nbexec_init(&c->ex, &c->plan->tab.sched, &info, c->tag)) !=
-                MPI_SUCCESS)
+            if (!c->exec_ready &&
+                (rc = aapc_nbexec_init(&c->ex, &c->plan->tab.sched, &info, c->tag)) != MPI_SUCCESS)
                 return rc;
             c->exec_ready = 1;
-            c->way = PHASES;
+            way = PHASES;
         }
     }
     if (why != NULL && why[0] != '\0')
         aapc_warn_fallback(cc->dup, c->prog->name, why,
                            "linear exchange (the MPI libraries' MPI_Ialltoallv algorithm)");
-    if (c->way == LINEAR && c->lreq == NULL &&
+    if (way == LINEAR && c->lreq == NULL &&
         (c->lreq = malloc(2 * (size_t)c->n * sizeof *c->lreq)) == NULL)
         return MPI_ERR_NO_MEM;
     aapc_args_private_returns(cc->dup);
-    atomic_fetch_add(&decided[c->way], 1);
+    c->way = way;
+    atomic_fetch_add(&decided[way], 1);
     return MPI_SUCCESS;
 }
 
 static int op_start(void *ctx)
 {
     struct vcall *c = ctx;
-    c->gathered = c->way != UNDECIDED;
-    return c->gathered ? run(c) : MPI_SUCCESS;
+    return c->way != UNDECIDED ? run(c) : MPI_SUCCESS; /* else once the counts are gathered */
 }
 
 static int op_progress(void *ctx, int *done)
@@ -232,7 +226,7 @@ static int op_progress(void *ctx, int *done)
     struct vcall *c = ctx;
     int rc, flag = 1, settled = 1;
     *done = 0;
-    if (!c->gathered) { /* steps 1-2 */
+    if (c->way == UNDECIDED) { /* steps 1-2 */
         if (c->cc->pending != NULL &&
             (rc = aapc_cluster_comm_adopt(c->cc, 0, &settled)) != MPI_SUCCESS)
             return rc;
@@ -242,7 +236,6 @@ static int op_progress(void *ctx, int *done)
             return MPI_SUCCESS;
         if ((rc = decide(c)) != MPI_SUCCESS || (rc = run(c)) != MPI_SUCCESS)
             return rc;
-        c->gathered = 1;
     }
     if (c->way == PHASES) {
         rc = aapc_nbexec_progress(&c->ex, done);
@@ -277,7 +270,7 @@ static int library(const void *sendbuf, const int sendcounts[], const int sdispl
                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int persistent,
                    MPI_Info info, MPI_Request *request)
 {
-#ifdef HAVE_PERSISTENT_COLL
+#ifdef AAPC_HAVE_PERSISTENT_COLL
     if (persistent)
         return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                    rdispls, recvtype, comm, info, request);
@@ -313,21 +306,16 @@ static int check_row(const void *sendbuf, const int sendcounts[], MPI_Datatype s
 static int begin(const aapc_vprog_t *prog, const void *sendbuf, const int sendcounts[],
                  const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int persistent,
-                 aapc_cluster_comm_t *cc, int posted, MPI_Request *request)
+                 aapc_cluster_comm_t *cc, MPI_Request *request)
 {
     int rc, n = cc->size;
-    if (!posted && cc->pending != NULL) { /* an earlier call's gather: every rank posted it */
-        int done = 0;
-        if ((rc = aapc_cluster_comm_adopt(cc, 1, &done)) != MPI_SUCCESS)
-            return aapc_args_raise_alone(comm, rc);
-    }
     struct vcall *c = calloc(1, sizeof *c);
     if (c == NULL)
         return aapc_args_raise_alone(comm, MPI_ERR_NO_MEM);
     *c = (struct vcall){prog, comm, cc, sendbuf, recvbuf, sendcounts, sdispls, recvcounts,
                         rdispls, sendtype, recvtype, n, cc->rank, persistent,
-                        NBC_TAG0 + 3 * (int)(cc->nb_calls++ % NBC_SLOTS), UNDECIDED, NULL, NULL,
-                        MPI_REQUEST_NULL, 0, NULL, {0}, 0, NULL, NULL};
+                        aapc_nbc_tag(cc), UNDECIDED, NULL, NULL,
+                        MPI_REQUEST_NULL, NULL, {0}, 0, NULL, NULL};
     aapc_cluster_comm_hold(cc);
     size_t nn = (size_t)n * (size_t)n;
     c->row = malloc((size_t)n * sizeof *c->row);
@@ -385,7 +373,7 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
                      recvtype, comm, persistent, info, request);
     } else {
         rc = begin(prog, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                   recvtype, comm, persistent, cc, posted, request);
+                   recvtype, comm, persistent, cc, request);
     }
     return aapc_report_entry(t0, coll, name, sent, comm, rc);
 }

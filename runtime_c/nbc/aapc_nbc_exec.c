@@ -240,7 +240,8 @@ static int post_all(aapc_nbexec_t *x)
             return rc;
     }
     x->copied = x->self_in_schedule; /* copied once every send has started (as aapc_exec.c) */
-    return aapc_nbexec_progress(x, &x->started_done);
+    int done = 0; /* seen again by the next progress call */
+    return aapc_nbexec_progress(x, &done);
 }
 
 /* The zero-byte syncs of event entry ev (a send or a recv entry, by sync_kind). */

@@ -170,7 +170,7 @@ static void nonblocking(MPI_Comm comm, const char *name, int bytes)
 
 static void persistent(MPI_Comm comm, const char *name, int bytes, int restarts)
 {
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#ifdef AAPC_HAVE_PERSISTENT_COLL
     int p, rank;
     MPI_Comm_size(comm, &p);
     MPI_Comm_rank(comm, &rank);
@@ -343,7 +343,7 @@ static void vcases(MPI_Comm comm, const char *name, int base, int restarts)
     free(gr);
     free(gref);
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#ifdef AAPC_HAVE_PERSISTENT_COLL
     int ok = 1;
     MPI_Alltoallv_init(s, sc, sd, MPI_BYTE, r, rc, rd, MPI_BYTE, comm, MPI_INFO_NULL, &req[0]);
     for (int it = 0; it < restarts; it++) {
