@@ -36,10 +36,15 @@ TWO_PER_MACHINE = [0, 0, 1, 1, 4, 4, 5, 5]  # 2 per machine on both switches
 UNEQUAL_SUBSET = [0, 0, 0, 1, 5, 5, 6, 2]
 
 
-def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = ()) -> Path:
+def build(
+    tmp: Path,
+    mpicc: Path = BIN / "mpicc",
+    extra: tuple[str, ...] = (),
+    default: str = "receiver-all",
+) -> Path:
     gen = tmp / "gen"
     if not gen.exists():
-        generate(TOPO, variant_specs("receiver-all", None), gen)
+        generate(TOPO, variant_specs(default, None), gen)
     exe = tmp / f"nbc{len(extra)}{mpicc.parent.parent.name}"
     sources = sorted(str(p) for p in gen.glob("*.c"))
     cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
@@ -123,8 +128,9 @@ def test_sanitizers_clean(tmp_path):
 
 
 @pytest.mark.openmpi
-def test_open_mpi(tmp_path):
-    exe = build(tmp_path, mpicc=OMPI / "mpicc")
+def test_open_mpi_and_a_default_with_barriers(tmp_path):
+    # the blocking calls run barrier-all; the non-blocking ones its pair-wise version (ours)
+    exe = build(tmp_path, mpicc=OMPI / "mpicc", default="barrier-all")
     machines = [m % 8 for m in range(8)]
     proc = run(
         exe, machines, {"AAPC_WAY": "phases"}, "--max-bytes", "65536", "--restarts", "20", ompi=True

@@ -14,7 +14,16 @@ from trees import figure1, make_topology, switch_trees
 from aapcgen.alltoall.phases import build_phases
 from aapcgen.alltoall.sync import plan_sync
 from aapcgen.alltoall.tree import analyze
-from aapcgen.alltoall.variants import VARIANTS, variant_spec
+from aapcgen.alltoall.variants import (
+    BLOCKED,
+    DEFAULT_VARIANT,
+    RUNTIME_SYNC_C,
+    VARIANTS,
+    WINDOWED,
+    nonblocking_sync,
+    variant_spec,
+)
+from aapcgen.codegen.generate import generate, variant_specs
 from aapcgen.core.errors import InputError, VerificationError
 from aapcgen.verify.alltoall import verify_sync
 
@@ -184,3 +193,35 @@ def test_a_schedule_without_messages_needs_no_sync(name):
     sched = Schedule(topo.n_machines, 0, none, none, none)
     plan = plan_sync(analyze(topo), sched, variant_spec(name, 2 if "partial" in name else None))
     assert len(plan.frm) == 0 and plan.counts.after_removal == 0
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_nonblocking_calls_keep_the_defaults_pairwise_syncs_and_drop_barriers(name):
+    spec = variant_spec(name, 2 if name in BLOCKED else None)
+    nb = variant_spec(nonblocking_sync(spec))
+    assert nb.name in RUNTIME_SYNC_C and nb.barrier_every == 0 and not nb.dummy
+    if spec.kind != "none":
+        assert (nb.kind, nb.scope) == (spec.kind, "all")
+    if spec.name in RUNTIME_SYNC_C and spec.barrier_every == 0:
+        assert nb == spec  # its own, whatever its window (below)
+    if name in WINDOWED:
+        assert nonblocking_sync(variant_spec(f"{name}-w3")) == name
+    if spec.kind == "none" and (spec.barrier_every or spec.dummy):
+        assert nb.name == DEFAULT_VARIANT
+
+
+@pytest.mark.parametrize(
+    "label, block, sync",
+    [("barrier-all", None, "AAPC_VSYNC_RECEIVER"), ("sender-partial", [2], "AAPC_VSYNC_SENDER")],
+)
+def test_a_library_with_barriers_runs_pairwise_syncs_in_its_nonblocking_calls(
+    tmp_path, label, block, sync
+):
+    gen = tmp_path / "gen"
+    generate(figure1(), variant_specs(label, block), gen)
+    intercept = next(gen.glob("*_intercept.c")).read_text()
+    calls = [ln for ln in intercept.splitlines() if "aapc_nbc_alltoall(&" in ln]
+    assert len(calls) == 2 and all(f"_cluster, {sync}," in ln for ln in calls), calls
+    prog = sync.removeprefix("AAPC_VSYNC_").lower()
+    alltoallv = next(gen.glob("*_alltoallv.c")).read_text()
+    assert f"_nbc_vprog = &prog_{prog}_all;" in alltoallv

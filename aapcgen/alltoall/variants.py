@@ -128,6 +128,23 @@ def did_you_mean(word: str, names: Iterable[str]) -> str:
     return " (did you mean " + " or ".join(f"'{c}'" for c in close) + "?)"
 
 
+def nonblocking_sync(spec: VariantSpec) -> str:
+    """The run-time synchronisation (a name of RUNTIME_SYNC_C) that MPI_Ialltoall(v) and the
+    persistent calls run when ``spec`` is the default routine. A non-blocking call progresses
+    only inside the application's completion calls and may never wait there for the other
+    ranks, so it keeps the pair-wise orderings and drops what waits for everybody: the
+    default's own synchronisation when it runs at run time and has no barrier (no-sync,
+    sender-all, receiver-all, with any window); the ``-all`` synchronisation of its kind for the
+    partial variants (syncs every phase order at least what the partial ones order between
+    barriers, so the phases stay contention-free); DEFAULT_VARIANT for barrier-all,
+    barrier-partial-none and dummy (nothing pair-wise to keep)."""
+    if spec.name in RUNTIME_SYNC_C and spec.barrier_every == 0:
+        return spec.name
+    if spec.kind in ("sender", "receiver"):
+        return f"{spec.kind}-all"
+    return DEFAULT_VARIANT
+
+
 def default_variant(labels: Iterable[str]) -> str:
     """The variant a generated library runs unless told otherwise: the first of
     DEFAULT_PREFERENCE among ``labels``, else the first label."""

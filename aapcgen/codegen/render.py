@@ -22,6 +22,8 @@ from aapcgen.alltoall.variants import (
     DEFAULT_VARIANT,
     KIND_C,
     RUNTIME_SYNC_C,
+    VariantSpec,
+    nonblocking_sync,
     runtime_label,
 )
 from aapcgen.alltoallv.schedule import VSchedule
@@ -277,18 +279,22 @@ def intercept_label(default: str, variants: list[VariantCode]) -> str:
     return AUTO if auto_variant(default, variants) else default
 
 
-def nbc_sync(auto: AutoVariant | None) -> str:
-    """The synchronisation MPI_Ialltoall and MPI_Alltoall_init run (the run-time routine's of the
-    default), or -1: the default has no run-time routine, the library's routine serves them."""
-    return auto.sync_c if auto else "-1"
+def nbc_sync(default: VariantSpec | None) -> str:
+    """The synchronisation (C enum) MPI_Ialltoall and MPI_Alltoall_init run at run time for the
+    default routine ``default`` (nonblocking_sync), or -1: no default variant, the library's
+    routine serves them."""
+    return RUNTIME_SYNC_C[nonblocking_sync(default)] if default else "-1"
 
 
-def nbc_vprog(auto: AutoVariant | None) -> str | None:
+def nbc_vprog(default: VariantSpec | None) -> str | None:
     """The level-1 Alltoallv program (its C identifier) MPI_Ialltoallv and MPI_Alltoallv_init
-    run: the one of the default's synchronisation, or None (the library's routine serves them)."""
-    if auto is None:
-        return None
-    return next(c_identifier(s) for s, c in RUNTIME_SYNC_C.items() if c == auto.sync_c)
+    run: the one of nbc_sync's synchronisation, or None (the library's routine serves them)."""
+    return c_identifier(nonblocking_sync(default)) if default else None
+
+
+def default_spec(default: str, variants: list[VariantCode]) -> VariantSpec | None:
+    """The synchronisation variant of the default routine among those generated."""
+    return next((v.plan.spec for v in variants if v.label == default), None)
 
 
 def runtime_sources() -> list[Path]:
@@ -398,8 +404,8 @@ def render(
         "vpattern": alltoallv.pattern.ravel() if alltoallv else np.zeros(0),
         "runtime_variants": runtime,
         "auto": auto,
-        "nbc_sync_c": nbc_sync(auto),
-        "nbc_vprog_ident": nbc_vprog(auto),
+        "nbc_sync_c": nbc_sync(default_spec(default, variants)),
+        "nbc_vprog_ident": nbc_vprog(default_spec(default, variants)),
         "intercept_default": intercept or intercept_label(default, variants),
         "n_variants": len(variants) + len(runtime) + (1 if auto else 0),
         "cluster_c": render_cluster_c(cluster_tables(topo, model), f"aapc_{topo_id}_cluster"),
