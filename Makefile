@@ -69,7 +69,7 @@ check: $(STAMP) lint
 # each test once: the other tiers here, then the fast tier and the interrupt tests from a copy
 # under /tmp (check-clone).
 test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid nftables fortran-mpi
-	$(BIN)/pytest -m "$(TIERS)" --ignore=tests/test_interrupt.py
+	$(BIN)/pytest -m "$(TIERS)" --ignore=tests/test_interrupt.py --durations=25
 	$(MAKE) check-clone
 
 # The fast tier and the interrupt tests (which cover /tmp and /dev/shm with private folders) from
