@@ -102,7 +102,7 @@ generated: $(STAMP)
 clean:
 	rm -rf $(VENV) .venv-openmpi build dist *.egg-info mutants
 
-# The long fuzz run (docs/performance.md, "Fuzzing"): 3,600 topology files, 600 patterns, 200
+# The long fuzz run (docs/measurements/fuzzing.md): 3,600 topology files, 600 patterns, 200
 # command lines, 400 hypothesis examples per property, 50 randomly interrupted benches (root).
 # `make test` runs the same tests with bounded counts (tests/test_fuzz.py, tests/test_interrupt.py).
 .PHONY: fuzz

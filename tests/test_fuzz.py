@@ -14,7 +14,7 @@ that ends in status 0 is an "unchecked accept".
 Counts: ``AAPC_FUZZ_TOPOLOGIES`` (default 600), ``AAPC_FUZZ_PATTERNS`` (150), ``AAPC_FUZZ_CLI``
 (100), ``AAPC_FUZZ_EXAMPLES`` (hypothesis examples per property, 60), ``AAPC_FUZZ_SEED`` (19);
 ``make fuzz`` runs 3,600 / 600 / 200 / 400. Each test writes its figures to
-``build/fuzz/<test>.json`` (docs/performance.md, "Fuzzing").
+``build/fuzz/<test>.json`` (docs/measurements/fuzzing.md).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ phases alone and the phases plus the job tree and one rank's executor rows with 
 receiver-all syncs (runtime_c/alltoall/aapc_alltoall_rows.c: everything aapc_alltoall_cluster.c
 does on a rank after its one Allgather), minimum and median of several
 calls, with the peak resident memory of the process. Prints a Markdown table; record it in
-docs/performance.md. Take the exclusive CPU lock while measuring:
+docs/measurements/runtime-scheduling.md. Take the exclusive CPU lock while measuring:
 
     flock -x /tmp/aapc-cpu.lock .venv/bin/python tuning/bench_cluster_c.py
 

@@ -1,4 +1,4 @@
-"""Topology discovery on emulated networks: full recoveries (docs/performance.md, "Topology
+"""Topology discovery on emulated networks: full recoveries (docs/measurements/discovery.md, "Topology
 discovery"). Needs root (network namespaces); hold the CPU lock for the whole run:
 
     flock -x /tmp/aapc-cpu.lock .venv/bin/python tuning/bench_discover.py [--only NAME ...]

@@ -14,7 +14,7 @@
  * take the other ranks' CPU and measure starvation instead); like computation, a sleep makes no
  * MPI progress.
  * Usage: bench_overlap BYTES REPEATS SLICE_US; run it with AAPC_WAY=phases and
- * AAPC_WAY=library to compare (docs/nonblocking.md, "Overlap"; docs/performance.md).
+ * AAPC_WAY=library to compare (docs/nonblocking.md, "Overlap"; docs/measurements/nonblocking.md).
  */
 #define _POSIX_C_SOURCE 199309L
 #include <mpi.h>

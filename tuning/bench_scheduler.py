@@ -4,7 +4,7 @@ Each topology runs twice, each time in a fresh child process pinned to one CPU c
 resident set size (ru_maxrss) is that run's own: "unit" is seed 002's phases (one message per
 link and phase, Python), "capacity" the capacity-aware phases (aapcgen/alltoall/capacity.py,
 the C scheduler; the same as "unit" where seed 002 is already optimal). Prints a Markdown table;
-record it in docs/performance.md.
+record it in docs/measurements/scheduling-at-scale.md.
 
     .venv/bin/python tuning/bench_scheduler.py [TOPO.yaml ...]
 """

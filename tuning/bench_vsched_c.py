@@ -6,7 +6,7 @@ each scheduler, it compiles tests/c/vsched_driver.c with -O2 and times aapc_vsch
 scheduling, sorting, phase times, cost and bound: everything Level 1 does after MPI_Allgather)
 with CLOCK_MONOTONIC (wall) and CLOCK_PROCESS_CPUTIME_ID (CPU), minimum and median of several
 calls (a call slower than 1 s is measured once). Prints a Markdown table; record it in
-docs/performance.md. Take the exclusive CPU lock while measuring:
+docs/measurements/alltoallv-scheduling-in-c.md. Take the exclusive CPU lock while measuring:
 
     flock -x /tmp/aapc-cpu.lock .venv/bin/python tuning/bench_vsched_c.py [--sizes 64,256]
         [--schedulers greedy,alltoall,balanced] [--max-balanced-pairs 70000]

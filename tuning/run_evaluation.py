@@ -1,4 +1,4 @@
-"""The evaluation of docs/performance.md: emulated switch trees (root) against MPICH native.
+"""The evaluation of docs/measurements/evaluation.md: emulated switch trees (root) against MPICH native.
 
     sudo .venv/bin/python tuning/run_evaluation.py [NAME ...]     # all cases, or some by name
 

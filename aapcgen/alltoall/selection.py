@@ -78,7 +78,7 @@ def selection_lines(topo: Topology, model: dict[str, float] | None = None) -> li
     source = (
         "constants measured on this cluster by aapcgen tune"
         if tuned
-        else "untuned: built-in constants measured on emulated trees (docs/performance.md); "
+        else "untuned: built-in constants measured on emulated trees (docs/measurements/selection.md); "
         "`aapcgen tune` measures this cluster's"
     )
     return [

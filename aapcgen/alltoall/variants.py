@@ -76,7 +76,7 @@ BLOCKED = frozenset(v.name for v in TABLE if v.blocked)
 # tune's tie-break among generated variants, simplest first
 SIMPLICITY_ORDER: tuple[str, ...] = tuple(v.name for v in sorted(TABLE, key=lambda v: v.simplicity))
 # the default routine among those generated: receiver-all won on every measured tree
-# (docs/performance.md); seed 002 preferred sender-all on its 2005 MPICH
+# (docs/performance.md, docs/measurements/evaluation.md); seed 002 preferred sender-all on its 2005 MPICH
 DEFAULT_PREFERENCE = ("receiver-all", "sender-all")
 DEFAULT_VARIANT = DEFAULT_PREFERENCE[0]
 # C enum of each sync kind in the executor tables (runtime_c aapc_phased.h)

@@ -180,7 +180,7 @@ def generate(
 ) -> Generated:
     """``runtime_scheduler``: the C scheduler of MPI_Alltoallv levels 1 and 2 (greedy: 10 ms
     per call for 256 machines, dense; balanced is closer to the bound but takes seconds there,
-    docs/performance.md). ``copy_runtime=False`` writes only the topology's own files (the
+    docs/measurements/alltoallv-scheduling-in-c.md). ``copy_runtime=False`` writes only the topology's own files (the
     repository's generated/ references runtime_c/ instead of copying it). ``model``: the
     per-call selection's constants (`aapcgen tune`'s DIR/model.json; None: the built-in ones)."""
     tree = analyze(topo)

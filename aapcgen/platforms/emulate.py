@@ -78,7 +78,7 @@ SYSCTL_TCP = ("net.ipv4.tcp_no_metrics_save=1",)
 # under a cap of net.ipv4.tcp_limit_output_bytes, and puts fq_codel or fq in front of the NIC.
 # An emulated machine's "NIC" is a veth, whose pacing rate knows nothing of the tbf that shapes
 # it, so its sockets fill the host queue up to the cap (4 MiB on this kernel): 3.4 s of data at
-# 10 Mbit/s in front of every ACK and sync of the machine (docs/performance.md, fat-4-4). The
+# 10 Mbit/s in front of every ACK and sync of the machine (docs/measurements/capacities.md, fat-4-4). The
 # emulation sets the cap per machine to this many seconds of the machine link's rate (at least
 # two frames); AAPC_EMULATE_TSQ_MS overrides it (0: leave the kernel's cap).
 HOST_TSQ_SECONDS = 0.002

@@ -33,7 +33,7 @@
  * Then the phase executor (common/aapc_exec.c) runs this rank's rows.
  * Cost of the first call: one MPI_Comm_dup, one Allgather of P ints (lg P alpha + 4 P beta),
  * O(P^2 d) local work and about 16 P^2 bytes for P ranks of a depth-d tree (119 ms, 34 MiB at
- * 1024 ranks: docs/performance.md); each call: the
+ * 1024 ranks: docs/measurements/runtime-scheduling.md); each call: the
  * executor's P_phases (alpha + n beta) on the critical path plus its syncs. A union adds, on its
  * first call, O(P^2) memory for the parent's P ranks (its count matrix and template) and the
  * greedy over the M = sum of the siblings' n(n-1) messages.

@@ -16,7 +16,7 @@
  * returns, since the other ranks may wait for this one); element sizes are 64-bit.
  * Cost: level 1 adds an Allgather of 8N bytes per rank (lg N alpha + 8N(N-1) beta with a
  * recursive-doubling/ring Allgather) plus the scheduling time when the counts change
- * (docs/performance.md); the data phase costs the schedule's sum over phases of
+ * (docs/measurements/alltoallv-scheduling-in-c.md); the data phase costs the schedule's sum over phases of
  * (alpha + max piece bytes beta) plus its syncs.
  */
 #include "aapc_vlevels.h"

@@ -30,7 +30,7 @@
  *      every rank computes the same schedule. When the step budget runs out, T grows by one.
  *   4. sort by (phase, src) as seed 002's schedules.
  * Cost: O(P^2 d) for the order and first fit for depth d when the fit search stays near the
- * frontier (it does on the trees measured in docs/performance.md), 12 P^2 bytes for the
+ * frontier (it does on the trees measured in docs/measurements/runtime-scheduling.md), 12 P^2 bytes for the
  * messages plus 4 n T bytes of link counters for n nodes; repair adds 8 P T bytes, and only
  * when P T <= 2^24.
  * No communication; pure C11.

@@ -21,7 +21,7 @@
  * in lg P steps, and copies every rank's P blocks in each. The constants are measured by
  * `aapcgen tune` on the cluster and compiled into the library (aapc_cluster_t.model); an
  * untuned library uses aapc_cost_model_default, measured on the emulated trees of
- * docs/performance.md. The choice is the cheapest allowed way; ties go to the earlier way in
+ * docs/measurements/selection.md. The choice is the cheapest allowed way; ties go to the earlier way in
  * the enum (the library first). Every rank computes the same choice from the same shape, model
  * and block size.
  * Cost: O(1) per call.
@@ -33,7 +33,7 @@
 #include "aapc_cluster.h"
 
 /* Fitted to the medians of the crossover run on the emulated 4+4 tree at 100 Mbit/s, 1 and 2
-   ranks per machine on 2 cores (docs/performance.md, "the crossovers": MPICH's default 0.67 ms
+   ranks per machine on 2 cores (docs/measurements/selection.md, "The crossovers": MPICH's default 0.67 ms
    at 8 B over lg 8 = 3 rounds; its 4 KB-256 KB times 1.07-2.9x the bound, 1.5 where the
    choice against the phases falls; the phases 4.49 ms at 8 B over 16 phases, 1.06x the bound at
    256 KB; the log-round 1.61 ms at 8 B over 3 rounds; the leaders' gather and scatter 40 ms more

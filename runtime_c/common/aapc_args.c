@@ -49,7 +49,7 @@
  * Cost per call, p ranks: O(1) local work for MPI_Alltoall, O(p) for MPI_Alltoallv, two
  * zero-element MPI_Pack calls (tens of ns), and the agreement: one reduction of 48 bytes with
  * MPI_MAX (MPI_Alltoall) or 32 bytes with a user-defined operation (MPI_Alltoallv), about
- * lg(p) alpha (docs/performance.md: its share of a 64 KB call on the emulated 4+4 tree).
+ * lg(p) alpha (docs/measurements/argument-agreement.md: its share of a 64 KB call on the emulated 4+4 tree).
  * AAPC_AGREE=0 leaves the agreement out: the local checks stay and are raised at once on the
  * rank that finds them, but a misuse on some ranks only, or counts that differ, can then hang.
  */

@@ -12,7 +12,7 @@
  * ranks outnumber cores or share them with the kernel's protocol processing. (Sleeping from
  * the 65th test on made a 64 KB call on 2 ranks of one machine 2-7x MPICH's pairwise: a 40-byte
  * argument agreement or a shared-memory copy finishing a few us into a sleep waited out the
- * sleep; docs/performance.md, "Executor overhead".) AAPC_WAIT=spin selects the library's own
+ * sleep; docs/measurements/executor-overhead.md.) AAPC_WAIT=spin selects the library's own
  * PMPI_Waitall instead.
  *
  * Under SimGrid SMPI (smpicc; its mpi.h defines SMPI_SHARED_MALLOC) the requests are waited
