@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check check-clone lint bench generated clean fortran-mpi
+.PHONY: demo test check check-clone lint bench generated clean fortran-mpi apps-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,9 +58,14 @@ fortran-mpi:
 	command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null || \
 	  (apt-get update && apt-get install -y --no-install-recommends gfortran libmpich-dev libopenmpi-dev)
 
+# FFTW for the application programs of tuning/apps/ (the FT-style 3-D FFT; docs/applications.md)
+apps-deps:
+	test -f /usr/include/fftw3.h || \
+	  (apt-get update && apt-get install -y --no-install-recommends libfftw3-dev)
+
 # The fast tier while you work: no MPI, no root, no SimGrid, no Open MPI, no Fortran
 # (tests/conftest.py).
-TIERS := mpi or root or simgrid or openmpi or fortran or slow
+TIERS := mpi or root or simgrid or openmpi or fortran or apps or slow
 FAST := not ($(TIERS))
 check: $(STAMP) lint
 	$(BIN)/pytest -q -m "$(FAST)"
@@ -68,7 +73,7 @@ check: $(STAMP) lint
 # The whole suite (what .ci/run calls): every tier, MPI, root, SimGrid and Open MPI included,
 # each test once: the other tiers here, then the fast tier and the interrupt tests from a copy
 # under /tmp (check-clone).
-test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid nftables fortran-mpi
+test: $(STAMP) $(OMPI_STAMP) lint emulation-tools simgrid nftables fortran-mpi apps-deps
 	$(BIN)/pytest -m "$(TIERS)" --ignore=tests/test_interrupt.py --durations=25
 	$(MAKE) check-clone
 

