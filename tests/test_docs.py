@@ -19,7 +19,8 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SHELL_BLOCK = re.compile(r"```(?:sh|bash|console|shell)\n(.*?)```", re.S)
 # an aapcgen command line, after environment assignments, sudo, flock and a venv path
 AAPCGEN = re.compile(
-    r"^(?:[A-Z_]+=\S*\s+)*(?:sudo\s+)?(?:flock\s+(?:-[xs]\s+)?\S+\s+)?(?:\S*/)?aapcgen\s+(.*)$"
+    r"^(?:[A-Z_]+=\S*\s+)*(?:sudo\s+)?(?:[A-Z_]+=\S*\s+)*(?:flock\s+(?:-[xs]\s+)?\S+\s+)?"
+    r"(?:\S*/)?aapcgen\s+(.*)$"
 )
 REPO_PATH = re.compile(r"(?<![\w./-])((?:topologies|tuning|tests|runtime_c|templates)/[\w./-]+)")
 
