@@ -16,10 +16,13 @@ from aapcgen.core.errors import InputError
 from aapcgen.core.topology import load_topology
 from aapcgen.measure.bench import (
     Measurement,
+    best_ratios,
+    cpu_fairness,
     parse_sizes,
     parse_timer_output,
     peak_of,
     plan_jobs,
+    report_table,
     summarize,
     tcp_cell,
     with_rate,
@@ -68,6 +71,25 @@ def test_timer_output_with_tcp_counters():
     assert (summary["native"].tcp_retrans, summary["native"].tcp_timeouts) == (6.75, 0.333)
     assert (summary["x"].tcp_retrans, summary["x"].tcp_timeouts) == (-1.0, -1.0)
     assert tcp_cell(6.75, 0.333) == "6.8 / 0.33" and tcp_cell(-1.0, 0.0) == "?"
+
+
+def test_run_queue_wait_marks_starved_rows_and_unfair_ratios():
+    out = (
+        "time native 4096 0 0.5 3 0.99 1.00 0.000 0.412\n"
+        "time receiver-all 4096 0 0.25 3 0.55 0.00 0.000 0.010\n"
+        "time old 4096 0 0.25 3 0.55 0.00 0.000\n"
+    )
+    rows = parse_timer_output(out, {"native": "native-default"}, repeat=0)
+    assert [r.runq_wait for r in rows] == [0.412, 0.010, -1.0]
+    summary = {s.candidate: s for s in summarize(rows, n_machines=4, peak=1e6)}
+    assert summary["native-default"].cpu_starved and not summary["receiver-all"].cpu_starved
+    assert not summary["old"].cpu_starved  # unknown is not starved ...
+    table = report_table(list(summary.values()))
+    assert "| 41% |" in table and "cpu-starved" in table and "| ? |" in table
+    assert "not CPU-fair: native-default waited for a CPU" in best_ratios(list(summary.values()))
+    fair = [summary["receiver-all"], replace(summary["native-default"], cpu_starved=False)]
+    assert cpu_fairness(fair) == " (CPU-fair)"
+    assert cpu_fairness([*fair, summary["old"]]) == " (CPU fairness unknown)"  # ... nor fair
 
 
 def test_job_plan_interleaves_natives():
@@ -141,6 +163,7 @@ def test_short_local_bench_is_well_formed(tmp_path):
     assert len(rows) == 4 * 2 * 2  # candidates x sizes x repeats
     assert all(float(r["seconds"]) > 0 and 0 <= float(r["cpu_busy"]) <= 1 for r in rows)
     assert all(float(r["tcp_timeouts_per_call"]) >= 0 for r in rows)  # /proc/net read
+    assert all(0 <= float(r["runq_wait"]) <= 1 for r in rows)  # /proc/thread-self/schedstat
     data = json.loads((out / "results.json").read_text())
     assert data["environment"]["backend"] == "local" and len(data["summary"]) == 4 * 2
     assert (out / "throughput.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -8,7 +8,10 @@ native algorithm (MPICH: MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM; SimGrid: --cfg=smpi
 
 Throughput = |M|(|M|-1) * msize / time, reported with its percentage of the section 3 peak. Every
 measurement records the CPU utilisation of the machine during the timed calls; above
-CPU_BOUND it is flagged "cpu-bound": not a statement about the network.
+CPU_BOUND it is flagged "cpu-bound": not a statement about the network. It also records how
+long the ranks waited for a CPU (the largest share of the timed time one rank spent runnable on
+a run queue); from STARVED up a row is "cpu-starved", and a ratio between two rows is CPU-fair
+only when neither is.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from aapcgen.measure.timer import parse_timer_lines
 
 BACKENDS = ("local", "emulate", "simulate", "mpiexec")
 CPU_BOUND = 0.90
+STARVED = 0.05  # a rank that waited for a CPU this share of the time was starved of it
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 2**20, "MB": 2**20, "MIB": 2**20}
 
 
@@ -95,6 +99,7 @@ class Measurement:
     # network namespaces (emulation); -1 unknown (SimGrid, older timers, no /proc/net)
     tcp_retrans: float = -1.0
     tcp_timeouts: float = -1.0
+    runq_wait: float = -1.0  # the most a rank waited for a CPU, share of the time; -1 unknown
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,8 @@ class Summary:
     repeats: int
     tcp_retrans: float = -1.0  # medians per call; -1 unknown
     tcp_timeouts: float = -1.0
+    runq_wait: float = -1.0  # median
+    cpu_starved: bool = False  # runq_wait >= STARVED
 
 
 def median_known(values: list[float]) -> float:
@@ -131,6 +138,7 @@ def parse_timer_output(text: str, rename: dict[str, str], repeat: int) -> list[M
             t.cpu_busy,
             t.tcp_retrans,
             t.tcp_timeouts,
+            t.runq_wait,
         )  # fmt: skip
         for t in parse_timer_lines(text)
     ]
@@ -165,6 +173,8 @@ def summarize(
                 len(ms),
                 median_known([m.tcp_retrans for m in ms]),
                 median_known([m.tcp_timeouts for m in ms]),
+                median_known([m.runq_wait for m in ms]),
+                median_known([m.runq_wait for m in ms]) >= STARVED,
             )
         )
     return out
@@ -512,6 +522,7 @@ def write_outputs(
                 "cpu_bound",
                 "tcp_retrans_per_call",
                 "tcp_timeouts_per_call",
+                "runq_wait",
             ]
         )
         for r in rows:
@@ -530,6 +541,7 @@ def write_outputs(
                     r.cpu_busy >= CPU_BOUND,
                     f"{r.tcp_retrans:.2f}",
                     f"{r.tcp_timeouts:.3f}",
+                    f"{r.runq_wait:.3f}",
                 ]
             )
     env = {
@@ -607,16 +619,18 @@ def plot(summary: list[Summary], peak: float, title: str, path: Path) -> None:
 def report_table(summary: list[Summary]) -> str:
     lines = [
         "| size | candidate | median MB/s | time median (min-max) ms | % of peak | CPU busy "
-        "| TCP retrans / timeouts per call | note |",
-        "|---|---|---|---|---|---|---|---|",
+        "| waiting for a CPU | TCP retrans / timeouts per call | note |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
-        note = "cpu-bound: not network-bound" if s.cpu_bound else ""
+        notes = ["cpu-starved"] if s.cpu_starved else []
+        notes += ["cpu-bound: not network-bound"] if s.cpu_bound else []
         cpu = f"{100 * s.cpu_busy:.0f}%" if s.cpu_busy >= 0 else "?"
+        wait = f"{100 * s.runq_wait:.0f}%" if s.runq_wait >= 0 else "?"
         lines.append(
             f"| {_size(s.bytes)} | {s.candidate} | {s.throughput_mbps:.2f} | {1e3 * s.median_s:.2f} "
-            f"({1e3 * s.min_s:.2f}-{1e3 * s.max_s:.2f}) | {s.percent_of_peak:.1f} | {cpu} "
-            f"| {tcp_cell(s.tcp_retrans, s.tcp_timeouts)} | {note} |"
+            f"({1e3 * s.min_s:.2f}-{1e3 * s.max_s:.2f}) | {s.percent_of_peak:.1f} | {cpu} | {wait} "
+            f"| {tcp_cell(s.tcp_retrans, s.tcp_timeouts)} | {'; '.join(notes)} |"
         )
     return "\n".join(lines)
 
@@ -626,6 +640,16 @@ def tcp_cell(retrans: float, timeouts: float) -> str:
     if retrans < 0 or timeouts < 0:
         return "?"
     return f"{retrans:.1f} / {timeouts:.2f}"
+
+
+def cpu_fairness(rows: list[Summary]) -> str:
+    """Whether a ratio between these rows is CPU-fair: none of them was starved of CPU."""
+    starved = list(dict.fromkeys(s.candidate for s in rows if s.cpu_starved))
+    if starved:
+        return f" (not CPU-fair: {', '.join(starved)} waited for a CPU)"
+    if any(s.runq_wait < 0 for s in rows):
+        return " (CPU fairness unknown)"
+    return " (CPU-fair)"
 
 
 def best_ratios(summary: list[Summary]) -> str:
@@ -650,9 +674,11 @@ def best_ratios(summary: list[Summary]) -> str:
                 if default
                 else ""
             )
+            fairness = cpu_fairness([s for s in (gen, nat, default) if s])
             lines.append(
                 f"{_size(size)}: best generated {gen.candidate} {gen.percent_of_peak:.1f}% of peak, "
-                f"{gen.throughput_mbps / nat.throughput_mbps:.2f}x the best native ({nat.candidate}){vs_default}"
+                f"{gen.throughput_mbps / nat.throughput_mbps:.2f}x the best native ({nat.candidate})"
+                f"{vs_default}{fairness}"
             )
     return "\n".join(lines)
 

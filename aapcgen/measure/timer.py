@@ -3,9 +3,10 @@
 Rank 0 of a timer program prints one line per timed (candidate, size, repeat):
 
     time <candidate> <bytes> <repeat> <seconds per call, max over ranks> <calls> <cpu busy>
-         [<TCP retransmitted segments per call> <TCP timeouts per call>]
+         [<TCP retransmitted segments per call> <TCP timeouts per call> [<run-queue wait>]]
 
-(one line; the TCP fields are absent from older timers and -1 when unknown, as is cpu busy).
+(one line; the TCP fields and the run-queue wait, the largest share of the timed time a rank
+spent waiting for a CPU, are absent from older timers and -1 when unknown, as is cpu busy).
 Every other line is ignored.
 """
 
@@ -24,6 +25,7 @@ class TimerLine:
     cpu_busy: float  # -1: unknown
     tcp_retrans: float = -1.0  # per call; -1: unknown
     tcp_timeouts: float = -1.0
+    runq_wait: float = -1.0  # the most any rank waited for a CPU, share of the timed time
 
 
 def parse_timer_lines(text: str) -> list[TimerLine]:
@@ -31,10 +33,10 @@ def parse_timer_lines(text: str) -> list[TimerLine]:
     lines = []
     for line in text.splitlines():
         f = line.split()
-        if len(f) in (7, 9) and f[0] == "time":
-            tcp = (float(f[7]), float(f[8])) if len(f) == 9 else (-1.0, -1.0)
+        if len(f) in (7, 9, 10) and f[0] == "time":
+            extra = tuple(float(x) for x in f[7:])
             lines.append(
-                TimerLine(f[1], int(f[2]), int(f[3]), float(f[4]), int(f[5]), float(f[6]), *tcp)
+                TimerLine(f[1], int(f[2]), int(f[3]), float(f[4]), int(f[5]), float(f[6]), *extra)
             )
     return lines
 

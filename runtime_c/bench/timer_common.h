@@ -29,6 +29,23 @@ static inline int selected(const char *only, const char *name)
     return 0;
 }
 
+/* Nanoseconds the calling thread has spent runnable but waiting for a CPU (the second field of
+   /proc/thread-self/schedstat, Linux's run-queue wait); -1 when unavailable or under SimGrid,
+   whose ranks are threads of one process and whose clock is simulated. */
+static inline long long runq_wait_ns(void)
+{
+#ifdef SMPI_SHARED_MALLOC
+    return -1;
+#else
+    unsigned long long on_cpu = 0, waited = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    int ok = f != NULL && fscanf(f, "%llu %llu", &on_cpu, &waited) == 2;
+    if (f != NULL)
+        fclose(f);
+    return ok ? (long long)waited : -1;
+#endif
+}
+
 /* Busy and total jiffies of all CPUs (first line of /proc/stat); 0 when unavailable. */
 static inline int cpu_jiffies(double *busy, double *total)
 {
@@ -194,8 +211,10 @@ struct timer_opts {
 /* Warm-up calls, then n x { call(arg); barrier } timed with MPI_Wtime (n = target / time of a
    warm-up call, clamped to [min_iters, iters], decided by rank 0); rank 0 prints
    "time <name> <bytes> <repeat> <seconds per call, max over ranks> <n> <cpu busy>
-   <TCP retransmitted segments per call> <TCP timeouts per call>", the last two summed over
-   the network namespaces (-1 when unknown). */
+   <TCP retransmitted segments per call> <TCP timeouts per call> <run-queue wait>", the TCP
+   counts summed over the network namespaces, the run-queue wait the largest share of the timed
+   calls' time any rank spent runnable but waiting for a CPU (CPU starvation; -1 when
+   unknown, as the others). */
 static inline void time_candidate(void (*call)(void *), void *arg, const struct timer_opts *o,
                                   const char *name, long long bytes, int repeat, int rank)
 {
@@ -218,25 +237,30 @@ static inline void time_candidate(void (*call)(void *), void *arg, const struct 
     long long tcp0[2] = {0, 0}, tcp1[2] = {0, 0};
     int have_tcp = reporter ? tcp_counters(&tcp0[0], &tcp0[1]) : 1;
     MPI_Barrier(MPI_COMM_WORLD);
+    long long q0 = runq_wait_ns();
     double start = MPI_Wtime();
     for (int it = 0; it < n; it++) {
         call(arg);
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    double mine = (MPI_Wtime() - start) / n, worst = 0;
+    double elapsed = MPI_Wtime() - start, mine = elapsed / n, worst = 0;
+    long long q1 = runq_wait_ns();
+    double waited = q0 >= 0 && q1 >= q0 && elapsed > 0 ? (double)(q1 - q0) / 1e9 / elapsed : -1.0;
+    double most_waited = -1.0;
     have_cpu = have_cpu && cpu_jiffies(&busy1, &total1) && total1 > total0;
     have_tcp = have_tcp && (!reporter || tcp_counters(&tcp1[0], &tcp1[1]));
     long long delta[3] = {reporter ? tcp1[0] - tcp0[0] : 0, reporter ? tcp1[1] - tcp0[1] : 0, 0};
     long long sums[3] = {0, 0, 0};
     delta[2] = have_tcp ? 0 : 1; /* ranks without counters */
     MPI_Reduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&waited, &most_waited, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(delta, sums, 3, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         double cpu = have_cpu ? (busy1 - busy0) / (total1 - total0) : -1.0;
         double retrans = sums[2] == 0 ? (double)sums[0] / n : -1.0;
         double timeouts = sums[2] == 0 ? (double)sums[1] / n : -1.0;
-        printf("time %s %lld %d %.9f %d %.3f %.2f %.3f\n", name, bytes, repeat, worst, n, cpu,
-               retrans, timeouts);
+        printf("time %s %lld %d %.9f %d %.3f %.2f %.3f %.3f\n", name, bytes, repeat, worst, n,
+               cpu, retrans, timeouts, most_waited);
         fflush(stdout);
     }
 }
