@@ -13,7 +13,7 @@
 ! then MPI_CANCEL of an active MPI_IALLTOALL request (an error, returned) and, with the
 ! persistent calls, both started 100 times with persistent point-to-point (MPI_STARTALL or
 ! MPI_START; MPI_WAITALL, MPI_TESTALL or MPI_WAITSOME), tested while inactive and freed.
-! Rank 0 prints exactly
+! Every rank prints the numbers of its first failed checks; rank 0 prints exactly
 !   ialltoall_check: N passed, M failed
 !   calls: MPI_Ialltoall MPI_Ialltoallv MPI_Alltoall_init MPI_Alltoallv_init A B C D
 module binding
