@@ -21,11 +21,13 @@
 #define _GNU_SOURCE
 #include "aapc_fortran.h" /* mpi.h: which MPI this is */
 
+#include <stddef.h>
+#include <string.h> /* the C library's macros (__GLIBC__) */
+
 #if defined(AAPC_INTERCEPT) &&                                                                 \
     (defined(OPEN_MPI) || (defined(MPICH) && !defined(MPI_ABI_VERSION))) &&                    \
     (defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__))
 #include <dlfcn.h>
-#include <stddef.h>
 
 /* the completion calls (aapc_fortran_wait.c) */
 #define AAPC_F_COMPLETIONS(M)                                                                  \

@@ -16,6 +16,11 @@
  * Algorithm: as aapc_fortran_alltoall.c (handles, MPI_IN_PLACE, MPI_BOTTOM), plus the request
  * handed back with MPI_Request_c2f and the info with MPI_Info_f2c; then the C entry point (the
  * generated interposer: checks, error handler, schedule or library routine, report).
+ * Where the process does not use the library's Fortran completion entries (it was linked
+ * after the MPI's `use mpi_f08` library but before its mpif.h library, so the program's
+ * MPI_TEST would be Open MPI's, calling PMPI_Test), a request of ours could never complete:
+ * the call goes to the MPI library's routine and the report says why
+ * (aapc_fortran_completions_ours, asked once per process).
  * MPI_IALLTOALLV's count and displacement arrays are read until the request completes, so
  * where MPI_Fint is not an int (no default build; a copy would have to outlive the call) the
  * call goes to the library's own Fortran routine (pmpi_ialltoallv_ and kin). Cost over the C
@@ -26,7 +31,8 @@
 #if defined(AAPC_INTERCEPT) && defined(OPEN_MPI)
 #include <stddef.h>
 
-#include "aapc_nbc.h" /* AAPC_HAVE_PERSISTENT_COLL */
+#include "aapc_nbc.h" /* AAPC_HAVE_PERSISTENT_COLL, AAPC_NBC_FORTRAN_WHY */
+#include "aapc_report.h"
 
 /* the Fortran MPI_IALLTOALLV and MPI_ALLTOALLV_INIT */
 typedef void fortran_v_t(void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *,
@@ -43,6 +49,27 @@ static void done(int rc, MPI_Request r, MPI_Fint *request, MPI_Fint *ierr)
         *ierr = (MPI_Fint)rc;
 }
 
+/* The bytes this rank sends: n elements of t to each peer of c, or counts[i] to peer i. */
+static long long bytes_sent(int n, const int *counts, MPI_Datatype t, MPI_Comm c)
+{
+    int size = 0, peers = aapc_fortran_peers(c);
+    long long sum = 0;
+    if (PMPI_Type_size(t, &size) != MPI_SUCCESS)
+        return 0;
+    for (int i = 0; i < peers; i++)
+        sum += counts != NULL ? counts[i] : n;
+    return sum > 0 ? sum * size : 0;
+}
+
+/* A call the library cannot serve (its completion entries are not the process's): counted in
+   the report as the MPI library's, with the reason. */
+static double library_begin(void)
+{
+    double t0 = aapc_report_begin();
+    aapc_report_fallback(AAPC_NBC_FORTRAN_WHY);
+    return t0;
+}
+
 static void fortran_ialltoall(void *sendbuf, const MPI_Fint *sendcount, const MPI_Fint *sendtype,
                               void *recvbuf, const MPI_Fint *recvcount, const MPI_Fint *recvtype,
                               const MPI_Fint *comm, const MPI_Fint *info, MPI_Fint *request,
@@ -52,15 +79,25 @@ static void fortran_ialltoall(void *sendbuf, const MPI_Fint *sendcount, const MP
     void *sb = aapc_fortran_buffer(sendbuf, 1), *rb = aapc_fortran_buffer(recvbuf, 0);
     MPI_Datatype st = MPI_Type_f2c(*sendtype), rt = MPI_Type_f2c(*recvtype);
     MPI_Comm c = MPI_Comm_f2c(*comm);
-    int rc;
+    int rc, sc = (int)*sendcount, rcn = (int)*recvcount;
+    if (!aapc_fortran_completions_ours()) {
+        double t0 = library_begin();
+        const char *coll = info != NULL ? "MPI_Alltoall_init" : "MPI_Ialltoall";
 #ifdef AAPC_HAVE_PERSISTENT_COLL
-    if (info != NULL)
-        rc = MPI_Alltoall_init(sb, (int)*sendcount, st, rb, (int)*recvcount, rt, c,
-                               MPI_Info_f2c(*info), &r);
-    else
+        if (info != NULL)
+            rc = PMPI_Alltoall_init(sb, sc, st, rb, rcn, rt, c, MPI_Info_f2c(*info), &r);
+        else
 #endif
-        rc = MPI_Ialltoall(sb, (int)*sendcount, st, rb, (int)*recvcount, rt, c, &r);
-    (void)info;
+            rc = PMPI_Ialltoall(sb, sc, st, rb, rcn, rt, c, &r);
+        long long bytes = rc == MPI_SUCCESS ? bytes_sent(rcn, NULL, rt, c) : 0;
+        rc = aapc_report_entry(t0, coll, "Fortran binding", bytes, c, rc);
+    }
+#ifdef AAPC_HAVE_PERSISTENT_COLL
+    else if (info != NULL)
+        rc = MPI_Alltoall_init(sb, sc, st, rb, rcn, rt, c, MPI_Info_f2c(*info), &r);
+#endif
+    else
+        rc = MPI_Ialltoall(sb, sc, st, rb, rcn, rt, c, &r);
     done(rc, r, request, ierr);
 }
 
@@ -78,13 +115,25 @@ static void fortran_ialltoallv(void *sendbuf, const MPI_Fint *sendcounts, const 
     const int *sc = (const int *)(const void *)sendcounts, *sd = (const int *)(const void *)sdispls;
     const int *rc_ = (const int *)(const void *)recvcounts, *rd = (const int *)(const void *)rdispls;
     int rc;
+    if (!aapc_fortran_completions_ours()) {
+        double t0 = library_begin();
+        const char *coll = info != NULL ? "MPI_Alltoallv_init" : "MPI_Ialltoallv";
 #ifdef AAPC_HAVE_PERSISTENT_COLL
-    if (info != NULL)
-        rc = MPI_Alltoallv_init(sb, sc, sd, st, rb, rc_, rd, rt, c, MPI_Info_f2c(*info), &r);
-    else
+        if (info != NULL)
+            rc = PMPI_Alltoallv_init(sb, sc, sd, st, rb, rc_, rd, rt, c, MPI_Info_f2c(*info),
+                                     &r);
+        else
 #endif
+            rc = PMPI_Ialltoallv(sb, sc, sd, st, rb, rc_, rd, rt, c, &r);
+        long long bytes = rc == MPI_SUCCESS ? bytes_sent(0, sc, st, c) : 0;
+        rc = aapc_report_entry(t0, coll, "Fortran binding", bytes, c, rc);
+    }
+#ifdef AAPC_HAVE_PERSISTENT_COLL
+    else if (info != NULL)
+        rc = MPI_Alltoallv_init(sb, sc, sd, st, rb, rc_, rd, rt, c, MPI_Info_f2c(*info), &r);
+#endif
+    else
         rc = MPI_Ialltoallv(sb, sc, sd, st, rb, rc_, rd, rt, c, &r);
-    (void)info;
     done(rc, r, request, ierr);
 }
 
