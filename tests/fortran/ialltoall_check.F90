@@ -12,7 +12,8 @@
 !   G  the same four, MPI_TESTANY and MPI_WAITSOME loops
 ! then MPI_CANCEL of an active MPI_IALLTOALL request (an error, returned) and, with the
 ! persistent calls, both started 100 times with persistent point-to-point (MPI_STARTALL or
-! MPI_START; MPI_WAITALL, MPI_TESTALL or MPI_WAITSOME), tested while inactive and freed.
+! MPI_START; MPI_WAITALL, MPI_TESTALL or MPI_WAITSOME; MPI_START and MPI_REQUEST_FREE of an
+! active one are errors, returned), tested while inactive and freed.
 ! Every rank prints the numbers of its first failed checks; rank 0 prints exactly
 !   ialltoall_check: N passed, M failed
 !   calls: MPI_Ialltoall MPI_Ialltoallv MPI_Alltoall_init MPI_Alltoallv_init A B C D
@@ -211,6 +212,14 @@ program ialltoall_check
       do k = 1, 4
         call MPI_START(preq(k), ierr)
       end do
+    end if
+    if (round == 1) then ! an active request: MPI_START and MPI_REQUEST_FREE are errors
+      call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+      call MPI_START(preq(1), ierr)
+      call expect(ierr /= MPI_SUCCESS)
+      call MPI_REQUEST_FREE(preq(2), ierr)
+      call expect(ierr /= MPI_SUCCESS .and. preq(2) /= MPI_REQUEST_NULL)
+      call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL, ierr)
     end if
     select case (mod(round, 3))
     case (0)
