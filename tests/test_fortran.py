@@ -11,6 +11,12 @@ machine (preloaded); `use mpi` on 4 of the 5 machines with AAPC_WAY=phases, wher
 must run a schedule of the library (linked with -Wl,--no-as-needed, as docs/fortran.md says);
 `use mpi_f08` on 5 ranks, 1 or 2 per machine (linked plainly: the library defines f08 entries
 the program calls, so the linker's --as-needed keeps it). docs/fortran.md gives the commands.
+
+tests/fortran/ialltoall_check.F90 does the same for MPI_IALLTOALL(V) (and MPICH's persistent
+MPI_ALLTOALL(V)_INIT) completed by every Fortran completion call with the program's own
+point-to-point requests: one job per binding and MPI, AAPC_WAY=phases, so every call but a
+communicator's first (its machines being gathered) must run the library's schedules; and, under
+MPICH, a job with the library linked after libmpichfort, where they must go to MPICH.
 """
 
 from __future__ import annotations
@@ -73,19 +79,39 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     return Built(mpi, lib, root)
 
 
-def compile_program(b: Built, run: Run, source: Path = SOURCE) -> Path:
-    exe = b.root / f"{source.stem}-{run.binding}"
+def compile_program(
+    b: Built, run: Run, source: Path = SOURCE, defines: list[str] | None = None, after: bool = False
+) -> Path:
+    """source built for run's binding; linked with the library where run says so (after the
+    MPI's own Fortran libraries where `after`, before its C library: the Fortran bindings'
+    entries come first in the program's lookup, the library's C entry points before the
+    MPI's)."""
+    exe = b.root / f"{source.stem}-{run.binding}{'-after' if after else ''}"
     mods = b.root / f"mod-{run.binding}"  # each binding's module files apart
     mods.mkdir(exist_ok=True)
-    flags = ["-O1", f"-D{run.binding}", "-J", str(mods)]
+    flags = ["-O1", f"-D{run.binding}", *(defines or []), "-J", str(mods)]
     if run.binding == "AAPC_MPIF_H":  # no interfaces: a buffer is a scalar here, an array there
         flags.append("-fallow-argument-mismatch")
     link = [str(b.lib), f"-Wl,-rpath,{b.root}"] if run.how.startswith("linked") else []
-    if run.how == "linked-no-as-needed":
+    if run.how == "linked-no-as-needed" or after:
         link.insert(0, "-Wl,--no-as-needed")
+    if after:  # the MPI's Fortran libraries first, the C library after it (as mpif90 names them)
+        fortran = ("fort", "usempi")  # MPICH's libmpichfort; Open MPI's f08 and `use mpi` ones
+        libs = [
+            f
+            for f in mpif90_libs(b)
+            if f[:2] == "-L" or (f[:2] == "-l" and any(x in f for x in fortran))
+        ]
+        link[1:1] = libs
     cmd = [b.mpi.tool("mpif90"), *flags, str(source), *link, "-o", str(exe)]
     subprocess.run(cmd, check=True, timeout=300, capture_output=True)
     return exe
+
+
+def mpif90_libs(b: Built) -> list[str]:
+    """The compiler wrapper's link flags (mpif90 -show)."""
+    out = subprocess.run([b.mpi.tool("mpif90"), "-show"], capture_output=True, text=True)
+    return out.stdout.split()
 
 
 def mpiexec(b: Built, exe: Path, run: Run, report: Path) -> subprocess.CompletedProcess[str]:
@@ -195,23 +221,94 @@ def test_abi_build_says_fortran_is_not_served(tmp_path: Path) -> None:
 
 
 NBC_SOURCE = ROOT / "tests" / "fortran" / "ialltoall_check.F90"
+NBC_RUNS = [  # AAPC_WAY=phases: every call the library can serve runs its schedule
+    Run("AAPC_MPIF_H", ["n0", "n0", "n1", "n1"], "preloaded", {"AAPC_WAY": "phases"}),
+    Run(
+        "AAPC_USE_MPI",
+        ["n1", "n1", "n3", "n4"],
+        "linked-no-as-needed",
+        {"AAPC_WAY": "phases"},
+    ),
+    Run("AAPC_USE_MPI_F08", ["n0", "n2", "n2", "n4"], "linked", {"AAPC_WAY": "phases"}),
+]
+NBC_CALLS = ("MPI_Ialltoall", "MPI_Ialltoallv", "MPI_Alltoall_init", "MPI_Alltoallv_init")
+NBC_CHECKS = {True: 585, False: 115}  # rank 0's checks, with the persistent calls or without
+GATHERING = "machines are being gathered"  # a communicator's first non-blocking call
+
+
+def nbc_flags(b: Built, binding: str, persistent: bool) -> list[str]:
+    """MPICH 4.0.2 has MPI-4's persistent collectives (Open MPI 4.1 has not); its mpif.h and
+    `use mpi` MPI_WAITANY turn MPI_UNDEFINED into MPI_UNDEFINED + 1 (its own wrapper)."""
+    if b.mpi.name != "mpich":
+        return []
+    extra = [] if binding == "AAPC_USE_MPI_F08" else ["-DAAPC_MPICH_WAITANY_PLUS_ONE"]
+    return (["-DAAPC_HAVE_INIT"] if persistent else []) + extra
+
+
+def nbc_rows(text: str) -> list[tuple[str, int, str]]:
+    """(collective, calls, routine) of the report's non-blocking and persistent rows."""
+    rows = []
+    for line in text.splitlines():
+        m = re.match(r"^  (MPI_\w+) +(\d+) +\S+ +\S+  (.*)$", line)
+        if m and m.group(1) in NBC_CALLS:
+            rows.append((m.group(1), int(m.group(2)), m.group(3)))
+    return rows
+
+
+def run_nbc(b: Built, run: Run, tmp: Path, link_after: bool = False) -> list:
+    """ialltoall_check.F90 built for run (the library linked after the MPI's own Fortran
+    libraries where link_after; the persistent calls where the MPI has them, but not then)
+    and run under mpiexec: every check passed; the report's non-blocking rows, whose counts
+    are the program's."""
+    persistent = b.mpi.name == "mpich" and not link_after
+    exe = compile_program(b, run, NBC_SOURCE, nbc_flags(b, run.binding, persistent), link_after)
+    report = tmp / "report.txt"
+    proc = mpiexec(b, exe, run, report)
+    out = proc.stdout + proc.stderr
+    m = re.search(r"^ialltoall_check: (\d+) passed, (\d+) failed$", proc.stdout, re.M)
+    assert proc.returncode == 0 and m and m.group(2) == "0", out[-4000:]
+    assert int(m.group(1)) == NBC_CHECKS[persistent], out[-4000:]  # rank 0's: every one ran
+    made = re.search(
+        r"^calls: " + " ".join(NBC_CALLS) + r" (\d+) (\d+) (\d+) (\d+)$", proc.stdout, re.M
+    )
+    assert made and report.exists(), out[-4000:]
+    rows = nbc_rows(report.read_text())
+    for coll, n in zip(NBC_CALLS, map(int, made.groups()), strict=True):
+        assert sum(c for name, c, _ in rows if name == coll) == n, (coll, n, rows)
+    return rows
 
 
 @pytest.mark.fortran
-@pytest.mark.parametrize("binding", ["AAPC_MPIF_H", "AAPC_USE_MPI_F08"])
-def test_fortran_nonblocking_calls_complete(built: Built, binding: str, tmp_path: Path) -> None:
-    """MPI_IALLTOALL(V) + MPI_WAIT(ALL) from Fortran move the data, phases forced: MPICH's
-    mpi_f08 MPI_WAIT calls PMPI_Wait directly, so a request of ours made there would never
-    run; the library hands calls from the Fortran bindings to the MPI library and says why."""
-    run = Run(binding, ["n0", "n1", "n2", "n3"], "preloaded", {"AAPC_WAY": "phases"})
-    exe = compile_program(built, run, NBC_SOURCE)
-    report = tmp_path / "report.txt"
-    proc = mpiexec(built, exe, run, report)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:]
-    assert re.search(r"^ialltoall_check: 100 passed, 0 failed$", proc.stdout, re.M), out[-4000:]
-    assert report.exists(), out[-4000:]
-    text = report.read_text()
-    if built.mpi.name == "mpich":  # MPICH's bindings call the C MPI_Ialltoall(v): ours, declined
-        for coll in ("MPI_Ialltoall", "MPI_Ialltoallv"):
-            assert re.search(rf"^  {coll} +50 .*Fortran bindings", text, re.M), text
+@pytest.mark.parametrize("run", NBC_RUNS, ids=[r.binding for r in NBC_RUNS])
+def test_fortran_nonblocking_calls_are_served(built: Built, run: Run, tmp_path: Path) -> None:
+    """MPI_IALLTOALL(V) (and MPICH's MPI_ALLTOALL(V)_INIT, restarted 100 times and freed)
+    from each binding run the library's schedules, completed with the program's ISEND/IRECV
+    by MPI_WAITALL, MPI_TESTSOME, MPI_WAITANY, MPI_TEST, MPI_REQUEST_GET_STATUS, MPI_TESTALL,
+    MPI_TESTANY, MPI_WAITSOME, MPI_START(ALL), MPI_REQUEST_FREE and MPI_CANCEL (an error):
+    Open MPI's bindings call PMPI_ for all of them and MPICH's mpi_f08 for the completion
+    calls, so the library's Fortran entries must serve them, or the data would not move. Only
+    the communicator's first call, made while its machines are gathered, is the library's."""
+    rows = run_nbc(built, run, tmp_path)
+    assert {name for name, c, _ in rows if c} >= {"MPI_Ialltoall", "MPI_Ialltoallv"}, rows
+    if built.mpi.name == "mpich":
+        assert {name for name, c, _ in rows if c} == set(NBC_CALLS), rows
+    library = [(n, c, why) for n, c, why in rows if "MPI library" in why]
+    assert all(GATHERING in why for _, _, why in library), rows
+    assert [(n, c) for n, c, _ in library] == [("MPI_Ialltoall", 1)], rows
+
+
+@pytest.mark.fortran
+def test_fortran_nonblocking_linked_after_the_bindings_goes_to_the_library(
+    built: Built, tmp_path: Path
+) -> None:
+    """Linked after the MPI's `use mpi_f08` library (MPICH's libmpichfort: every binding; Open
+    MPI's libmpi_usempif08, before its mpif.h library), the library's Fortran completion
+    entries are not the ones the program uses: an mpi_f08 MPI_TEST would call PMPI_Test and a
+    request of ours would never complete, so the non-blocking calls go to the MPI library, with
+    the reason in the report, and complete. MPICH: mpif.h and no persistent calls, as MPICH
+    4.0.2's own mpi_f08 MPI_WAITANY and MPI_TESTSOME return 0-based indices and its MPI_TESTALL
+    fails with MPI_ERR_PENDING on an incomplete persistent collective."""
+    binding = "AAPC_MPIF_H" if built.mpi.name == "mpich" else "AAPC_USE_MPI_F08"
+    run = Run(binding, ["n0", "n0", "n1", "n2"], "linked", {"AAPC_WAY": "phases"})
+    rows = run_nbc(built, run, tmp_path, link_after=True)
+    assert rows and all("Fortran bindings" in why for _, c, why in rows if c), rows

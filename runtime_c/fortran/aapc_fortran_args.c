@@ -9,10 +9,41 @@
  * order; the weak references below are bound to that same one (and stay NULL where no library
  * defines them), so a buffer argument equal to one of them is the sentinel, exactly the test of
  * Open MPI's own wrappers (OMPI_F2C_IN_PLACE, OMPI_F2C_BOTTOM). Integer arrays are used as
- * they are where MPI_Fint is an int (every default build), else copied. Cost: a few pointer
+ * they are where MPI_Fint is an int (every default build), else copied. The Fortran .TRUE.
+ * (1 for gfortran, -1 for some compilers) is what the library's own PMPI_INITIALIZED stores
+ * after MPI_Init (asked once; 1 where no Fortran binding is loaded). Cost: a few pointer
  * comparisons per call; a copy of the counts only where MPI_Fint is not an int.
  */
 #include "aapc_fortran.h" /* mpi.h: which MPI this is */
+
+#if defined(AAPC_INTERCEPT) &&                                                                 \
+    (defined(OPEN_MPI) || (defined(MPICH) && !defined(MPI_ABI_VERSION)))
+#include <stddef.h>
+
+/* The bindings' own MPI_INITIALIZED under each mangling (weak: NULL where undefined) */
+extern void pmpi_initialized(MPI_Fint *flag, MPI_Fint *ierr) __attribute__((weak));
+extern void pmpi_initialized_(MPI_Fint *flag, MPI_Fint *ierr) __attribute__((weak));
+extern void pmpi_initialized__(MPI_Fint *flag, MPI_Fint *ierr) __attribute__((weak));
+extern void PMPI_INITIALIZED(MPI_Fint *flag, MPI_Fint *ierr) __attribute__((weak));
+
+MPI_Fint aapc_fortran_true(void)
+{
+    static MPI_Fint known; /* 0: not asked yet (.TRUE. is never 0) */
+    MPI_Fint t = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (t != 0)
+        return t;
+    void (*ask)(MPI_Fint *, MPI_Fint *) = pmpi_initialized_    ? pmpi_initialized_
+                                          : pmpi_initialized   ? pmpi_initialized
+                                          : pmpi_initialized__ ? pmpi_initialized__
+                                                               : PMPI_INITIALIZED;
+    MPI_Fint flag = 0, ierr = 0;
+    if (ask != NULL)
+        ask(&flag, &ierr);
+    t = ask != NULL && ierr == 0 && flag != 0 ? flag : 1; /* called after MPI_Init: true */
+    __atomic_store_n(&known, t, __ATOMIC_RELAXED);
+    return t;
+}
+#endif
 
 #if defined(AAPC_INTERCEPT) && defined(OPEN_MPI)
 #include <stdlib.h>

@@ -108,12 +108,13 @@ void aapc_nbexec_free(aapc_nbexec_t *x);
 
 /* ---- the caller (aapc_nbc_caller.c) ------------------------------------------------------ */
 
-/* Whether ret (an entry's return address) lies in an MPI library's Fortran bindings, whose
-   completion calls may bypass our interposers: such a call goes to the library's routine. */
+/* Whether ret (an entry's return address) lies in an MPI library's Fortran bindings whose
+   completion calls bypass our interposers (the library's Fortran entries are not the ones the
+   process uses): such a call goes to the library's routine. */
 int aapc_nbc_from_fortran(const void *ret);
 #define AAPC_NBC_FORTRAN_WHY                                                                      \
-    "called from the MPI library's Fortran bindings (their completion calls may not reach this "  \
-    "library)"
+    "called from the MPI library's Fortran bindings, whose completion calls do not reach this "  \
+    "library (preload it, or link it before the MPI's Fortran libraries)"
 #if defined(__GNUC__) || defined(__clang__)
 #define AAPC_CALLER __builtin_return_address(0)
 #else
