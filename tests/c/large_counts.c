@@ -28,12 +28,14 @@
  * Rank 0 prints "ok NAME" or "FAIL NAME" per case and communicator, then exactly one line
  * "large_counts: N passed, M failed"; the exit status is 0 only if M is 0.
  */
+#define _DEFAULT_SOURCE /* mmap's MAP_ANONYMOUS */
 #include <limits.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define LARGE (MPI_VERSION >= 4) /* MPI_Alltoall_c and MPI_Alltoallv_c exist */
 
@@ -154,6 +156,85 @@ static void alltoall_c_cases(MPI_Comm comm, int P, int r)
     MPI_Type_free(&v);
 }
 
+/* Blocks in two regions far apart (a static array and a mapping), addressed from MPI_BOTTOM
+   with an int at every 12 bytes (lower bound -4): displacements beyond INT_MAX spread over
+   more than INT_MAX elements, restated as elements of a contiguous type (served). */
+enum { K = 16384 };                /* elements per unit: every displacement a multiple */
+static char bss[3][3 * K * 12 * 4]; /* 4 ranks x up to 2 K elements, aligned in it */
+
+struct region {
+    char *heap[3], *at[3][2]; /* [send, recv ours, recv reference][static, heap] */
+};
+
+/* A mapping of its own: far from the static arrays whatever malloc's thresholds (NULL: none). */
+static char *far_map(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static char *aligned(char *p)
+{
+    MPI_Aint a;
+    MPI_Get_address(p, &a);
+    return p + ((MPI_Aint)12 * K - a % ((MPI_Aint)12 * K)) % ((MPI_Aint)12 * K);
+}
+
+static void v_resized_bottom(MPI_Comm comm, int P, int r)
+{
+    size_t len = sizeof bss[0] - 12 * K;
+    struct region g;
+    MPI_Datatype t, t0;
+    MPI_Type_create_resized(MPI_INT, -4, 12, &t0);
+    MPI_Type_dup(t0, &t);
+    MPI_Type_commit(&t);
+    MPI_Count *sc = calloc((size_t)P, sizeof *sc), *rc = calloc((size_t)P, sizeof *rc);
+    MPI_Aint *sd = calloc((size_t)P, sizeof *sd), *rd = calloc((size_t)P, sizeof *rd);
+    int ok = sc != NULL && rc != NULL && sd != NULL && rd != NULL;
+    for (int k = 0; k < 3; k++) {
+        g.heap[k] = far_map(len + 12 * K);
+        ok &= g.heap[k] != NULL;
+        g.at[k][0] = aligned(bss[k]);
+        g.at[k][1] = ok ? aligned(g.heap[k]) : NULL;
+    }
+    if (ok) {
+        for (int k = 0; k < 3; k++)
+            for (int h = 0; h < 2; h++)
+                fill(g.at[k][h], len, k == 0 ? 10 * r + h : 40 + h);
+        size_t used[2][2] = {{0, 0}, {0, 0}}; /* elements used per side and region */
+        for (int j = 0; j < P; j++) {
+            MPI_Aint a;
+            sc[j] = rc[j] = (MPI_Count)K * ((r + j) % 2 + 1);
+            MPI_Get_address(g.at[0][j % 2] + 12 * used[0][j % 2], &a);
+            sd[j] = a / 12;
+            used[0][j % 2] += (size_t)sc[j] + K;
+            MPI_Get_address(g.at[1][(j + 1) % 2] + 12 * used[1][(j + 1) % 2], &a);
+            rd[j] = a / 12;
+            used[1][(j + 1) % 2] += (size_t)rc[j] + K;
+        }
+        int rc1 = MPI_Alltoallv_c(MPI_BOTTOM, sc, sd, t, MPI_BOTTOM, rc, rd, t, comm);
+        for (int j = 0; j < P; j++) { /* the reference's receive regions */
+            MPI_Aint ours, ref;
+            MPI_Get_address(g.at[1][(j + 1) % 2], &ours);
+            MPI_Get_address(g.at[2][(j + 1) % 2], &ref);
+            rd[j] += (ref - ours) / 12;
+        }
+        int rc2 = PMPI_Alltoallv_c(MPI_BOTTOM, sc, sd, t, MPI_BOTTOM, rc, rd, t, comm);
+        ok = same(rc1, rc2, g.at[1][0], g.at[2][0], len) &&
+             memcmp(g.at[1][1], g.at[2][1], len) == 0;
+    }
+    check("v-resized-bottom", ok);
+    for (int k = 0; k < 3; k++)
+        if (g.heap[k] != NULL)
+            munmap(g.heap[k], len + 12 * K);
+    free(sc);
+    free(rc);
+    free(sd);
+    free(rd);
+    MPI_Type_free(&t);
+    MPI_Type_free(&t0);
+}
+
 static void alltoallv_c_cases(MPI_Comm comm, int P, int r, int world)
 {
     MPI_Count *sc = calloc((size_t)P, sizeof *sc), *rc = calloc((size_t)P, sizeof *rc);
@@ -197,30 +278,38 @@ static void alltoallv_c_cases(MPI_Comm comm, int P, int r, int world)
     check("v-vector", same(rc1, rc2, b.r1, b.r2, b.rlen));
     bufs_free(&b);
     MPI_Type_free(&v);
-    if (world) { /* v-displ-beyond-int: rank 0 receives 100 bytes from j at 2^31 + 128 j */
+    if (world) { /* v-displ-beyond-int: rank 0 receives 100 bytes from 0 at 0 and from j > 0
+                    at 2^31 + 128 j (a 2 GiB buffer, only its ends touched): restated as 50
+                    elements of 2 bytes (served); v-displ-no-divisor: at 2^31 + 1 + 128 j (no
+                    common divisor with 100: the library) */
         MPI_Aint base = (MPI_Aint)1 << 31;
-        size_t span = (size_t)P * 128, rlen = r == 0 ? (size_t)base + span : span;
+        size_t span = (size_t)P * 128 + 1, rlen = r == 0 ? (size_t)base + span : span;
         char *s = malloc((size_t)P * 100), *r1 = malloc(rlen), *r2 = malloc(rlen);
-        int ok = s != NULL && r1 != NULL && r2 != NULL;
-        if (ok) {
-            fill(s, (size_t)P * 100, r + 7);
-            char *t1 = r == 0 ? r1 + base : r1, *t2 = r == 0 ? r2 + base : r2;
-            fill(t1, span, 99); /* only the span is touched */
-            memcpy(t2, t1, span);
-            for (int j = 0; j < P; j++) {
-                sc[j] = rc[j] = 100;
-                sd[j] = 100 * j;
-                rd[j] = (r == 0 ? base : 0) + 128 * j;
+        for (int odd = 0; odd < 2; odd++) {
+            int ok = s != NULL && r1 != NULL && r2 != NULL;
+            if (ok) {
+                fill(s, (size_t)P * 100, r + 7 + odd);
+                char *t1 = r == 0 ? r1 + base : r1, *t2 = r == 0 ? r2 + base : r2;
+                fill(t1, span, 99); /* only the two ends are touched */
+                memcpy(t2, t1, span);
+                fill(r1, 128, 98);
+                memcpy(r2, r1, 128);
+                for (int j = 0; j < P; j++) {
+                    sc[j] = rc[j] = 100;
+                    sd[j] = 100 * j;
+                    rd[j] = (r == 0 && j > 0 ? base + odd : 0) + 128 * j;
+                }
+                rc1 = MPI_Alltoallv_c(s, sc, sd, MPI_BYTE, r1, rc, rd, MPI_BYTE, comm);
+                rc2 = PMPI_Alltoallv_c(s, sc, sd, MPI_BYTE, r2, rc, rd, MPI_BYTE, comm);
+                ok = same(rc1, rc2, t1, t2, span) && memcmp(r1, r2, 128) == 0;
             }
-            rc1 = MPI_Alltoallv_c(s, sc, sd, MPI_BYTE, r1, rc, rd, MPI_BYTE, comm);
-            rc2 = PMPI_Alltoallv_c(s, sc, sd, MPI_BYTE, r2, rc, rd, MPI_BYTE, comm);
-            ok = same(rc1, rc2, t1, t2, span);
+            check(odd ? "v-displ-no-divisor" : "v-displ-beyond-int", ok);
         }
-        check("v-displ-beyond-int", ok);
         free(s);
         free(r1);
         free(r2);
     }
+    v_resized_bottom(comm, P, r);
     /* v-neg-one-rank */
     for (int j = 0; j < P; j++) {
         sc[j] = rc[j] = 1;
@@ -238,6 +327,49 @@ static void alltoallv_c_cases(MPI_Comm comm, int P, int r, int world)
     free(rc);
     free(sd);
     free(rd);
+}
+/* MPI_Alltoallw_c: (r + j) % 3 + 1 ints to j from sendbuf (mode 0: wc-int, served), from
+   MPI_BOTTOM at their addresses in one mapped buffer (1: wc-bottom, beyond INT_MAX, served from
+   the least one), or alternately in a static and a mapped one (2: wc-spread, blocks over
+   more than 2 GiB apart: the library); received at byte displacements 8 bytes apart. */
+static void alltoallw_c_case(const char *name, MPI_Comm comm, int P, int r, int mode)
+{
+    size_t n = (size_t)P;
+    MPI_Count *sc = calloc(n, sizeof *sc), *rc = calloc(n, sizeof *rc);
+    MPI_Aint *sd = calloc(n, sizeof *sd), *rd = calloc(n, sizeof *rd);
+    MPI_Datatype *st = calloc(n, sizeof *st), *rt = calloc(n, sizeof *rt);
+    char *heap = far_map(1 << 20), *in[2] = {mode == 2 ? bss[0] : heap, heap};
+    MPI_Aint s = 0, t = 0;
+    for (int j = 0; j < P; j++) {
+        sc[j] = (r + j) % 3 + 1;
+        rc[j] = (j + r) % 3 + 1;
+        st[j] = rt[j] = MPI_INT;
+        sd[j] = s;
+        rd[j] = t;
+        s += 4 * sc[j] + 8;
+        t += 4 * rc[j] + 8;
+    }
+    struct bufs b = bufs_of((size_t)s, (size_t)t, r);
+    if (heap == NULL) {
+        check(name, 0);
+        heap = malloc(1 << 20); /* the calls still run on every rank */
+    }
+    memcpy(heap, b.s, (size_t)s);
+    memcpy(bss[0], b.s, (size_t)s);
+    for (int j = 0; mode > 0 && j < P; j++)
+        MPI_Get_address(in[j % 2] + sd[j], &sd[j]);
+    const void *sbuf = mode > 0 ? MPI_BOTTOM : b.s;
+    int rc1 = MPI_Alltoallw_c(sbuf, sc, sd, st, b.r1, rc, rd, rt, comm);
+    int rc2 = PMPI_Alltoallw_c(sbuf, sc, sd, st, b.r2, rc, rd, rt, comm);
+    check(name, same(rc1, rc2, b.r1, b.r2, b.rlen));
+    bufs_free(&b);
+    munmap(heap, 1 << 20);
+    free(sc);
+    free(rc);
+    free(sd);
+    free(rd);
+    free(st);
+    free(rt);
 }
 #endif
 
@@ -373,6 +505,9 @@ static void cases(MPI_Comm comm, int world)
 #if LARGE
     alltoall_c_cases(comm, P, r);
     alltoallv_c_cases(comm, P, r, world);
+    alltoallw_c_case("wc-int", comm, P, r, 0);
+    alltoallw_c_case("wc-bottom", comm, P, r, 1);
+    alltoallw_c_case("wc-spread", comm, P, r, 2);
 #else
     (void)world;
 #endif
