@@ -114,16 +114,132 @@ static MPI_Datatype vec(int stride)
     return t;
 }
 
+/* A ring of point-to-point messages on comm (into q[0], q[1]), completed in the same
+   MPI_Waitall as the collective's request. */
+static int ring_out, ring_in;
+
+static void ring(MPI_Comm comm, int P, int r, MPI_Request *q)
+{
+    ring_out = 1000 + r;
+    ring_in = -1;
+    MPI_Irecv(&ring_in, 1, MPI_INT, (r + P - 1) % P, 77, comm, &q[0]);
+    MPI_Isend(&ring_out, 1, MPI_INT, (r + 1) % P, 77, comm, &q[1]);
+}
+
+/* The case's receive buffers: reset (ours back to its first contents) and verify (ours equal
+   to the reference, which the library's call filled first). */
+struct verdict {
+    void (*reset)(void *ctx);
+    int (*verify)(void *ctx);
+    void *ctx;
+};
+
+/* Ours after the reference, `how`: 0 blocking; 1 non-blocking, completed in one MPI_Waitall
+   with a ring of point-to-point messages; 2 persistent, started 3 times, each start completed
+   so (each start must move the data again: the buffer is reset before it). */
+static int wait_mixed(MPI_Comm comm, int P, int r, MPI_Request req, const struct verdict *v)
+{
+    MPI_Request q[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, req};
+    ring(comm, P, r, q);
+    int ok = MPI_Waitall(3, q, MPI_STATUSES_IGNORE) == MPI_SUCCESS;
+    return ok && ring_in == 1000 + (r + P - 1) % P && v->verify(v->ctx);
+}
+
+static int persistent_runs(MPI_Comm comm, int P, int r, int rc, MPI_Request req,
+                           const struct verdict *v)
+{
+    int ok = rc == MPI_SUCCESS;
+    for (int k = 0; k < 3 && ok; k++) {
+        v->reset(v->ctx);
+        ok = MPI_Start(&req) == MPI_SUCCESS && wait_mixed(comm, P, r, req, v);
+    }
+    if (rc == MPI_SUCCESS)
+        MPI_Request_free(&req);
+    return ok;
+}
+
+/* Plain buffers: ours (r1) and the reference (r2) from the same first contents (init). */
+struct plain {
+    char *r1, *r2, *init;
+    size_t len;
+};
+
+static void plain_reset(void *ctx)
+{
+    struct plain *p = ctx;
+    memcpy(p->r1, p->init, p->len);
+}
+
+static int plain_verify(void *ctx)
+{
+    struct plain *p = ctx;
+    return memcmp(p->r1, p->r2, p->len) == 0;
+}
+
+/* The plain verdict of b (whose r1 and r2 start equal), with a copy of its first contents. */
+static struct verdict plain_of(struct bufs *b, struct plain *p)
+{
+    *p = (struct plain){b->r1, b->r2, malloc(b->rlen ? b->rlen : 1), b->rlen};
+    memcpy(p->init, b->r1, b->rlen);
+    return (struct verdict){plain_reset, plain_verify, p};
+}
+
 #if LARGE
+static const char *const HOW[3] = {"", "nb-", "init-"}; /* the names of the ways */
+
+static void named(const char *how, const char *name, int ok)
+{
+    char full[64];
+    snprintf(full, sizeof full, "%s%s", how, name);
+    check(full, ok);
+}
+
+static int run_a(int how, const void *s, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rc,
+                 MPI_Datatype rt, MPI_Comm comm, int P, int r, const struct verdict *v)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int e;
+    v->reset(v->ctx);
+    if (how == 0)
+        return MPI_Alltoall_c(s, sc, st, rb, rc, rt, comm) == MPI_SUCCESS && v->verify(v->ctx);
+    if (how == 1)
+        return MPI_Ialltoall_c(s, sc, st, rb, rc, rt, comm, &req) == MPI_SUCCESS &&
+               wait_mixed(comm, P, r, req, v);
+    e = MPI_Alltoall_init_c(s, sc, st, rb, rc, rt, comm, MPI_INFO_NULL, &req);
+    return persistent_runs(comm, P, r, e, req, v);
+}
+
+static int run_v(int how, const void *s, const MPI_Count *sc, const MPI_Aint *sd,
+                 MPI_Datatype st, void *rb, const MPI_Count *rc, const MPI_Aint *rd,
+                 MPI_Datatype rt, MPI_Comm comm, int P, int r, const struct verdict *v)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int e;
+    v->reset(v->ctx);
+    if (how == 0)
+        return MPI_Alltoallv_c(s, sc, sd, st, rb, rc, rd, rt, comm) == MPI_SUCCESS &&
+               v->verify(v->ctx);
+    if (how == 1)
+        return MPI_Ialltoallv_c(s, sc, sd, st, rb, rc, rd, rt, comm, &req) == MPI_SUCCESS &&
+               wait_mixed(comm, P, r, req, v);
+    e = MPI_Alltoallv_init_c(s, sc, sd, st, rb, rc, rd, rt, comm, MPI_INFO_NULL, &req);
+    return persistent_runs(comm, P, r, e, req, v);
+}
+
 static void alltoall_c_cases(MPI_Comm comm, int P, int r)
 {
     struct bufs b;
     int rc1, rc2;
-    /* a-int */
+    /* a-int, nb-a-int, init-a-int */
     b = bufs_of((size_t)P * 300 * 4, (size_t)P * 300 * 4, r);
-    rc1 = MPI_Alltoall_c(b.s, 300, MPI_INT, b.r1, 300, MPI_INT, comm);
+    struct plain pl;
+    struct verdict ver = plain_of(&b, &pl);
     rc2 = PMPI_Alltoall_c(b.s, 300, MPI_INT, b.r2, 300, MPI_INT, comm);
-    check("a-int", same(rc1, rc2, b.r1, b.r2, b.rlen));
+    for (int how = 0; how < 3; how++)
+        named(HOW[how], "a-int",
+              rc2 == MPI_SUCCESS &&
+                  run_a(how, b.s, 300, MPI_INT, b.r1, 300, MPI_INT, comm, P, r, &ver));
+    free(pl.init);
     bufs_free(&b);
     /* a-vector: 5 vectors (40 ints) per block, received as 40 ints */
     MPI_Datatype v = vec(3);
@@ -180,7 +296,23 @@ static char *aligned(char *p)
     return p + ((MPI_Aint)12 * K - a % ((MPI_Aint)12 * K)) % ((MPI_Aint)12 * K);
 }
 
-static void v_resized_bottom(MPI_Comm comm, int P, int r)
+static size_t bottom_len;
+
+static void bottom_reset(void *ctx)
+{
+    struct region *g = ctx;
+    for (int h = 0; h < 2; h++)
+        fill(g->at[1][h], bottom_len, 40 + h);
+}
+
+static int bottom_verify(void *ctx)
+{
+    struct region *g = ctx;
+    return memcmp(g->at[1][0], g->at[2][0], bottom_len) == 0 &&
+           memcmp(g->at[1][1], g->at[2][1], bottom_len) == 0;
+}
+
+static void v_resized_bottom(MPI_Comm comm, int P, int r, int how)
 {
     size_t len = sizeof bss[0] - 12 * K;
     struct region g;
@@ -212,18 +344,21 @@ static void v_resized_bottom(MPI_Comm comm, int P, int r)
             rd[j] = a / 12;
             used[1][(j + 1) % 2] += (size_t)rc[j] + K;
         }
-        int rc1 = MPI_Alltoallv_c(MPI_BOTTOM, sc, sd, t, MPI_BOTTOM, rc, rd, t, comm);
-        for (int j = 0; j < P; j++) { /* the reference's receive regions */
+        MPI_Aint *rd2 = calloc((size_t)P, sizeof *rd2);
+        for (int j = 0; rd2 != NULL && j < P; j++) { /* the reference's receive regions */
             MPI_Aint ours, ref;
             MPI_Get_address(g.at[1][(j + 1) % 2], &ours);
             MPI_Get_address(g.at[2][(j + 1) % 2], &ref);
-            rd[j] += (ref - ours) / 12;
+            rd2[j] = rd[j] + (ref - ours) / 12;
         }
-        int rc2 = PMPI_Alltoallv_c(MPI_BOTTOM, sc, sd, t, MPI_BOTTOM, rc, rd, t, comm);
-        ok = same(rc1, rc2, g.at[1][0], g.at[2][0], len) &&
-             memcmp(g.at[1][1], g.at[2][1], len) == 0;
+        struct verdict ver = {bottom_reset, bottom_verify, &g};
+        bottom_len = len;
+        ok = rd2 != NULL &&
+             PMPI_Alltoallv_c(MPI_BOTTOM, sc, sd, t, MPI_BOTTOM, rc, rd2, t, comm) == MPI_SUCCESS &&
+             run_v(how, MPI_BOTTOM, sc, sd, t, MPI_BOTTOM, rc, rd, t, comm, P, r, &ver);
+        free(rd2);
     }
-    check("v-resized-bottom", ok);
+    named(HOW[how], "v-resized-bottom", ok);
     for (int k = 0; k < 3; k++)
         if (g.heap[k] != NULL)
             munmap(g.heap[k], len + 12 * K);
@@ -233,6 +368,25 @@ static void v_resized_bottom(MPI_Comm comm, int P, int r)
     free(rd);
     MPI_Type_free(&t);
     MPI_Type_free(&t0);
+}
+
+/* The two ends of a 2 GiB buffer (v-displ-*): t at the far end, h at the start. */
+struct ends {
+    char *t1, *t2, *h1, *h2;
+    size_t span;
+};
+
+static void ends_reset(void *ctx)
+{
+    struct ends *e = ctx;
+    fill(e->t1, e->span, 99); /* only the two ends are touched */
+    fill(e->h1, 128, 98);
+}
+
+static int ends_verify(void *ctx)
+{
+    struct ends *e = ctx;
+    return memcmp(e->t1, e->t2, e->span) == 0 && memcmp(e->h1, e->h2, 128) == 0;
 }
 
 static void alltoallv_c_cases(MPI_Comm comm, int P, int r, int world)
@@ -250,9 +404,15 @@ static void alltoallv_c_cases(MPI_Comm comm, int P, int r, int world)
     }
     int rc1, rc2;
     struct bufs b = bufs_of((size_t)sat * 4, (size_t)rat * 4, r);
-    rc1 = MPI_Alltoallv_c(b.s, sc, sd, MPI_INT, b.r1, rc, rd, MPI_INT, comm);
+    struct plain pl;
+    struct verdict ver = plain_of(&b, &pl);
     rc2 = PMPI_Alltoallv_c(b.s, sc, sd, MPI_INT, b.r2, rc, rd, MPI_INT, comm);
-    check("v-int", same(rc1, rc2, b.r1, b.r2, b.rlen));
+    for (int how = 0; how < 3; how++) /* v-int, nb-v-int, init-v-int */
+        named(HOW[how], "v-int",
+              rc2 == MPI_SUCCESS &&
+                  run_v(how, b.s, sc, sd, MPI_INT, b.r1, rc, rd, MPI_INT, comm, P, r, &ver));
+    free(pl.init);
+    memcpy(b.r1, b.r2, b.rlen);
     /* v-inplace: the receive side for both */
     rc1 = MPI_Alltoallv_c(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, b.r1, rc, rd, MPI_INT,
                           comm);
@@ -285,31 +445,34 @@ static void alltoallv_c_cases(MPI_Comm comm, int P, int r, int world)
         MPI_Aint base = (MPI_Aint)1 << 31;
         size_t span = (size_t)P * 128 + 1, rlen = r == 0 ? (size_t)base + span : span;
         char *s = malloc((size_t)P * 100), *r1 = malloc(rlen), *r2 = malloc(rlen);
-        for (int odd = 0; odd < 2; odd++) {
-            int ok = s != NULL && r1 != NULL && r2 != NULL;
-            if (ok) {
-                fill(s, (size_t)P * 100, r + 7 + odd);
-                char *t1 = r == 0 ? r1 + base : r1, *t2 = r == 0 ? r2 + base : r2;
-                fill(t1, span, 99); /* only the two ends are touched */
-                memcpy(t2, t1, span);
-                fill(r1, 128, 98);
-                memcpy(r2, r1, 128);
-                for (int j = 0; j < P; j++) {
-                    sc[j] = rc[j] = 100;
-                    sd[j] = 100 * j;
-                    rd[j] = (r == 0 && j > 0 ? base + odd : 0) + 128 * j;
+        for (int odd = 0; odd < 2; odd++)
+            for (int how = 0; how < 3; how++) {
+                int ok = s != NULL && r1 != NULL && r2 != NULL;
+                if (ok) {
+                    struct ends e = {r == 0 ? r1 + base : r1, r == 0 ? r2 + base : r2, r1, r2,
+                                     span};
+                    struct verdict ver = {ends_reset, ends_verify, &e};
+                    fill(s, (size_t)P * 100, r + 7 + odd + 2 * how);
+                    ends_reset(&e);
+                    memcpy(e.t2, e.t1, span);
+                    memcpy(r2, r1, 128);
+                    for (int j = 0; j < P; j++) {
+                        sc[j] = rc[j] = 100;
+                        sd[j] = 100 * j;
+                        rd[j] = (r == 0 && j > 0 ? base + odd : 0) + 128 * j;
+                    }
+                    rc2 = PMPI_Alltoallv_c(s, sc, sd, MPI_BYTE, r2, rc, rd, MPI_BYTE, comm);
+                    ok = rc2 == MPI_SUCCESS && run_v(how, s, sc, sd, MPI_BYTE, r1, rc, rd,
+                                                     MPI_BYTE, comm, P, r, &ver);
                 }
-                rc1 = MPI_Alltoallv_c(s, sc, sd, MPI_BYTE, r1, rc, rd, MPI_BYTE, comm);
-                rc2 = PMPI_Alltoallv_c(s, sc, sd, MPI_BYTE, r2, rc, rd, MPI_BYTE, comm);
-                ok = same(rc1, rc2, t1, t2, span) && memcmp(r1, r2, 128) == 0;
+                named(HOW[how], odd ? "v-displ-no-divisor" : "v-displ-beyond-int", ok);
             }
-            check(odd ? "v-displ-no-divisor" : "v-displ-beyond-int", ok);
-        }
         free(s);
         free(r1);
         free(r2);
     }
-    v_resized_bottom(comm, P, r);
+    for (int how = 0; how < 3; how++)
+        v_resized_bottom(comm, P, r, how);
     /* v-neg-one-rank */
     for (int j = 0; j < P; j++) {
         sc[j] = rc[j] = 1;
@@ -495,6 +658,67 @@ static void alltoallw_cases(MPI_Comm comm, int P, int r)
     free(rt);
 }
 
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define PERSISTENT 1 /* MPI_Alltoallw_init */
+#endif
+
+/* nb-w-int, init-w-int (and init-wc-int: MPI_Alltoallw_init_c): the library's, completed in
+   one MPI_Waitall with point-to-point messages, persistent ones started 3 times. */
+static void alltoallw_nb_cases(MPI_Comm comm, int P, int r)
+{
+    size_t n = (size_t)P;
+    int *sc = calloc(n, sizeof(int)), *sd = calloc(n, sizeof(int));
+    int *rc = calloc(n, sizeof(int)), *rd = calloc(n, sizeof(int));
+    MPI_Datatype *st = calloc(n, sizeof(MPI_Datatype)), *rt = calloc(n, sizeof(MPI_Datatype));
+    int s = 0, t = 0;
+    for (int j = 0; j < P; j++) {
+        sc[j] = (r + j) % 3 + 1;
+        rc[j] = (j + r) % 3 + 1;
+        sd[j] = s;
+        rd[j] = t;
+        s += 4 * sc[j] + 8;
+        t += 4 * rc[j] + 8;
+        st[j] = rt[j] = MPI_INT;
+    }
+    struct bufs b = bufs_of((size_t)s, (size_t)t, r);
+    struct plain pl;
+    struct verdict ver = plain_of(&b, &pl);
+    MPI_Request req = MPI_REQUEST_NULL;
+    int ok = PMPI_Alltoallw(b.s, sc, sd, st, b.r2, rc, rd, rt, comm) == MPI_SUCCESS;
+    plain_reset(&pl);
+    check("nb-w-int", ok && MPI_Ialltoallw(b.s, sc, sd, st, b.r1, rc, rd, rt, comm, &req) ==
+                                MPI_SUCCESS &&
+                          wait_mixed(comm, P, r, req, &ver));
+#ifdef PERSISTENT
+    int e = MPI_Alltoallw_init(b.s, sc, sd, st, b.r1, rc, rd, rt, comm, MPI_INFO_NULL, &req);
+    check("init-w-int", ok && persistent_runs(comm, P, r, e, req, &ver));
+#endif
+#if LARGE
+    MPI_Count *csc = calloc(n, sizeof *csc), *crc = calloc(n, sizeof *crc);
+    MPI_Aint *csd = calloc(n, sizeof *csd), *crd = calloc(n, sizeof *crd);
+    for (int j = 0; j < P; j++) {
+        csc[j] = sc[j];
+        crc[j] = rc[j];
+        csd[j] = sd[j];
+        crd[j] = rd[j];
+    }
+    e = MPI_Alltoallw_init_c(b.s, csc, csd, st, b.r1, crc, crd, rt, comm, MPI_INFO_NULL, &req);
+    check("init-wc-int", ok && persistent_runs(comm, P, r, e, req, &ver));
+    free(csc);
+    free(crc);
+    free(csd);
+    free(crd);
+#endif
+    free(pl.init);
+    bufs_free(&b);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    free(st);
+    free(rt);
+}
+
 static void cases(MPI_Comm comm, int world)
 {
     int P, r;
@@ -512,6 +736,7 @@ static void cases(MPI_Comm comm, int world)
     (void)world;
 #endif
     alltoallw_cases(comm, P, r);
+    alltoallw_nb_cases(comm, P, r);
 }
 
 #if LARGE
