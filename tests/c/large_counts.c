@@ -1,30 +1,51 @@
 /*
- * large_counts.c: MPI_Alltoall_c, MPI_Alltoallv_c (compiled where mpi.h is MPI 4 or later) and
- * MPI_Alltoallw, byte for byte against the library's own (PMPI_*: both receive buffers start
- * with the same pattern, holes of derived datatypes included), on MPI_COMM_WORLD and on a
- * sub-communicator (the even world ranks), under MPI_ERRORS_RETURN.
+ * large_counts.c: MPI_Alltoall_c, MPI_Alltoallv_c, MPI_Alltoallw_c and their non-blocking and
+ * persistent forms (compiled where mpi.h is MPI 4 or later), MPI_Alltoallw, MPI_Ialltoallw and
+ * MPI_Alltoallw_init, byte for byte against the library's own (PMPI_*: both receive buffers
+ * start with the same pattern, holes of derived datatypes included), on MPI_COMM_WORLD and on
+ * a sub-communicator (the even world ranks), under MPI_ERRORS_RETURN.
  *
  *   large_counts         the cases below
  *   large_counts --valid the valid cases only (the library alone hangs on an error on one rank)
- *   large_counts --big   MPI_Alltoall_c with blocks of 2049 MiB (counts beyond INT_MAX), 2 ranks:
- *                        about 4 GiB per rank
+ *   large_counts --big   blocks of 2049 MiB (counts beyond INT_MAX), 2 ranks: about 4 GiB per
+ *                        rank
  *
- * Cases (per communicator; "served": MPI_Alltoall_c / MPI_Alltoallv_c / MPI_Alltoallw reach the
- * routine's MPI_Alltoall / MPI_Alltoallv; "fallback": the library's, with a reason):
- *   a-int, a-vector, a-inplace      MPI_Alltoall_c, int-sized counts (served)
+ * Cases (per communicator; "served": the _c entries reach the routine's MPI_Alltoall /
+ * MPI_Alltoallv / MPI_Alltoallw, the non-blocking and persistent ones its MPI_Ialltoall[v] /
+ * MPI_Alltoall[v]_init; "fallback": the library's, with a reason). The prefixes nb- and init-
+ * name the same case through MPI_Ialltoall*_c (completed in one MPI_Waitall with a ring of
+ * point-to-point messages) and MPI_Alltoall*_init_c (started 3 times, each completed so):
+ *   a-int (+ nb-, init-), a-vector, MPI_Alltoall_c, int-sized counts (served)
+ *   a-inplace
  *   a-zero                          counts 0 (nothing to move)
  *   a-neg, a-below-int-min,         errors on every rank: MPI_ERR_COUNT (the error cases:
  *   a-beyond-2^63                   a-*, v-* and w-neg*, a-beyond-2^63)
- *   v-int, v-vector, v-inplace      MPI_Alltoallv_c, int-sized counts (served)
- *   v-displ-beyond-int              WORLD only: rank 0 receives at displacements beyond INT_MAX
- *                                   (a 2 GiB buffer, only its end touched): fallback
+ *   v-int, v-inplace (+ nb-, init-) MPI_Alltoallv_c, int-sized counts (served)
+ *   v-vector
+ *   v-resized-bottom (+ nb-, init-) an int every 12 bytes (lower bound -4) from MPI_BOTTOM, in a
+ *                                   static array and a mapping far apart: displacements beyond
+ *                                   INT_MAX spread over more, restated as counts / g of a
+ *                                   contiguous type of g elements (served)
+ *   v-displ-beyond-int (+ nb-,      WORLD only: rank 0 receives 100 bytes at 0 and at 2^31 +
+ *   init-)                          128 j (a 2 GiB buffer, only its ends touched): restated as
+ *                                   50 elements of 2 bytes (served)
+ *   v-displ-no-divisor (+ nb-,      the same at 2^31 + 1 + 128 j: no common divisor (blocking:
+ *   init-)                          the library; nb-, init-: every rank the linear exchange)
  *   v-neg-one-rank                  one rank's negative count: MPI_ERR_COUNT on every rank
+ *   wc-int, wc-bottom               MPI_Alltoallw_c, from sendbuf, and from MPI_BOTTOM at
+ *                                   addresses beyond INT_MAX in one mapping (served)
+ *   wc-spread                       blocks in a static array and a mapping: fallback
  *   w-int, w-vector, w-dense-mixed, MPI_Alltoallw whose types reduce (one datatype; dense
  *   w-inplace, w-zero               types of different sizes) (served)
  *   w-mixed-types                   a vector type per peer, each of another stride: fallback
  *   w-displ-not-multiple            one vector type, displacements not multiples of its
  *                                   extent: fallback
  *   w-neg-one-rank                  MPI_ERR_COUNT on every rank
+ *   nb-w-int, init-w-int,           MPI_Ialltoallw, MPI_Alltoallw_init, MPI_Alltoallw_init_c:
+ *   init-wc-int                     the library's (fallback)
+ * --big (2 ranks): big-recv-beyond-int MPI_Alltoall_c, 2049 MiB per block (served);
+ *   big-v-beyond-int MPI_Alltoallv_c of the same, counts beyond INT_MAX (served, restated);
+ *   big-nb-beyond-int MPI_Ialltoall_c of the same (blocks beyond INT_MAX bytes: fallback).
  * Rank 0 prints "ok NAME" or "FAIL NAME" per case and communicator, then exactly one line
  * "large_counts: N passed, M failed"; the exit status is 0 only if M is 0.
  */
@@ -413,12 +434,15 @@ static void alltoallv_c_cases(MPI_Comm comm, int P, int r, int world)
                   run_v(how, b.s, sc, sd, MPI_INT, b.r1, rc, rd, MPI_INT, comm, P, r, &ver));
     free(pl.init);
     memcpy(b.r1, b.r2, b.rlen);
-    /* v-inplace: the receive side for both */
-    rc1 = MPI_Alltoallv_c(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, b.r1, rc, rd, MPI_INT,
-                          comm);
+    /* v-inplace, nb-v-inplace, init-v-inplace: the receive side for both */
+    ver = plain_of(&b, &pl);
     rc2 = PMPI_Alltoallv_c(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, b.r2, rc, rd, MPI_INT,
                            comm);
-    check("v-inplace", same(rc1, rc2, b.r1, b.r2, b.rlen));
+    for (int how = 0; how < 3; how++)
+        named(HOW[how], "v-inplace",
+              rc2 == MPI_SUCCESS && run_v(how, MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, b.r1,
+                                          rc, rd, MPI_INT, comm, P, r, &ver));
+    free(pl.init);
     bufs_free(&b);
     /* v-vector: (r + j) % 2 + 1 vectors to j, received as 8 ints each */
     MPI_Datatype v = vec(3);
@@ -758,20 +782,37 @@ static int big(void)
     MPI_Type_commit(&rep);
     unsigned char *s = malloc((size_t)P * MIB), *r = malloc((size_t)P * (size_t)count);
     int ok = s != NULL && r != NULL;
-    if (ok) {
+    if (ok)
         fill(s, (size_t)P * MIB, wrank + 1);
-        memset(r, 0xee, (size_t)P * (size_t)count);
-        ok = MPI_Alltoall_c(s, 1, rep, r, count, MPI_BYTE, MPI_COMM_WORLD) == MPI_SUCCESS;
-        for (int j = 0; j < P && ok; j++) { /* block j: sender j's MiB number wrank, N times */
+    static const char *const names[3] = {"big-recv-beyond-int", "big-v-beyond-int",
+                                         "big-nb-beyond-int"};
+    MPI_Count sc[2] = {1, 1}, rc[2] = {count, count};
+    MPI_Aint sd[2] = {0, 1}, rd[2] = {0, (MPI_Aint)count};
+    for (int way = 0; way < 3 && P == 2; way++) {
+        int done = ok;
+        if (done) {
+            memset(r, 0xee, (size_t)P * (size_t)count);
+            MPI_Request req = MPI_REQUEST_NULL;
+            if (way == 0)
+                done = MPI_Alltoall_c(s, 1, rep, r, count, MPI_BYTE, MPI_COMM_WORLD) == MPI_SUCCESS;
+            else if (way == 1)
+                done = MPI_Alltoallv_c(s, sc, sd, rep, r, rc, rd, MPI_BYTE, MPI_COMM_WORLD) ==
+                       MPI_SUCCESS;
+            else
+                done = MPI_Ialltoall_c(s, 1, rep, r, count, MPI_BYTE, MPI_COMM_WORLD, &req) ==
+                           MPI_SUCCESS &&
+                       MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        }
+        for (int j = 0; j < P && done; j++) { /* block j: sender j's MiB number wrank, N times */
             static unsigned char want[MIB];
             for (size_t k = 0; k < MIB; k++)
                 want[k] = (unsigned char)(((j + 1) * 131 + ((size_t)wrank * MIB + k) * 7 +
                                            (((size_t)wrank * MIB + k) >> 8)) & 0xff);
-            for (int m = 0; m < N && ok; m++)
-                ok = memcmp(r + (size_t)j * (size_t)count + (size_t)m * MIB, want, MIB) == 0;
+            for (int m = 0; m < N && done; m++)
+                done = memcmp(r + (size_t)j * (size_t)count + (size_t)m * MIB, want, MIB) == 0;
         }
+        check(names[way], done);
     }
-    check("big-recv-beyond-int", ok);
     free(s);
     free(r);
     MPI_Type_free(&rep);
