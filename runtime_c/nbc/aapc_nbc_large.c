@@ -90,21 +90,14 @@ aapc_nbc_owned_t *aapc_nbc_own_take(void)
     } while (0)
 
 /* Before the library's call: the reason said once (not for the calls the library answers
-   anyway) and the bytes for the report. */
-static long long w_begin(const char *entry, MPI_Comm comm, const void *sendbuf,
-                         long long sbytes, long long rbytes)
+   untouched: null and inter-communicators, outside MPI_Init..MPI_Finalize) and the size of
+   the communicator for the report's bytes (0: none counted). */
+static int w_begin(const char *entry, MPI_Comm comm)
 {
-    if (!aapc_args_to_library(comm, entry, entry))
-        aapc_warn_fallback(comm, entry, W_WHY, entry);
-    return sendbuf == MPI_IN_PLACE ? rbytes : sbytes;
-}
-
-static int w_size(MPI_Comm comm)
-{
-    int size = 0, inter = 1;
-    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
-        PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+    int size = 0;
+    if (aapc_args_to_library(comm, entry, entry) || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
         return 0;
+    aapc_warn_fallback(comm, entry, W_WHY, entry);
     return size;
 }
 
@@ -116,10 +109,10 @@ int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispl
     static const char entry[] = "MPI_Ialltoallw";
     double t0 = aapc_report_begin();
     long long sb, rb;
-    int size = w_size(comm);
+    int size = w_begin(entry, comm);
     W_BYTES(sendcounts, sendtypes, size, sb);
     W_BYTES(recvcounts, recvtypes, size, rb);
-    long long bytes = w_begin(entry, comm, sendbuf, sb, rb);
+    long long bytes = sendbuf == MPI_IN_PLACE ? rb : sb;
     int rc = PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                              recvtypes, comm, request);
     return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
@@ -134,10 +127,10 @@ int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sd
     static const char entry[] = "MPI_Alltoallw_init";
     double t0 = aapc_report_begin();
     long long sb, rb;
-    int size = w_size(comm);
+    int size = w_begin(entry, comm);
     W_BYTES(sendcounts, sendtypes, size, sb);
     W_BYTES(recvcounts, recvtypes, size, rb);
-    long long bytes = w_begin(entry, comm, sendbuf, sb, rb);
+    long long bytes = sendbuf == MPI_IN_PLACE ? rb : sb;
     int rc = PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
                                  rdispls, recvtypes, comm, info, request);
     return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
@@ -154,10 +147,10 @@ int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MP
     static const char entry[] = "MPI_Ialltoallw_c";
     double t0 = aapc_report_begin();
     long long sb, rb;
-    int size = w_size(comm);
+    int size = w_begin(entry, comm);
     W_BYTES(sendcounts, sendtypes, size, sb);
     W_BYTES(recvcounts, recvtypes, size, rb);
-    long long bytes = w_begin(entry, comm, sendbuf, sb, rb);
+    long long bytes = sendbuf == MPI_IN_PLACE ? rb : sb;
     int rc = PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
                                rdispls, recvtypes, comm, request);
     return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
@@ -172,10 +165,10 @@ int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[],
     static const char entry[] = "MPI_Alltoallw_init_c";
     double t0 = aapc_report_begin();
     long long sb, rb;
-    int size = w_size(comm);
+    int size = w_begin(entry, comm);
     W_BYTES(sendcounts, sendtypes, size, sb);
     W_BYTES(recvcounts, recvtypes, size, rb);
-    long long bytes = w_begin(entry, comm, sendbuf, sb, rb);
+    long long bytes = sendbuf == MPI_IN_PLACE ? rb : sb;
     int rc = PMPI_Alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
                                    rdispls, recvtypes, comm, info, request);
     return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
@@ -219,7 +212,7 @@ static int alltoall_c(const char *entry, int persistent, const void *sendbuf,
     int64_t rb = block_bytes(recvcount, recvtype), b = sb > rb ? sb : rb;
     int scount = inplace ? 0 : int_count(sendcount, sendtype, &beyond);
     int rcount = int_count(recvcount, recvtype, &beyond);
-    int library = aapc_args_to_library(comm, entry, entry);
+    int untouched = aapc_args_to_library(comm, entry, entry), library = untouched;
     if (!library && aapc_nbc_from_fortran(caller)) {
         aapc_report_fallback(AAPC_NBC_FORTRAN_WHY);
         library = 1;
@@ -230,7 +223,7 @@ static int alltoall_c(const char *entry, int persistent, const void *sendbuf,
                            entry);
         library = 1;
     }
-    if (!library && PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+    if (!untouched && PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
         size = 0;
     if (library) {
 #ifdef AAPC_HAVE_PERSISTENT_COLL
@@ -247,8 +240,6 @@ static int alltoall_c(const char *entry, int persistent, const void *sendbuf,
     } else {
         rc = MPI_Ialltoall(sendbuf, scount, sendtype, recvbuf, rcount, recvtype, comm, request);
     }
-    if (library && PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
-        size = 0;
     long long bytes = b > 0 && b < INT64_MAX / (size > 0 ? size : 1) ? b * size : 0;
     return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
 }

@@ -8,7 +8,7 @@
  *   large_counts         the cases below
  *   large_counts --valid the valid cases only (the library alone hangs on an error on one rank)
  *   large_counts --big   blocks of 2049 MiB (counts beyond INT_MAX), 2 ranks: about 4 GiB per
- *                        rank
+ *                        rank (--big-all: one way more)
  *
  * Cases (per communicator; "served": the _c entries reach the routine's MPI_Alltoall /
  * MPI_Alltoallv / MPI_Alltoallw, the non-blocking and persistent ones its MPI_Ialltoall[v] /
@@ -44,8 +44,10 @@
  *   nb-w-int, init-w-int,           MPI_Ialltoallw, MPI_Alltoallw_init, MPI_Alltoallw_init_c:
  *   init-wc-int                     the library's (fallback)
  * --big (2 ranks): big-recv-beyond-int MPI_Alltoall_c, 2049 MiB per block (served);
- *   big-v-beyond-int MPI_Alltoallv_c of the same, counts beyond INT_MAX (served, restated);
- *   big-nb-beyond-int MPI_Ialltoall_c of the same (blocks beyond INT_MAX bytes: fallback).
+ *   big-v-beyond-int MPI_Alltoallv_c: the block received from the other rank sent back to it
+ *   as MPI_BYTE, counts beyond INT_MAX on both sides (served, restated);
+ *   --big-all adds big-nb-beyond-int MPI_Ialltoall_c of the same (blocks beyond INT_MAX bytes:
+ *   fallback; about 20 s more, not in the tests).
  * Rank 0 prints "ok NAME" or "FAIL NAME" per case and communicator, then exactly one line
  * "large_counts: N passed, M failed"; the exit status is 0 only if M is 0.
  */
@@ -768,7 +770,7 @@ static void cases(MPI_Comm comm, int world)
    element of a type repeating the sender's j-th MiB 2049 times (an hvector of stride 0). (A
    send side of 2049 Mi elements too was checked once, not in CI: the library packs a type of
    extent 0 element by element, about a minute for 2 GiB.) */
-static int big(void)
+static int big(int ways)
 {
     enum { MIB = 1 << 20, N = 2049 };
     int P;
@@ -782,31 +784,42 @@ static int big(void)
     MPI_Type_commit(&rep);
     unsigned char *s = malloc((size_t)P * MIB), *r = malloc((size_t)P * (size_t)count);
     int ok = s != NULL && r != NULL;
-    if (ok)
-        fill(s, (size_t)P * MIB, wrank + 1);
     static const char *const names[3] = {"big-recv-beyond-int", "big-v-beyond-int",
                                          "big-nb-beyond-int"};
-    MPI_Count sc[2] = {1, 1}, rc[2] = {count, count};
-    MPI_Aint sd[2] = {0, 1}, rd[2] = {0, (MPI_Aint)count};
-    for (int way = 0; way < 3 && P == 2; way++) {
-        int done = ok;
+    /* MPI_Alltoallv_c: the block received from the other rank goes back to it, as count bytes
+       (beyond INT_MAX on both sides), into its own block's place */
+    int other = 1 - wrank;
+    MPI_Count sc[2] = {0, 0}, rc[2] = {0, 0};
+    MPI_Aint sd[2] = {0, 0}, rd[2] = {0, 0};
+    sc[other] = rc[other] = count;
+    for (int way = 0; way < ways && P == 2; way++) {
+        int done = ok, seed = 1 + 3 * way; /* every byte differs from the way before's */
         if (done) {
-            memset(r, 0xee, (size_t)P * (size_t)count);
+            fill(s, (size_t)P * MIB, wrank + seed);
+            if (way != 2) /* way 2 (another seed) finds way 0's data wrong */
+                memset(r + (size_t)(way == 1 ? wrank : 0) * (size_t)count, 0xee,
+                       (size_t)(way == 1 ? 1 : P) * (size_t)count);
             MPI_Request req = MPI_REQUEST_NULL;
             if (way == 0)
                 done = MPI_Alltoall_c(s, 1, rep, r, count, MPI_BYTE, MPI_COMM_WORLD) == MPI_SUCCESS;
             else if (way == 1)
-                done = MPI_Alltoallv_c(s, sc, sd, rep, r, rc, rd, MPI_BYTE, MPI_COMM_WORLD) ==
-                       MPI_SUCCESS;
+                done = MPI_Alltoallv_c(r + (size_t)other * (size_t)count, sc, sd, MPI_BYTE,
+                                       r + (size_t)wrank * (size_t)count, rc, rd, MPI_BYTE,
+                                       MPI_COMM_WORLD) == MPI_SUCCESS;
             else
                 done = MPI_Ialltoall_c(s, 1, rep, r, count, MPI_BYTE, MPI_COMM_WORLD, &req) ==
                            MPI_SUCCESS &&
                        MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
         }
         for (int j = 0; j < P && done; j++) { /* block j: sender j's MiB number wrank, N times */
+            int from = seed; /* way 1: block wrank holds what this rank sent in way 0 */
+            if (way == 1 && j != wrank)
+                continue;
+            if (way == 1)
+                from = 1;
             static unsigned char want[MIB];
             for (size_t k = 0; k < MIB; k++)
-                want[k] = (unsigned char)(((j + 1) * 131 + ((size_t)wrank * MIB + k) * 7 +
+                want[k] = (unsigned char)(((j + from) * 131 + ((size_t)wrank * MIB + k) * 7 +
                                            (((size_t)wrank * MIB + k) >> 8)) & 0xff);
             for (int m = 0; m < N && done; m++)
                 done = memcmp(r + (size_t)j * (size_t)count + (size_t)m * MIB, want, MIB) == 0;
@@ -826,9 +839,9 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     errors = !(argc > 1 && strcmp(argv[1], "--valid") == 0);
-    if (argc > 1 && strcmp(argv[1], "--big") == 0) {
+    if (argc > 1 && strncmp(argv[1], "--big", 5) == 0) {
 #if LARGE
-        big();
+        big(strcmp(argv[1], "--big-all") == 0 ? 3 : 2);
 #else
         check("big (no MPI_Alltoall_c in this MPI)", 0);
 #endif
