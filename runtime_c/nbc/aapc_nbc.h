@@ -152,13 +152,15 @@ void aapc_nbc_vways(long long counts[2]);
 
 /* ---- a large-count entry's arguments, owned by the request (aapc_nbc_large.c) ------------- */
 
-/* MPI_Ialltoallv_c / MPI_Alltoallv_init_c restate their arguments in int (copies, a
-   contiguous type) for MPI_Ialltoallv / MPI_Alltoallv_init, which must outlive the call: the
+/* MPI_Ialltoallv_c / MPI_Alltoallv_init_c and MPI_Ialltoallw / MPI_Alltoallw_init restate
+   their arguments in int counts of one datatype (copies, a contiguous type) for MPI_Ialltoallv
+   / MPI_Alltoallv_init, which must outlive the call: the
    entry hands them over with aapc_nbc_own_next, and the next aapc_nbc_alltoallv of this thread
    takes them (aapc_nbc_own_take) and, in every case, releases them exactly once: at once when
    the call goes to the library (which then runs `library`: the entry's own call with its
    original arguments), else when the request is freed. A rank whose arguments cannot be said
-   in int (`row` and `linear` set; its int arguments are zero counts) marks its row of the
+   as int counts of one dense datatype (`row` and `linear` set; its int arguments are zero
+   counts) marks its row of the
    gathered byte matrix (diagonal -1): every rank then takes the linear exchange, this one
    through `linear` (every receive and send of its original arguments at once into reqs[2 n],
    reqs[j] from j and reqs[n + j] to j, on dup with tag; the own block with tag + 2). */

@@ -175,8 +175,8 @@ static int decide(struct vcall *c)
         long long *d = &c->m[(size_t)a * (size_t)c->n + (size_t)a];
         if (*d < 0 && beyond[0] == '\0')
             snprintf(beyond, sizeof beyond,
-                     "rank %d's counts or displacements are beyond an int with no common divisor "
-                     "(MPI_Ialltoallv_c)",
+                     "rank %d's arguments are not int counts of one dense datatype "
+                     "(MPI_Ialltoallv_c beyond an int, or MPI_Ialltoallw)",
                      a);
         *d = 0;
     }

@@ -1,8 +1,9 @@
 /*
  * aapc_nbc_large.c: the large-count non-blocking and persistent all-to-all (MPI-4's
- * MPI_Ialltoall_c, MPI_Alltoall_init_c, MPI_Ialltoallv_c, MPI_Alltoallv_init_c), served by this
- * library's MPI_Ialltoall / MPI_Alltoall_init / MPI_Ialltoallv / MPI_Alltoallv_init, and
- * MPI_Ialltoallw / MPI_Alltoallw_init (and their _c forms), handed to the library.
+ * MPI_Ialltoall_c, MPI_Alltoall_init_c, MPI_Ialltoallv_c, MPI_Alltoallv_init_c) and
+ * MPI_Ialltoallw / MPI_Alltoallw_init, served by this library's MPI_Ialltoall /
+ * MPI_Alltoall_init / MPI_Ialltoallv / MPI_Alltoallv_init; MPI_Ialltoallw_c and
+ * MPI_Alltoallw_init_c handed to the library.
  *
  * These calls must be local: no rank may wait for another to agree on a way, so every rank
  * must reach the same way from what it knows alone, or from what the call's own gather brings.
@@ -23,15 +24,22 @@
  *     zero counts and its true row of bytes, marked: when the rows are gathered every rank
  *     sees the mark and takes the linear exchange, this rank with its own arguments
  *     (MPI_Isend_c / MPI_Irecv_c; MPI_IN_PLACE: its receive span copied aside at each start).
- *   - MPI_Ialltoallw, MPI_Alltoallw_init and their _c forms: the library's, on every rank, the
- *     reason said once per job and shown in the report (MPI_Alltoallw's reduction to
- *     MPI_Alltoallv needs the ranks' agreement, which a non-blocking call cannot wait for).
+ *   - MPI_Ialltoallw, MPI_Alltoallw_init: each side reduced as by the blocking MPI_Alltoallw
+ *     (alltoallv/aapc_alltoallw.c: one datatype, or dense bytes) into int arrays the request
+ *     owns, for MPI_Ialltoallv / MPI_Alltoallv_init (the library's way: PMPI_Ialltoallw with
+ *     the call's own arguments). The int call's way depends on whether the datatypes are dense,
+ *     a fact of each rank: a rank whose sides do not reduce, or reduce to a datatype with holes,
+ *     marks its row as above, and every rank takes the linear exchange, this one with its own
+ *     datatype per peer (MPI_Isend / MPI_Irecv; MPI_IN_PLACE: its receive span copied aside).
+ *   - MPI_Ialltoallw_c, MPI_Alltoallw_init_c: the library's, the reason said once per job and
+ *     shown in the report.
  * Calls from an MPI library's Fortran bindings (aapc_nbc_caller.c), on MPI_COMM_NULL,
  * inter-communicators or outside MPI_Init..MPI_Finalize go to the library untouched.
- * Cost: the int entry's, plus O(P) local work and 16 P bytes of copies per call (the v forms),
- * a divisor search and a contiguous type per side restated.
- * Compiled where mpi.h is MPI 4 or later (the _c functions); MPI_Ialltoallw and
- * MPI_Alltoallw_init with any MPI.
+ * Cost: the int entry's, plus O(P) local work and 16 P bytes of copies per call (the v and w
+ * forms; w: the committed probe per distinct datatype), a divisor search and a contiguous type
+ * per side restated.
+ * Compiled where mpi.h is MPI 4 or later (the _c functions); MPI_Ialltoallw with any MPI,
+ * MPI_Alltoallw_init where the library has persistent collectives.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -41,8 +49,10 @@
 
 #include <mpi.h>
 
+#include "aapc_alltoallw.h"
 #include "aapc_args.h"
 #include "aapc_comm.h" /* aapc_warn_fallback */
+#include "aapc_exec.h" /* aapc_dense */
 #include "aapc_mpi.h"
 #include "aapc_nbc.h"
 #include "aapc_report.h"
@@ -70,11 +80,7 @@ aapc_nbc_owned_t *aapc_nbc_own_take(void)
 
 #ifdef AAPC_INTERCEPT
 
-/* ---- MPI_Ialltoallw, MPI_Alltoallw_init (and _c below): the library's -------------------- */
-
-#define W_WHY                                                                                     \
-    "the non-blocking and persistent MPI_Alltoallw are the MPI library's (reducing their "       \
-    "datatypes needs an agreement of the ranks, which such a call cannot wait for)"
+/* ---- MPI_Ialltoallw_c, MPI_Alltoallw_init_c (below): the library's ----------------------- */
 
 /* The bytes this rank sends in an Alltoallw. */
 #define W_BYTES(counts, types, size, out)                                                        \
@@ -89,6 +95,217 @@ aapc_nbc_owned_t *aapc_nbc_own_take(void)
         (out) = b_ >= 9.2e18 ? (long long)INT64_MAX : (long long)b_;                              \
     } while (0)
 
+/* ---- MPI_Ialltoallw, MPI_Alltoallw_init: MPI_Ialltoallv where this rank's types reduce ---- */
+
+/* What the request owns: the call's own arguments, the reduced int arrays, and for a rank
+   whose types do not reduce to one dense datatype its row of bytes and its MPI_IN_PLACE copy. */
+struct wown {
+    aapc_nbc_owned_t base;
+    const void *sendbuf;
+    void *recvbuf;
+    const int *sc, *sd, *rc, *rd;
+    const MPI_Datatype *st, *rt;
+    MPI_Comm comm;
+    int n, me;
+    int *ints; /* 4 n */
+    long long *row;
+    char *inplace;
+};
+
+static int wown_library(aapc_nbc_owned_t *o_, int persistent, MPI_Info info, MPI_Request *request)
+{
+    struct wown *o = (struct wown *)o_;
+#ifdef AAPC_HAVE_PERSISTENT_COLL
+    if (persistent)
+        return PMPI_Alltoallw_init(o->sendbuf, o->sc, o->sd, o->st, o->recvbuf, o->rc, o->rd,
+                                   o->rt, o->comm, info, request);
+#else
+    (void)persistent;
+    (void)info;
+#endif
+    return PMPI_Ialltoallw(o->sendbuf, o->sc, o->sd, o->st, o->recvbuf, o->rc, o->rd, o->rt,
+                           o->comm, request);
+}
+
+static void wown_release(aapc_nbc_owned_t *o_)
+{
+    struct wown *o = (struct wown *)o_;
+    free(o->ints);
+    free(o->row);
+    free(o->inplace);
+    free(o);
+}
+
+/* MPI_IN_PLACE: the span of the receive blocks (each of its own datatype) copied aside. */
+static int wown_copy(struct wown *o, const char **base)
+{
+    MPI_Aint lo = 0, hi = 0;
+    int rc, any = 0;
+    for (int j = 0; j < o->n; j++) {
+        MPI_Aint lb, ext, tlb, text;
+        if (o->rc[j] <= 0)
+            continue;
+        if ((rc = PMPI_Type_get_extent(o->rt[j], &lb, &ext)) != MPI_SUCCESS ||
+            (rc = PMPI_Type_get_true_extent(o->rt[j], &tlb, &text)) != MPI_SUCCESS)
+            return rc;
+        MPI_Aint last = (MPI_Aint)(o->rc[j] - 1);
+        MPI_Aint l = o->rd[j] + tlb + (ext < 0 ? last * ext : 0);
+        MPI_Aint h = o->rd[j] + tlb + text + (ext > 0 ? last * ext : 0);
+        lo = any && lo < l ? lo : l;
+        hi = any && hi > h ? hi : h;
+        any = 1;
+    }
+    free(o->inplace);
+    if ((o->inplace = malloc((size_t)(hi - lo) + 1)) == NULL)
+        return MPI_ERR_NO_MEM;
+    if (any)
+        memcpy(o->inplace, aapc_at(o->recvbuf, lo), (size_t)(hi - lo));
+    *base = aapc_at(o->inplace, -lo);
+    return MPI_SUCCESS;
+}
+
+/* The linear exchange with the call's own datatypes (aapc_nbc.h); an empty block as 0 bytes,
+   matching the peers' empty messages. */
+static int wown_linear(aapc_nbc_owned_t *o_, MPI_Comm dup, int tag, MPI_Request *reqs)
+{
+    struct wown *o = (struct wown *)o_;
+    int rc, n = o->n, inplace = o->sendbuf == MPI_IN_PLACE;
+    const char *sbuf = o->sendbuf;
+    const int *sc = inplace ? o->rc : o->sc, *sd = inplace ? o->rd : o->sd;
+    const MPI_Datatype *st = inplace ? o->rt : o->st;
+    for (int j = 0; j < 2 * n; j++)
+        reqs[j] = MPI_REQUEST_NULL;
+    if (inplace && (rc = wown_copy(o, &sbuf)) != MPI_SUCCESS)
+        return rc;
+    for (int j = 0; j < n; j++) {
+        int e = o->rc[j] > 0;
+        if ((rc = PMPI_Irecv(aapc_at(o->recvbuf, e ? o->rd[j] : 0), e ? o->rc[j] : 0,
+                             e ? o->rt[j] : MPI_BYTE, j, j == o->me ? tag + 2 : tag, dup,
+                             &reqs[j])) != MPI_SUCCESS)
+            return rc;
+    }
+    for (int k = 0; k < n; k++) { /* the own block first, then me + 1, me + 2, ... */
+        int j = (o->me + k) % n, e = sc[j] > 0;
+        if ((rc = PMPI_Isend(aapc_at(sbuf, e ? sd[j] : 0), e ? sc[j] : 0, e ? st[j] : MPI_BYTE,
+                             j, k == 0 ? tag + 2 : tag, dup, &reqs[n + j])) != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+static int alltoallw_nb(const char *entry, int persistent, const void *sendbuf,
+                        const int sendcounts[], const int sdispls[],
+                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                        const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                        MPI_Info info, const void *caller, MPI_Request *request)
+{
+    double t0 = aapc_report_begin();
+    int rc, n = 0, me = 0, inplace = sendbuf == MPI_IN_PLACE, cls = 0;
+    int library = aapc_args_to_library(comm, entry, entry);
+    if (!library && aapc_nbc_from_fortran(caller)) {
+        aapc_report_fallback(AAPC_NBC_FORTRAN_WHY);
+        library = 1;
+    }
+    if (!library && ((rc = PMPI_Comm_size(comm, &n)) != MPI_SUCCESS ||
+                     (rc = PMPI_Comm_rank(comm, &me)) != MPI_SUCCESS))
+        return aapc_report_entry(t0, entry, "native", 0, comm, rc);
+    long long sb, rb, bytes;
+    W_BYTES(sendcounts, sendtypes, n, sb);
+    W_BYTES(recvcounts, recvtypes, n, rb);
+    bytes = inplace ? rb : sb;
+    if (library) {
+        struct wown w = {{NULL, NULL, NULL, NULL}, sendbuf, recvbuf, sendcounts, sdispls,
+                         recvcounts, rdispls, sendtypes, recvtypes, comm, 0, 0, NULL, NULL, NULL};
+        rc = wown_library(&w.base, persistent, info, request);
+        return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
+    }
+    char what[200] = "";
+    if (!inplace)
+        aapc_alltoallw_check("send", sendcounts, sdispls, sendtypes, n, comm, &cls, what,
+                             sizeof what);
+    aapc_alltoallw_check("recv", recvcounts, rdispls, recvtypes, n, comm, &cls, what,
+                         sizeof what);
+    struct wown *o = calloc(1, sizeof *o);
+    int *ints = o != NULL ? malloc(4 * (size_t)(n ? n : 1) * sizeof *ints) : NULL;
+    if (ints == NULL || cls != 0) { /* this rank alone: the others would wait for it */
+        free(o);
+        free(ints);
+        rc = aapc_args_raise_alone(comm, cls != 0 ? cls : MPI_ERR_NO_MEM);
+        return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
+    }
+    *o = (struct wown){{wown_library, NULL, NULL, wown_release}, sendbuf, recvbuf, sendcounts,
+                       sdispls, recvcounts, rdispls, sendtypes, recvtypes, comm, n, me, ints,
+                       NULL, NULL};
+    MPI_Datatype sone = MPI_BYTE, rone = MPI_BYTE;
+    int *sc = inplace ? ints + 2 * n : ints, *sd = inplace ? ints + 3 * n : ints + n;
+    int cause = inplace ? 0 : aapc_alltoallw_reduce(sendcounts, sdispls, sendtypes, n, ints,
+                                                    ints + n, &sone);
+    if (cause == 0)
+        cause = aapc_alltoallw_reduce(recvcounts, rdispls, recvtypes, n, ints + 2 * n,
+                                      ints + 3 * n, &rone);
+    /* the int call's way depends on the datatypes' density, a local fact: a rank whose reduced
+       datatype has holes marks its row, so that every rank takes the linear exchange */
+    if (cause != 0 || !aapc_dense(rone) || (!inplace && !aapc_dense(sone))) {
+        const int *bc = inplace ? recvcounts : sendcounts;
+        const MPI_Datatype *bt = inplace ? recvtypes : sendtypes;
+        if ((o->row = malloc((size_t)n * sizeof *o->row)) == NULL) {
+            wown_release(&o->base);
+            rc = aapc_args_raise_alone(comm, MPI_ERR_NO_MEM);
+            return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
+        }
+        for (int j = 0; j < n; j++) {
+            int64_t e = 0;
+            o->row[j] = bc[j] > 0 && aapc_type_size(bt[j], &e) == MPI_SUCCESS
+                            ? (long long)bc[j] * e
+                            : 0;
+        }
+        memset(ints, 0, 4 * (size_t)n * sizeof *ints);
+        o->base.row = o->row;
+        o->base.linear = wown_linear;
+        sone = rone = MPI_BYTE;
+    }
+    aapc_nbc_own_next(&o->base); /* taken (and released) by the int entry */
+    const void *sbuf = inplace ? MPI_IN_PLACE : sendbuf;
+#ifdef AAPC_HAVE_PERSISTENT_COLL
+    if (persistent)
+        rc = MPI_Alltoallv_init(sbuf, sc, sd, sone, recvbuf, ints + 2 * n, ints + 3 * n, rone,
+                                comm, info, request);
+    else
+#endif
+        rc = MPI_Ialltoallv(sbuf, sc, sd, sone, recvbuf, ints + 2 * n, ints + 3 * n, rone, comm,
+                            request);
+    if (aapc_nbc_own_take() != NULL) /* not taken: an entry that is not ours ran */
+        wown_release(&o->base);
+    return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
+}
+
+int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                   MPI_Request *request)
+{
+    return alltoallw_nb("MPI_Ialltoallw", 0, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                        recvcounts, rdispls, recvtypes, comm, MPI_INFO_NULL, AAPC_CALLER,
+                        request);
+}
+
+#ifdef AAPC_HAVE_PERSISTENT_COLL
+int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                       const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                       const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                       MPI_Info info, MPI_Request *request)
+{
+    return alltoallw_nb("MPI_Alltoallw_init", 1, sendbuf, sendcounts, sdispls, sendtypes,
+                        recvbuf, recvcounts, rdispls, recvtypes, comm, info, AAPC_CALLER,
+                        request);
+}
+#endif
+
+#if MPI_VERSION >= 4
+
+#define W_WHY                                                                                     \
+    "the large-count non-blocking and persistent MPI_Alltoallw are the MPI library's"
+
 /* Before the library's call: the reason said once (not for the calls the library answers
    untouched: null and inter-communicators, outside MPI_Init..MPI_Finalize) and the size of
    the communicator for the report's bytes (0: none counted). */
@@ -100,44 +317,6 @@ static int w_begin(const char *entry, MPI_Comm comm)
     aapc_warn_fallback(comm, entry, W_WHY, entry);
     return size;
 }
-
-int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
-                   MPI_Request *request)
-{
-    static const char entry[] = "MPI_Ialltoallw";
-    double t0 = aapc_report_begin();
-    long long sb, rb;
-    int size = w_begin(entry, comm);
-    W_BYTES(sendcounts, sendtypes, size, sb);
-    W_BYTES(recvcounts, recvtypes, size, rb);
-    long long bytes = sendbuf == MPI_IN_PLACE ? rb : sb;
-    int rc = PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                             recvtypes, comm, request);
-    return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
-}
-
-#ifdef AAPC_HAVE_PERSISTENT_COLL
-int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                       const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                       const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
-                       MPI_Info info, MPI_Request *request)
-{
-    static const char entry[] = "MPI_Alltoallw_init";
-    double t0 = aapc_report_begin();
-    long long sb, rb;
-    int size = w_begin(entry, comm);
-    W_BYTES(sendcounts, sendtypes, size, sb);
-    W_BYTES(recvcounts, recvtypes, size, rb);
-    long long bytes = sendbuf == MPI_IN_PLACE ? rb : sb;
-    int rc = PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
-                                 rdispls, recvtypes, comm, info, request);
-    return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
-}
-#endif
-
-#if MPI_VERSION >= 4
 
 int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
                      const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[],

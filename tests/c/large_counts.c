@@ -41,8 +41,10 @@
  *   w-displ-not-multiple            one vector type, displacements not multiples of its
  *                                   extent: fallback
  *   w-neg-one-rank                  MPI_ERR_COUNT on every rank
- *   nb-w-int, init-w-int,           MPI_Ialltoallw, MPI_Alltoallw_init, MPI_Alltoallw_init_c:
- *   init-wc-int                     the library's (fallback)
+ *   nb-w-int, init-w-int            MPI_Ialltoallw, MPI_Alltoallw_init of MPI_INT (served)
+ *   nb-w-mixed, init-w-mixed        the same with a vector type per peer (served; every rank
+ *                                   the linear exchange)
+ *   init-wc-mixed                   MPI_Alltoallw_init_c: the library's (fallback)
  * --big (2 ranks): big-recv-beyond-int MPI_Alltoall_c, 2049 MiB per block (served);
  *   big-v-beyond-int MPI_Alltoallv_c: the block received from the other rank sent back to it
  *   as MPI_BYTE, counts beyond INT_MAX on both sides (served, restated);
@@ -688,8 +690,10 @@ static void alltoallw_cases(MPI_Comm comm, int P, int r)
 #define PERSISTENT 1 /* MPI_Alltoallw_init */
 #endif
 
-/* nb-w-int, init-w-int (and init-wc-int: MPI_Alltoallw_init_c): the library's, completed in
-   one MPI_Waitall with point-to-point messages, persistent ones started 3 times. */
+/* MPI_Ialltoallw and MPI_Alltoallw_init, completed in one MPI_Waitall with point-to-point
+   messages, persistent ones started 3 times: nb-w-int, init-w-int (MPI_INT: served through
+   MPI_Ialltoallv), nb-w-mixed, init-w-mixed (a vector type per peer: served, every rank the
+   linear exchange), init-wc-mixed (MPI_Alltoallw_init_c: the library's). */
 static void alltoallw_nb_cases(MPI_Comm comm, int P, int r)
 {
     size_t n = (size_t)P;
@@ -719,6 +723,31 @@ static void alltoallw_nb_cases(MPI_Comm comm, int P, int r)
     int e = MPI_Alltoallw_init(b.s, sc, sd, st, b.r1, rc, rd, rt, comm, MPI_INFO_NULL, &req);
     check("init-w-int", ok && persistent_runs(comm, P, r, e, req, &ver));
 #endif
+    free(pl.init);
+    bufs_free(&b);
+    /* nb-w-mixed, init-w-mixed: to j a vector of stride 2, 3 or 5, received as 8 ints (this
+       rank's types do not reduce: every rank the linear exchange) */
+    MPI_Datatype vv[3] = {vec(2), vec(3), vec(5)};
+    for (int j = 0; j < P; j++) {
+        st[j] = vv[j % 3];
+        rt[j] = MPI_INT;
+        sc[j] = 1;
+        rc[j] = 8;
+        sd[j] = 80 * j;
+        rd[j] = 32 * j;
+    }
+    b = bufs_of(n * 80, n * 32, r);
+    ver = plain_of(&b, &pl);
+    ok = PMPI_Alltoallw(b.s, sc, sd, st, b.r2, rc, rd, rt, comm) == MPI_SUCCESS;
+    plain_reset(&pl);
+    req = MPI_REQUEST_NULL;
+    check("nb-w-mixed", ok && MPI_Ialltoallw(b.s, sc, sd, st, b.r1, rc, rd, rt, comm, &req) ==
+                                  MPI_SUCCESS &&
+                            wait_mixed(comm, P, r, req, &ver));
+#ifdef PERSISTENT
+    e = MPI_Alltoallw_init(b.s, sc, sd, st, b.r1, rc, rd, rt, comm, MPI_INFO_NULL, &req);
+    check("init-w-mixed", ok && persistent_runs(comm, P, r, e, req, &ver));
+#endif
 #if LARGE
     MPI_Count *csc = calloc(n, sizeof *csc), *crc = calloc(n, sizeof *crc);
     MPI_Aint *csd = calloc(n, sizeof *csd), *crd = calloc(n, sizeof *crd);
@@ -729,12 +758,14 @@ static void alltoallw_nb_cases(MPI_Comm comm, int P, int r)
         crd[j] = rd[j];
     }
     e = MPI_Alltoallw_init_c(b.s, csc, csd, st, b.r1, crc, crd, rt, comm, MPI_INFO_NULL, &req);
-    check("init-wc-int", ok && persistent_runs(comm, P, r, e, req, &ver));
+    check("init-wc-mixed", ok && persistent_runs(comm, P, r, e, req, &ver));
     free(csc);
     free(crc);
     free(csd);
     free(crd);
 #endif
+    for (int k = 0; k < 3; k++)
+        MPI_Type_free(&vv[k]);
     free(pl.init);
     bufs_free(&b);
     free(sc);
