@@ -176,7 +176,7 @@ static int decide(struct vcall *c)
         if (*d < 0 && beyond[0] == '\0')
             snprintf(beyond, sizeof beyond,
                      "rank %d's arguments are not int counts of one dense datatype "
-                     "(MPI_Ialltoallv_c beyond an int, or MPI_Ialltoallw)",
+                     "(MPI_Ialltoallv_c, MPI_Ialltoallw)",
                      a);
         *d = 0;
     }

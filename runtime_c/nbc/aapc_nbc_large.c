@@ -24,6 +24,8 @@
  *     zero counts and its true row of bytes, marked: when the rows are gathered every rank
  *     sees the mark and takes the linear exchange, this rank with its own arguments
  *     (MPI_Isend_c / MPI_Irecv_c; MPI_IN_PLACE: its receive span copied aside at each start).
+ *     A rank whose datatype has holes marks its row too: the int call's way depends on the
+ *     datatypes' density, which each rank knows of its own only.
  *   - MPI_Ialltoallw, MPI_Alltoallw_init: each side reduced as by the blocking MPI_Alltoallw
  *     (alltoallv/aapc_alltoallw.c: one datatype, or dense bytes) into int arrays the request
  *     owns, for MPI_Ialltoallv / MPI_Alltoallv_init (the library's way: PMPI_Ialltoallw with
@@ -633,7 +635,10 @@ static int alltoallv_c(const char *entry, int persistent, const void *sendbuf,
     MPI_Datatype st = inplace ? o->R.type : o->S.type, rt = o->R.type;
     sc = inplace ? o->R.c : o->S.c;
     sd = inplace ? o->R.d : o->S.d;
-    if (cause != AAPC_VLARGE_OK) { /* zero counts, the true row, the linear exchange */
+    /* the int call's way depends on the datatypes' density, a fact of each rank: a rank that
+       cannot restate, or whose datatype has holes, marks its row (every rank: the linear
+       exchange) and sends and receives with its own arguments */
+    if (cause != AAPC_VLARGE_OK || !aapc_dense(rt) || (!inplace && !aapc_dense(st))) {
         if ((o->row = malloc((size_t)n * sizeof *o->row)) == NULL) {
             vown_release(&o->base);
             rc = aapc_args_raise_alone(comm, MPI_ERR_NO_MEM);
