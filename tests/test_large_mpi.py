@@ -35,10 +35,15 @@ MACHINES = ["n0", "n0", "n1", "n1"]  # 2 ranks on each of 2 machines of paper-fi
 LEVEL1 = {"AAPC_ALLTOALLV": "level1-receiver-all"}
 WORLD = "communicator of 4 ranks (MPI_COMM_WORLD), world ranks 0-3"
 EVEN = "communicator of 2 ranks, world ranks 0,2"
-BEYOND_INT = (
-    "native (MPI library): rank 0 passes counts or displacements beyond an int "
-    "(the schedules' executor counts in int)"
+NO_DIVISOR = (
+    "rank 0's recvcounts and rdispls are beyond an int with no common divisor that brings them "
+    "within one"
 )
+SPREAD = "rank 0 passes counts beyond an int or blocks spread over more than 2 GiB"
+NB_MARK = (
+    "rank 0's arguments are not int counts of one dense datatype (MPI_Ialltoallv_c, MPI_Ialltoallw)"
+)
+NB_W = "the large-count non-blocking and persistent MPI_Alltoallw are the MPI library's"
 TYPES_DIFFER = "rank 0's sendtypes are different datatypes, not all dense (contiguous bytes)"
 NOT_MULTIPLE = (
     "rank 0's sendtypes are one datatype, not dense, whose extent does not divide the displacements"
@@ -58,6 +63,11 @@ def served(rows: dict, heading: str, collective: str) -> int:
     )
 
 
+def wc_bytes(ranks: int) -> int:
+    """The bytes of large_counts.c's MPI_Alltoallw_c cases: (r + j) % 3 + 1 ints from r to j."""
+    return sum(4 * ((r + j) % 3 + 1) for r in range(ranks) for j in range(ranks))
+
+
 def test_large_count_entries_and_alltoallw(fig1: Build, tmp_path: Path) -> None:
     """Every case passes plain, relinked and preloaded; with the routine, the report shows the
     calls MPI_Alltoall_c, MPI_Alltoallv_c and MPI_Alltoallw made on their own rows, served by
@@ -73,9 +83,13 @@ def test_large_count_entries_and_alltoallw(fig1: Build, tmp_path: Path) -> None:
         report = tmp_path / f"report-{how}.txt"
         env = {**env, "AAPC_REPORT": str(report), "AAPC_WAY": "phases", **LEVEL1}
         proc = mpirun(fig1.mpi, 4, exe, *args, env=env, machines=MACHINES, timeout=240)
-        # per communicator: Alltoallw 7 valid + 1 error; Alltoall_c 4 + 3; Alltoallv_c 3 + 1
-        per_comm = 7 + (4 + 3 if large else 0) + (0 if args else 1 + (4 if large else 0))
-        assert passed(proc, "large_counts", how) == 2 * per_comm + large
+        # per communicator: Alltoallw 7 valid + 1 error, its non-blocking and persistent forms
+        # 4 (+ 1 _c); Alltoall_c 6 (3 ways of a-int) + 3 errors; Alltoallv_c 10 (3 ways of
+        # v-int, v-inplace and v-resized-bottom) + 1 error (+ 6 on WORLD: 3 ways of v-displ-*);
+        # Alltoallw_c 3
+        valid = 7 + 4 + (1 + 6 + 10 + 3 if large else 0)
+        per_comm = valid + (0 if args else 1 + (4 if large else 0))
+        assert passed(proc, "large_counts", how) == 2 * per_comm + 6 * large
         if how == "plain":
             continue
         rows = report_rows(report.read_text())
@@ -85,15 +99,38 @@ def test_large_count_entries_and_alltoallw(fig1: Build, tmp_path: Path) -> None:
             for cause in (TYPES_DIFFER, NOT_MULTIPLE):
                 row = (heading, "MPI_Alltoallw", f"native (MPI library): {cause}")
                 assert rows[row] == (1, ranks * ranks * 32), (how, text)
+            # the non-blocking and persistent Alltoallw: nb-w-int and nb-w-mixed served (the
+            # latter in the linear exchange); the large-count one the library's, with the reason
+            for coll in ("MPI_Ialltoallw", "MPI_Alltoallw_init"):
+                assert served(rows, heading, coll) == 2, (how, coll, text)
+            if large:
+                row = (heading, "MPI_Alltoallw_init_c", f"native (MPI library): {NB_W}")
+                assert rows[row] == (1, ranks * ranks * 32), (how, text)
             if large:
                 # a-int, a-vector, a-inplace: 300 ints, 5 vectors of 8 ints, 64 ints per block
                 bytes_c = ranks * ranks * (300 * 4 + 5 * 32 + 64 * 4)
                 assert rows[(heading, "MPI_Alltoall_c", "auto (run-time)")] == (3, bytes_c), text
-                assert served(rows, heading, "MPI_Alltoallv_c") == 3, (how, text)
+                # v-int, v-vector, v-inplace, v-resized-bottom (+ v-displ-beyond-int on WORLD)
+                assert served(rows, heading, "MPI_Alltoallv_c") == 3 + ranks // 2, (how, text)
+                assert served(rows, heading, "MPI_Alltoallw_c") == 2, (how, text)
+                row = (heading, "MPI_Alltoallw_c", f"native (MPI library): {SPREAD}")
+                assert rows[row] == (1, wc_bytes(ranks)), (how, text)
+                # non-blocking and persistent: a-int; v-int, v-inplace, v-resized-bottom (+
+                # v-displ-beyond-int and v-displ-no-divisor on WORLD: one rank's arguments not in
+                # int, every rank the linear exchange)
+                for coll, calls in (
+                    ("MPI_Ialltoall_c", 1),
+                    ("MPI_Alltoall_init_c", 1),
+                    ("MPI_Ialltoallv_c", ranks + 1),
+                    ("MPI_Alltoallv_init_c", ranks + 1),
+                ):
+                    assert served(rows, heading, coll) == calls, (how, coll, text)
         if large:
-            assert rows[(WORLD, "MPI_Alltoallv_c", BEYOND_INT)] == (1, 4 * 4 * 100), text
+            row = (WORLD, "MPI_Alltoallv_c", f"native (MPI library): {NO_DIVISOR}")
+            assert rows[row] == (1, 4 * 4 * 100), text
         said = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
-        causes = [TYPES_DIFFER, NOT_MULTIPLE] + (["beyond an int"] if large else [])
+        causes = [TYPES_DIFFER, NOT_MULTIPLE, NB_MARK]
+        causes += [NB_W, NO_DIVISOR, SPREAD] if large else []
         for cause in causes:
             assert sum(cause in ln for ln in said) == 1, (how, cause, said)
         assert len(said) == len(causes), (how, said)
@@ -103,7 +140,7 @@ def test_large_count_entries_and_alltoallw(fig1: Build, tmp_path: Path) -> None:
 def test_alltoall_c_blocks_beyond_int_max(tmp_path: Path) -> None:
     """MPI_Alltoall_c with 2049 MiB blocks on 2 ranks on 2 machines: counts beyond INT_MAX on
     the receive side, moved by the run-time phases as one element of a contiguous type of the
-    count, every byte checked. About 8 GiB at the peak;
+    count, every byte checked; the same through MPI_Alltoallv_c (restated in int: served). About 8 GiB at the peak;
     MPICH only (the _c functions), not sanitized (the shadow memory would double it)."""
     gen = tmp_path / "gen"
     generate(load_topology(FIG1), variant_specs("receiver-all", None), gen)
@@ -120,8 +157,10 @@ def test_alltoall_c_blocks_beyond_int_max(tmp_path: Path) -> None:
     report = tmp_path / "report.txt"
     env = {"AAPC_REPORT": str(report), "AAPC_WAY": "phases"}
     proc = mpirun(MPICH, 2, exe, "--big", env=env, machines=["n0", "n1"], timeout=1200)
-    assert passed(proc, "large_counts", "big") == 1
+    assert passed(proc, "large_counts", "big") == 2
     rows = report_rows(report.read_text())
     world = "communicator of 2 ranks (MPI_COMM_WORLD), world ranks 0-1"
     block = 2049 * 2**20
     assert rows[(world, "MPI_Alltoall_c", "auto (run-time)")] == (1, 2 * 2 * block), rows
+    # the same blocks through MPI_Alltoallv_c: receive counts beyond INT_MAX, restated (g = 2)
+    assert served(rows, world, "MPI_Alltoallv_c") == 1, rows

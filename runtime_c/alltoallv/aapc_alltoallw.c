@@ -50,6 +50,7 @@
 
 #include "aapc_args.h"
 #include "aapc_comm.h" /* aapc_warn_fallback */
+#include "aapc_alltoallw.h"
 #include "aapc_exec.h" /* aapc_dense */
 #include "aapc_mpi.h"
 #include "aapc_report.h"
@@ -71,8 +72,7 @@ static const char *cause_words(int cause)
     }
 }
 
-/* One side's local checks (the first finding in *cls and `what`). */
-static void check_side(const char *name, const int counts[], const int displs[],
+void aapc_alltoallw_check(const char *name, const int counts[], const int displs[],
                        const MPI_Datatype types[], int size, MPI_Comm comm, int *cls,
                        char *what, size_t len)
 {
@@ -156,8 +156,7 @@ static int reduce_bytes(const int counts[], const int displs[], const MPI_Dataty
     return REDUCED;
 }
 
-/* The cause a side does not reduce (REDUCED: it does, into c, d and *one). */
-static int reduce_side(const int counts[], const int displs[], const MPI_Datatype types[],
+int aapc_alltoallw_reduce(const int counts[], const int displs[], const MPI_Datatype types[],
                        int size, int *c, int *d, MPI_Datatype *one)
 {
     int cause = reduce_one(counts, displs, types, size, c, d, one);
@@ -204,13 +203,13 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
     char what[200] = "";
     MPI_Datatype stype = MPI_BYTE, rtype = MPI_BYTE;
     if (!inplace)
-        check_side("send", sendcounts, sdispls, sendtypes, size, comm, &cls, what,
+        aapc_alltoallw_check("send", sendcounts, sdispls, sendtypes, size, comm, &cls, what,
                    sizeof what);
-    check_side("recv", recvcounts, rdispls, recvtypes, size, comm, &cls, what, sizeof what);
+    aapc_alltoallw_check("recv", recvcounts, rdispls, recvtypes, size, comm, &cls, what, sizeof what);
     if (cls == 0 && ints != NULL) {
         if (!inplace)
-            scause = reduce_side(sendcounts, sdispls, sendtypes, size, ints, ints + n, &stype);
-        rcause = reduce_side(recvcounts, rdispls, recvtypes, size, ints + 2 * n, ints + 3 * n,
+            scause = aapc_alltoallw_reduce(sendcounts, sdispls, sendtypes, size, ints, ints + n, &stype);
+        rcause = aapc_alltoallw_reduce(recvcounts, rdispls, recvtypes, size, ints + 2 * n, ints + 3 * n,
                              &rtype);
     }
     int64_t v[4] = {aapc_args_key(cls, rank, size),

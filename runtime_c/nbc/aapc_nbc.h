@@ -6,7 +6,9 @@
  *                        MPI_Test*, MPI_Start*, MPI_Request_free, MPI_Cancel,
  *                        MPI_Request_get_status), which drive our requests' progress;
  *   aapc_nbc_exec.c      a contention-free schedule run by tests instead of waits;
- *   aapc_nbc_alltoall.c  MPI_Ialltoall / MPI_Alltoall_init: the choice of way and the request.
+ *   aapc_nbc_alltoall.c  MPI_Ialltoall / MPI_Alltoall_init: the choice of way and the request;
+ *   aapc_nbc_alltoallv.c MPI_Ialltoallv / MPI_Alltoallv_init;
+ *   aapc_nbc_large.c     their large-count forms (_c) and MPI_Ialltoallw / MPI_Alltoallw_init.
  * Internal to runtime_c/.
  */
 #ifndef AAPC_NBC_H
@@ -148,6 +150,30 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
 /* Calls whose way was decided, per way in this process: [0] the linear exchange, [1] the
    phases (tests). */
 void aapc_nbc_vways(long long counts[2]);
+
+/* ---- a large-count entry's arguments, owned by the request (aapc_nbc_large.c) ------------- */
+
+/* MPI_Ialltoallv_c / MPI_Alltoallv_init_c and MPI_Ialltoallw / MPI_Alltoallw_init restate
+   their arguments in int counts of one datatype (copies, a contiguous type) for MPI_Ialltoallv
+   / MPI_Alltoallv_init, which must outlive the call: the
+   entry hands them over with aapc_nbc_own_next, and the next aapc_nbc_alltoallv of this thread
+   takes them (aapc_nbc_own_take) and, in every case, releases them exactly once: at once when
+   the call goes to the library (which then runs `library`: the entry's own call with its
+   original arguments), else when the request is freed. A rank whose arguments cannot be said
+   as int counts of one dense datatype (`row` and `linear` set; its int arguments are zero
+   counts) marks its row of the
+   gathered byte matrix (diagonal -1): every rank then takes the linear exchange, this one
+   through `linear` (every receive and send of its original arguments at once into reqs[2 n],
+   reqs[j] from j and reqs[n + j] to j, on dup with tag; the own block with tag + 2). */
+typedef struct aapc_nbc_owned aapc_nbc_owned_t;
+struct aapc_nbc_owned {
+    int (*library)(aapc_nbc_owned_t *o, int persistent, MPI_Info info, MPI_Request *request);
+    const long long *row; /* this rank's row of bytes (NULL: from the int arguments) */
+    int (*linear)(aapc_nbc_owned_t *o, MPI_Comm dup, int tag, MPI_Request *reqs);
+    void (*release)(aapc_nbc_owned_t *o);
+};
+void aapc_nbc_own_next(aapc_nbc_owned_t *o);
+aapc_nbc_owned_t *aapc_nbc_own_take(void);
 
 #ifdef __cplusplus
 }

@@ -72,6 +72,7 @@ struct vcall {
     int exec_ready;
     MPI_Request *lreq; /* the linear exchange: 2 n */
     char *inplace;
+    aapc_nbc_owned_t *own; /* a large-count entry's arguments (aapc_nbc.h), or NULL */
 };
 
 /* The bytes of count elements of type, or -1 when not a count of a type. */
@@ -157,6 +158,8 @@ static int run(struct vcall *c)
     if (c->way == PHASES)
         return aapc_nbexec_start_v(&c->ex, sbuf, sc, sd, st, c->recvbuf, c->rcounts, c->rdispls,
                                    c->rtype);
+    if (c->own != NULL && c->own->linear != NULL) /* its arguments are not in int */
+        return c->own->linear(c->own, c->cc->dup, c->tag, c->lreq);
     return start_linear(c, sbuf, sc, sd, st);
 }
 
@@ -166,14 +169,24 @@ static int decide(struct vcall *c)
     aapc_cluster_comm_t *cc = c->cc;
     const char *why = NULL;
     char text[256] = "";
+    char beyond[160] = "";
     int rc, nomem = 0, dense, way = LINEAR; /* c->way is set last: undecided until it all holds */
-    for (int a = 0; a < c->n; a++) /* the diagonal is the local copy's */
-        c->m[(size_t)a * (size_t)c->n + (size_t)a] = 0;
+    for (int a = 0; a < c->n; a++) { /* the diagonal is the local copy's, or -1 (aapc_nbc.h) */
+        long long *d = &c->m[(size_t)a * (size_t)c->n + (size_t)a];
+        if (*d < 0 && beyond[0] == '\0')
+            snprintf(beyond, sizeof beyond,
+                     "rank %d's arguments are not int counts of one dense datatype "
+                     "(MPI_Ialltoallv_c, MPI_Ialltoallw)",
+                     a);
+        *d = 0;
+    }
     dense = aapc_dense(c->rtype) && (c->sendbuf == MPI_IN_PLACE || aapc_dense(c->stype));
     const aapc_job_shape_t *shape = cc->all_known ? aapc_cluster_comm_shape(cc, &nomem) : NULL;
     if (nomem)
         return MPI_ERR_NO_MEM;
-    if (!cc->all_known || shape == NULL)
+    if (beyond[0] != '\0')
+        why = beyond;
+    else if (!cc->all_known || shape == NULL)
         why = aapc_cluster_comm_why(cc);
     else if (cc->family != NULL)
         why = "a recorded sibling (the siblings' union runs in blocking calls only)";
@@ -260,6 +273,8 @@ static void op_release(void *ctx)
     free(c->inplace);
     if (c->cc != NULL)
         aapc_cluster_comm_release(c->cc);
+    if (c->own != NULL)
+        c->own->release(c->own);
     free(c);
 }
 
@@ -306,16 +321,19 @@ static int check_row(const void *sendbuf, const int sendcounts[], MPI_Datatype s
 static int begin(const aapc_vprog_t *prog, const void *sendbuf, const int sendcounts[],
                  const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int persistent,
-                 aapc_cluster_comm_t *cc, MPI_Request *request)
+                 aapc_cluster_comm_t *cc, aapc_nbc_owned_t *own, MPI_Request *request)
 {
     int rc, n = cc->size;
     struct vcall *c = calloc(1, sizeof *c);
-    if (c == NULL)
+    if (c == NULL) {
+        if (own != NULL)
+            own->release(own);
         return aapc_args_raise_alone(comm, MPI_ERR_NO_MEM);
+    }
     *c = (struct vcall){prog, comm, cc, sendbuf, recvbuf, sendcounts, sdispls, recvcounts,
                         rdispls, sendtype, recvtype, n, cc->rank, persistent,
                         aapc_nbc_tag(cc), UNDECIDED, NULL, NULL,
-                        MPI_REQUEST_NULL, NULL, {0}, 0, NULL, NULL};
+                        MPI_REQUEST_NULL, NULL, {0}, 0, NULL, NULL, own};
     aapc_cluster_comm_hold(cc);
     size_t nn = (size_t)n * (size_t)n;
     c->row = malloc((size_t)n * sizeof *c->row);
@@ -324,6 +342,10 @@ static int begin(const aapc_vprog_t *prog, const void *sendbuf, const int sendco
         rc = MPI_ERR_NO_MEM;
     else
         rc = check_row(sendbuf, sendcounts, sendtype, recvcounts, recvtype, n, c->row);
+    if (rc == MPI_SUCCESS && own != NULL && own->row != NULL) /* not said by the int arguments */
+        memcpy(c->row, own->row, (size_t)n * sizeof *c->row);
+    if (rc == MPI_SUCCESS && own != NULL && own->linear != NULL)
+        c->row[c->me] = -1;
     if (rc == MPI_SUCCESS)
         rc = PMPI_Iallgather(c->row, n, MPI_LONG_LONG, c->m, n, MPI_LONG_LONG, comm, &c->gather);
     if (rc != MPI_SUCCESS) {
@@ -342,6 +364,7 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
                        MPI_Request *request)
 {
     double t0 = aapc_report_begin();
+    aapc_nbc_owned_t *own = aapc_nbc_own_take();
     const char *coll = persistent ? "MPI_Alltoallv_init" : "MPI_Ialltoallv";
     const char *name = prog != NULL ? prog->name : "MPI library";
     aapc_cluster_comm_t *cc = NULL;
@@ -369,11 +392,16 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
             aapc_report_fallback(fortran    ? AAPC_NBC_FORTRAN_WHY
                                  : !usable ? "no run-time Alltoallv routine for this call"
                                            : "not an intra-communicator the library can gather");
-        rc = library(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                     recvtype, comm, persistent, info, request);
+        if (own != NULL) { /* the large-count entry's own call: its arrays outlive it */
+            rc = own->library(own, persistent, info, request);
+            own->release(own);
+        } else {
+            rc = library(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                         recvtype, comm, persistent, info, request);
+        }
     } else {
         rc = begin(prog, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                   recvtype, comm, persistent, cc, request);
+                   recvtype, comm, persistent, cc, own, request);
     }
     return aapc_report_entry(t0, coll, name, sent, comm, rc);
 }
