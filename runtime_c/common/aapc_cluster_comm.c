@@ -68,7 +68,7 @@ static int free_state(aapc_cluster_comm_t *cc)
 {
     int rc = MPI_SUCCESS;
     if (cc->pending != NULL) { /* every rank posted it: completes with their progress */
-        rc = PMPI_Waitall(2, cc->pending->req, MPI_STATUSES_IGNORE);
+        rc = PMPI_Waitall(2, cc->pending->req, aapc_statuses_ignore());
         if (cc->pending->dup != MPI_COMM_NULL)
             PMPI_Comm_free(&cc->pending->dup);
         free(cc->pending->all);
@@ -328,9 +328,9 @@ int aapc_cluster_comm_adopt(aapc_cluster_comm_t *cc, int wait, int *done)
     if (p == NULL)
         return MPI_SUCCESS;
     if (wait)
-        rc = PMPI_Waitall(2, p->req, MPI_STATUSES_IGNORE);
+        rc = PMPI_Waitall(2, p->req, aapc_statuses_ignore());
     else
-        rc = PMPI_Testall(2, p->req, &flag, MPI_STATUSES_IGNORE);
+        rc = PMPI_Testall(2, p->req, &flag, aapc_statuses_ignore());
     if (rc != MPI_SUCCESS || !flag) {
         *done = rc != MPI_SUCCESS;
         return rc;

@@ -564,8 +564,8 @@ static void aapc_abandon(struct aapc_run *st)
     }
     PMPI_Wait(&st->sreq, MPI_STATUS_IGNORE);
     if (st->wsreq != NULL)
-        PMPI_Waitall(st->s1 - st->s0, st->wsreq, MPI_STATUSES_IGNORE);
-    PMPI_Waitall(st->nfired, st->freq, MPI_STATUSES_IGNORE);
+        PMPI_Waitall(st->s1 - st->s0, st->wsreq, aapc_statuses_ignore());
+    PMPI_Waitall(st->nfired, st->freq, aapc_statuses_ignore());
 }
 
 static int aapc_check_rows(const struct aapc_run *st)

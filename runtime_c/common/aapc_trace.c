@@ -124,7 +124,7 @@ static void poll_some(struct aapc_run *st, MPI_Request *reqs, int n, int data)
     int idx[CHUNK];
     for (int lo = 0; lo < n; lo += CHUNK) {
         int m = n - lo < CHUNK ? n - lo : CHUNK, out = 0;
-        if (PMPI_Testsome(m, reqs + lo, &out, idx, MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
+        if (PMPI_Testsome(m, reqs + lo, &out, idx, aapc_statuses_ignore()) != MPI_SUCCESS ||
             out == MPI_UNDEFINED)
             continue;
         for (int k = 0; k < out; k++) {
@@ -160,7 +160,7 @@ int aapc_trace_test(struct aapc_run *st, int n, MPI_Request *reqs, int *done)
     *done = 1;
     for (int lo = 0; lo < n; lo += CHUNK) {
         int m = n - lo < CHUNK ? n - lo : CHUNK, out = 0;
-        int rc = PMPI_Testsome(m, reqs + lo, &out, idx, MPI_STATUSES_IGNORE);
+        int rc = PMPI_Testsome(m, reqs + lo, &out, idx, aapc_statuses_ignore());
         if (rc != MPI_SUCCESS)
             return rc;
         if (out == MPI_UNDEFINED)

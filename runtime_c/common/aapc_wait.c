@@ -25,6 +25,7 @@
  * latest completion either way) at O(1) wall cost per request.
  */
 #define _POSIX_C_SOURCE 199309L
+#include "aapc_mpi.h"
 #include "aapc_wait.h"
 
 #include <sched.h>
@@ -118,12 +119,12 @@ int aapc_waitall(int n, MPI_Request *reqs)
     return MPI_SUCCESS;
 #else
     if (use_library_wait()) {
-        return PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+        return PMPI_Waitall(n, reqs, aapc_statuses_ignore());
     }
     aapc_backoff_t b = AAPC_BACKOFF_INIT;
     for (;;) {
         int done = 0;
-        int rc = PMPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+        int rc = PMPI_Testall(n, reqs, &done, aapc_statuses_ignore());
         if (rc != MPI_SUCCESS || done) {
             return rc;
         }

@@ -43,6 +43,15 @@
 #include <time.h>
 #include <unistd.h>
 
+/* MPI_STATUSES_IGNORE read through a volatile pointer: MPICH 4.0's header makes it
+   (MPI_Status *)1 with access attributes on the prototypes, and GCC 11+ then warns
+   (-Wstringop-overflow) at each call (as common/aapc_mpi.h, which this drop-in does not use). */
+static MPI_Status *statuses_ignore(void)
+{
+    MPI_Status *volatile ignore = MPI_STATUSES_IGNORE;
+    return ignore;
+}
+
 #ifndef IP_MULTICAST_ALL
 #define IP_MULTICAST_ALL 49
 #endif
@@ -655,7 +664,7 @@ int mc_reliable_send(struct aapc_mcast_group_s *g, const void *buf, uint64_t len
             if (!c.done[i] && c.cum[i] < lo)
                 lo = c.cum[i];
         if (lo == c.nfrag) { /* every receiver has everything: only confirmations to collect */
-            PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+            PMPI_Waitall(nr, req, statuses_ignore());
             break;
         }
         if (c.sent < c.nfrag && c.sent < lo + (uint32_t)mc_proc.window) {
@@ -671,7 +680,7 @@ int mc_reliable_send(struct aapc_mcast_group_s *g, const void *buf, uint64_t len
         c.progress = 0;
         drain(mc_proc.usock, NULL, &c);
         int outcount = 0;
-        PMPI_Testsome(nr, req, &outcount, idx, MPI_STATUSES_IGNORE);
+        PMPI_Testsome(nr, req, &outcount, idx, statuses_ignore());
         for (int k = 0; k < outcount && outcount != MPI_UNDEFINED; k++) {
             c.done[idx[k]] = 2;
             confirmed++;

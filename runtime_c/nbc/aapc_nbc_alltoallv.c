@@ -256,7 +256,7 @@ static int op_progress(void *ctx, int *done)
             aapc_nbexec_abandon(&c->ex);
         return rc;
     }
-    return PMPI_Testall(2 * c->n, c->lreq, done, MPI_STATUSES_IGNORE);
+    return PMPI_Testall(2 * c->n, c->lreq, done, aapc_statuses_ignore());
 }
 
 static void op_release(void *ctx)

@@ -359,8 +359,8 @@ int aapc_nbexec_progress(aapc_nbexec_t *x, int *done)
     if (x->next < x->s1 || x->rdone < x->r1 || x->sdone < x->s1)
         return MPI_SUCCESS;
     int ydone = 0, fdone = 0;
-    if ((rc = PMPI_Testall(x->y1 - x->y0, x->yreq, &ydone, MPI_STATUSES_IGNORE)) != MPI_SUCCESS ||
-        (rc = PMPI_Testall(x->nfired, x->freq, &fdone, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
+    if ((rc = PMPI_Testall(x->y1 - x->y0, x->yreq, &ydone, aapc_statuses_ignore())) != MPI_SUCCESS ||
+        (rc = PMPI_Testall(x->nfired, x->freq, &fdone, aapc_statuses_ignore())) != MPI_SUCCESS)
         return rc;
     *done = ydone && fdone;
     return MPI_SUCCESS;
@@ -378,6 +378,6 @@ void aapc_nbexec_abandon(aapc_nbexec_t *x)
             }
         }
     }
-    PMPI_Waitall(x->next - x->s0, x->sreq, MPI_STATUSES_IGNORE);
-    PMPI_Waitall(x->nfired, x->freq, MPI_STATUSES_IGNORE);
+    PMPI_Waitall(x->next - x->s0, x->sreq, aapc_statuses_ignore());
+    PMPI_Waitall(x->nfired, x->freq, aapc_statuses_ignore());
 }
