@@ -20,26 +20,34 @@
  *      representation across the job, as in every homogeneous cluster);
  *   a side with no data reduces to MPI_BYTE and zero counts. U is tried first (it keeps the
  *   user's datatype, whatever it is), then B.
- * Not reduced (the library's MPI_Alltoallv runs it): a side whose blocks have different
- * datatypes that are not all dense (the subarray types of a distributed FFT's transposes: one
- * per peer), one non-dense datatype whose extent does not divide the displacements (or is not
- * positive), a dense block beyond INT_MAX bytes.
+ * Not reduced: a side whose blocks have different datatypes that are not all dense (the
+ * subarray types of a distributed FFT's transposes: one per peer), one non-dense datatype whose
+ * extent does not divide the displacements (or is not positive), a dense block beyond INT_MAX
+ * bytes. Such a call is packed where every rank can (rule P, aapc_alltoallw_packed.c: each
+ * block packed into a staging buffer, MPI_Alltoallv of MPI_PACKED, each received block
+ * unpacked; a block's packed form must be its data, and a side's bytes at most INT_MAX), else
+ * the library's MPI_Alltoallw runs it.
  * Algorithm, on every rank:
  *   1. local: arrays not NULL (MPI_ERR_ARG), counts >= 0 (MPI_ERR_COUNT), datatypes of blocks
- *      with data not MPI_DATATYPE_NULL and committed (MPI_ERR_TYPE); the reduction of each side into int
- *      copies (4 P ints);
+ *      with data not MPI_DATATYPE_NULL and committed (MPI_ERR_TYPE); the reduction of each side
+ *      into int copies and the packed layout of each side (8 P ints);
  *   2. one MPI_Allreduce (MPI_MAX) of five 64-bit values on the communicator: any rank's error
  *      (raised on every rank through the communicator's error handler), per side the highest
- *      cause that side does not reduce with the lowest rank meeting it, and the lowest rank
- *      out of memory for the copies. Reducing is each rank's own finding: without the
- *      agreement some ranks would run MPI_Alltoallv and the others MPI_Alltoallw;
- *   3. every rank reduced: MPI_Alltoallv of the reduced arguments; else PMPI_Alltoallw with the
- *      original ones on every rank (the cause names the first rank and side that did not).
+ *      cause that side does not reduce with the lowest rank meeting it, the lowest rank out of
+ *      memory for the copies, and the lowest rank that cannot pack. Reducing and packing are
+ *      each rank's own findings: without the agreement some ranks would run MPI_Alltoallv and
+ *      the others MPI_Alltoallw;
+ *   3. every rank reduced: MPI_Alltoallv of the reduced arguments; else, every rank able to
+ *      pack: the staging buffers allocated and agreed (a second MPI_Allreduce, of one int),
+ *      then rule P; else PMPI_Alltoallw with the original arguments on every rank (the cause
+ *      names the first rank and side that did not reduce, and the first that cannot pack).
  * MPI_COMM_NULL, inter-communicators (with the fallback warning) and calls outside
  * MPI_Init..MPI_Finalize go to PMPI_Alltoallw untouched.
  * Cost: O(P) local (a handle comparison per block; per distinct consecutive datatype the
- * committed probe, a zero-element MPI_Pack, and for B its extent, true extent and size), 16 P bytes of copies, and the agreement,
- * about lg(P) alpha, on every call (the library's path too).
+ * committed probe, a zero-element MPI_Pack, and for B its extent, true extent and size; one
+ * MPI_Pack_size per block), 32 P bytes of copies, and the agreement, about lg(P) alpha, on
+ * every call (the library's path too); rule P adds the second agreement and two local copies
+ * of the data.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -51,6 +59,7 @@
 #include "aapc_args.h"
 #include "aapc_comm.h" /* aapc_warn_fallback */
 #include "aapc_alltoallw.h"
+#include "aapc_alltoallw_packed.h"
 #include "aapc_exec.h" /* aapc_dense */
 #include "aapc_mpi.h"
 #include "aapc_report.h"
@@ -198,27 +207,38 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
         (rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS)
         return aapc_report_entry(t0, entry, "native", 0, comm, rc);
     size_t n = (size_t)size;
-    int *ints = malloc(sizeof *ints * 4 * (n ? n : 1));
-    int cls = 0, scause = REDUCED, rcause = REDUCED;
+    int *ints = malloc(sizeof *ints * 8 * (n ? n : 1)); /* reduced, then packed: 4 n each */
+    int cls = 0, scause = REDUCED, rcause = REDUCED, nopack = 1;
     char what[200] = "";
     MPI_Datatype stype = MPI_BYTE, rtype = MPI_BYTE;
+    aapc_wpack_t pk = {size, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL};
     if (!inplace)
         aapc_alltoallw_check("send", sendcounts, sdispls, sendtypes, size, comm, &cls, what,
-                   sizeof what);
-    aapc_alltoallw_check("recv", recvcounts, rdispls, recvtypes, size, comm, &cls, what, sizeof what);
+                             sizeof what);
+    aapc_alltoallw_check("recv", recvcounts, rdispls, recvtypes, size, comm, &cls, what,
+                         sizeof what);
     if (cls == 0 && ints != NULL) {
         if (!inplace)
-            scause = aapc_alltoallw_reduce(sendcounts, sdispls, sendtypes, size, ints, ints + n, &stype);
-        rcause = aapc_alltoallw_reduce(recvcounts, rdispls, recvtypes, size, ints + 2 * n, ints + 3 * n,
-                             &rtype);
+            scause = aapc_alltoallw_reduce(sendcounts, sdispls, sendtypes, size, ints, ints + n,
+                                           &stype);
+        rcause = aapc_alltoallw_reduce(recvcounts, rdispls, recvtypes, size, ints + 2 * n,
+                                       ints + 3 * n, &rtype);
+        pk.rbytes = ints + 6 * n, pk.roffs = ints + 7 * n;
+        nopack = aapc_alltoallw_pack_layout(recvcounts, recvtypes, size, comm, pk.rbytes,
+                                            pk.roffs, &pk.rtotal);
+        pk.sbytes = inplace ? pk.rbytes : ints + 4 * n, pk.soffs = inplace ? pk.roffs : ints + 5 * n;
+        pk.stotal = pk.rtotal;
+        if (!inplace && !nopack)
+            nopack = aapc_alltoallw_pack_layout(sendcounts, sendtypes, size, comm, pk.sbytes,
+                                                pk.soffs, &pk.stotal);
     }
-    int64_t v[4] = {aapc_args_key(cls, rank, size),
+    int64_t v[5] = {aapc_args_key(cls, rank, size),
                     scause ? ((int64_t)scause << 32) | (uint32_t)(size - rank) : 0,
                     rcause ? ((int64_t)rcause << 32) | (uint32_t)(size - rank) : 0,
-                    ints == NULL ? size - rank : 0};
+                    ints == NULL ? size - rank : 0, nopack ? size - rank : 0};
     long long bytes = inplace ? sent_bytes(recvcounts, recvtypes, size)
                               : sent_bytes(sendcounts, sendtypes, size);
-    if ((rc = PMPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MAX, comm)) != MPI_SUCCESS) {
+    if ((rc = PMPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_INT64_T, MPI_MAX, comm)) != MPI_SUCCESS) {
         free(ints);
         return aapc_report_entry(t0, entry, "native", bytes, comm, rc); /* raised by it */
     }
@@ -227,25 +247,43 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
         rc = aapc_args_raise_found(comm, entry, cls, what, v[0], size);
         return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
     }
-    if (v[1] != 0 || v[2] != 0 || v[3] != 0) {
-        char why[200];
-        int64_t w = v[1] != 0 ? v[1] : v[2];
-        if (w != 0)
-            snprintf(why, sizeof why, "rank %d's %s %s", size - (int)(w & 0xffffffff),
-                     v[1] != 0 ? "sendtypes" : "recvtypes", cause_words((int)(w >> 32)));
-        else
-            snprintf(why, sizeof why, "rank %d cannot allocate the copies of its counts",
-                     size - (int)v[3]);
+    if (v[1] == 0 && v[2] == 0 && v[3] == 0) {
+        int *sc = inplace ? ints + 2 * n : ints, *sd = inplace ? ints + 3 * n : ints + n;
+        rc = MPI_Alltoallv(sendbuf, sc, sd, inplace ? rtype : stype, recvbuf, ints + 2 * n,
+                           ints + 3 * n, rtype, comm); /* in place the send arguments are not read */
         free(ints);
-        aapc_warn_fallback(comm, entry, why, entry);
-        rc = PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
-                            rdispls, recvtypes, comm);
         return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
     }
-    int *sc = inplace ? ints + 2 * n : ints, *sd = inplace ? ints + 3 * n : ints + n;
-    rc = MPI_Alltoallv(sendbuf, sc, sd, inplace ? rtype : stype, recvbuf, ints + 2 * n,
-                       ints + 3 * n, rtype, comm); /* in place the send arguments are not read */
+    char why[300];
+    int64_t w = v[1] != 0 ? v[1] : v[2];
+    if (v[3] == 0 && v[4] == 0) { /* rule P on every rank, once the staging buffers are there */
+        pk.sstage = malloc((size_t)pk.stotal + 1);
+        pk.rstage = malloc((size_t)pk.rtotal + 1);
+        int nomem = pk.sstage == NULL || pk.rstage == NULL ? size - rank : 0;
+        if ((rc = PMPI_Allreduce(MPI_IN_PLACE, &nomem, 1, MPI_INT, MPI_MAX, comm)) == MPI_SUCCESS &&
+            nomem == 0)
+            rc = aapc_alltoallw_packed(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                       recvcounts, rdispls, recvtypes, &pk, comm);
+        free(pk.sstage);
+        free(pk.rstage);
+        if (rc != MPI_SUCCESS || nomem == 0) {
+            free(ints);
+            return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
+        }
+        snprintf(why, sizeof why, "rank %d cannot allocate the buffers to pack its blocks",
+                 size - nomem);
+    } else if (v[3] != 0) {
+        snprintf(why, sizeof why, "rank %d cannot allocate the copies of its counts",
+                 size - (int)v[3]);
+    } else {
+        snprintf(why, sizeof why, "rank %d's %s %s, and rank %d's blocks cannot be packed as "
+                 "their bytes", size - (int)(w & 0xffffffff), v[1] != 0 ? "sendtypes" : "recvtypes",
+                 cause_words((int)(w >> 32)), size - (int)v[4]);
+    }
     free(ints);
+    aapc_warn_fallback(comm, entry, why, entry);
+    rc = PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                        recvtypes, comm);
     return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
 }
 

@@ -1,0 +1,138 @@
+/*
+ * alltoallw_subarray.c: MPI_Alltoallw as distributed FFTs call it (mpi4py-fft, 2DECOMP&FFT):
+ * a global transpose of a 2-D array between row slabs and column slabs, one subarray datatype
+ * per peer on each side, byte for byte against PMPI_Alltoallw on the same arguments.
+ *
+ * Rank r holds rows [r0, r1) of a global NR x NC array of doubles (value = row * NC + col +
+ * 0.25 * case) and receives columns [c0, c1) of all rows. Send block j: my rows x j's columns
+ * (MPI_Type_create_subarray of my slab); receive block j: j's rows x my columns (a subarray of
+ * my column slab). Cases: several shapes (uneven slabs, a peer with no rows or columns), on
+ * MPI_COMM_WORLD and on the halves of a split; a mix where the blocks to even peers are sent as
+ * contiguous doubles (copies after the array) and the others as subarrays; a case with a
+ * resized subarray type (lower bound -8, extent 8: the bounds are not the data's) at a byte
+ * displacement of 8.
+ *
+ *   mpiexec -n 4 ./alltoallw_subarray
+ * prints "alltoallw_subarray: N checks, F failed" on rank 0; exit status 1 when F > 0.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures, checks;
+
+static void split_range(int n, int parts, int who, int *lo, int *hi)
+{
+    *lo = (int)((long long)n * who / parts);
+    *hi = (int)((long long)n * (who + 1) / parts);
+}
+
+/* One transpose of an nr x nc array on comm; mode 0: subarrays both sides; 1: contiguous
+   packed copies to even peers; 2: resized send types at byte displacements. */
+static void transpose(MPI_Comm comm, int nr, int nc, int mode, double tag)
+{
+    int p, me;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &me);
+    int r0, r1, c0, c1;
+    split_range(nr, p, me, &r0, &r1);
+    split_range(nc, p, me, &c0, &c1);
+    int myrows = r1 - r0, mycols = c1 - c0;
+    size_t slab = (size_t)myrows * (size_t)nc + 1, cols = (size_t)nr * (size_t)mycols + 1;
+    double *a = malloc(2 * slab * sizeof *a), *packed = a + slab; /* copies after the array */
+    double *got = malloc(cols * sizeof *got), *want = malloc(cols * sizeof *want);
+    int *sc = calloc((size_t)p, sizeof *sc), *sd = calloc((size_t)p, sizeof *sd);
+    int *rc = calloc((size_t)p, sizeof *rc), *rd = calloc((size_t)p, sizeof *rd);
+    MPI_Datatype *st = malloc(sizeof *st * (size_t)p), *rt = malloc(sizeof *rt * (size_t)p);
+    MPI_Datatype *owned = malloc(sizeof *owned * 3 * (size_t)p);
+    int nowned = 0;
+    for (int i = 0; i < myrows; i++)
+        for (int c = 0; c < nc; c++)
+            a[(size_t)i * nc + c] = (double)(r0 + i) * nc + c + tag;
+    size_t at = 0;
+    for (int j = 0; j < p; j++) {
+        int jr0, jr1, jc0, jc1;
+        split_range(nr, p, j, &jr0, &jr1);
+        split_range(nc, p, j, &jc0, &jc1);
+        st[j] = rt[j] = MPI_DOUBLE;
+        if (myrows > 0 && jc1 > jc0) {
+            if (mode == 1 && j % 2 == 0) { /* a contiguous copy of the block, after the array */
+                sd[j] = (int)((slab + at) * sizeof(double));
+                for (int i = 0; i < myrows; i++)
+                    for (int c = jc0; c < jc1; c++)
+                        packed[at++] = a[(size_t)i * nc + c];
+                sc[j] = myrows * (jc1 - jc0);
+            } else {
+                int sizes[2] = {myrows, nc}, sub[2] = {myrows, jc1 - jc0}, start[2] = {0, jc0};
+                MPI_Type_create_subarray(2, sizes, sub, start, MPI_ORDER_C, MPI_DOUBLE, &st[j]);
+                if (mode == 2) { /* bounds that are not the data's: lb -8, extent 8 */
+                    MPI_Datatype r;
+                    MPI_Type_create_resized(st[j], -(MPI_Aint)sizeof(double),
+                                            (MPI_Aint)sizeof(double), &r);
+                    owned[nowned++] = st[j];
+                    st[j] = r;
+                    sd[j] = (int)sizeof(double); /* the data one double further on */
+                } else {
+                    sd[j] = 0;
+                }
+                MPI_Type_commit(&st[j]);
+                owned[nowned++] = st[j];
+                sc[j] = 1;
+            }
+        }
+        if (mycols > 0 && jr1 > jr0) {
+            int sizes[2] = {nr, mycols}, sub[2] = {jr1 - jr0, mycols}, start[2] = {jr0, 0};
+            MPI_Type_create_subarray(2, sizes, sub, start, MPI_ORDER_C, MPI_DOUBLE, &rt[j]);
+            MPI_Type_commit(&rt[j]);
+            owned[nowned++] = rt[j];
+            rc[j] = 1;
+        }
+    }
+    const void *sbuf = a;
+    memset(got, 0xAB, cols * sizeof *got);
+    memset(want, 0xAB, cols * sizeof *want);
+    int e1 = MPI_Alltoallw(sbuf, sc, sd, st, got, rc, rd, rt, comm);
+    int e2 = PMPI_Alltoallw(sbuf, sc, sd, st, want, rc, rd, rt, comm);
+    checks++;
+    if (e1 != MPI_SUCCESS || e2 != MPI_SUCCESS || memcmp(got, want, cols * sizeof *got) != 0) {
+        failures++;
+        fprintf(stderr, "alltoallw_subarray: rank %d %dx%d mode %d differs (rc %d %d)\n", me, nr,
+                nc, mode, e1, e2);
+    }
+    for (int i = 0; i < nowned; i++)
+        MPI_Type_free(&owned[i]);
+    free(a);
+    free(got);
+    free(want);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    free(st);
+    free(rt);
+    free(owned);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int me, p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, me % 2, -me, &half);
+    const int shapes[][2] = {{64, 48}, {7, 5}, {3, 200}, {1, 1}, {256, 256}};
+    for (int k = 0; k < 5; k++)
+        for (int mode = 0; mode < 3; mode++) {
+            transpose(MPI_COMM_WORLD, shapes[k][0], shapes[k][1], mode, 0.25 * k);
+            transpose(half, shapes[k][1], shapes[k][0], mode, 0.5 * k);
+        }
+    MPI_Comm_free(&half);
+    int all = 0;
+    MPI_Reduce(&failures, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (me == 0)
+        printf("alltoallw_subarray: %d checks, %d failed\n", checks * p, all);
+    MPI_Finalize();
+    return all != 0;
+}
