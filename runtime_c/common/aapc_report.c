@@ -655,12 +655,12 @@ static void print_report(FILE *out, struct merged *m, const char *topology)
                          "rank%s per machine (calls and bytes summed over them)\n",
                     n, c->size, c->size == 1 ? "" : "s", list, n > 3 ? "; ..." : "", c->machines,
                     c->machines == 1 ? "" : "s", rpm, strcmp(rpm, "1") == 0 ? "" : "s");
-        fprintf(out, "  %-17s %8s %17s %10s  %s\n", "collective", "calls", "bytes", "seconds",
+        fprintf(out, "  %-20s %8s %17s %10s  %s\n", "collective", "calls", "bytes", "seconds",
                 "routine");
         for (int a = 0; a < c->nrows; a++) {
             char b[32];
             bytes_text(b, sizeof b, sum[a].bytes);
-            fprintf(out, "  %-17s %8lld %17s %10.4f  %s%s%s\n", sum[a].collective, sum[a].calls,
+            fprintf(out, "  %-20s %8lld %17s %10.4f  %s%s%s\n", sum[a].collective, sum[a].calls,
                     b, sum[a].seconds, sum[a].routine, sum[a].reason[0] ? ": " : "",
                     sum[a].reason);
         }
