@@ -64,6 +64,14 @@ int aapc_nbc_request_make(const aapc_nbc_ops_t *ops, void *ctx, MPI_Comm comm, i
 /* Requests of ours in this process that are not freed (the completion calls' fast path). */
 int aapc_nbc_live(void);
 
+/* A datatype an operation of ours uses after its call has returned: the application may free
+   its handle then, and the operation must still complete (MPI_Type_free: "any communication
+   that is currently using this datatype will complete normally"). A named datatype (and
+   MPI_DATATYPE_NULL) is kept as it is; a derived one is duplicated, and aapc_nbc_type_drop frees
+   the duplicate when the operation is released. */
+int aapc_nbc_type_hold(MPI_Datatype t, MPI_Datatype *kept);
+void aapc_nbc_type_drop(MPI_Datatype *kept, MPI_Datatype original);
+
 /* ---- the schedule run by tests (aapc_nbc_exec.c) ------------------------------------------ */
 
 typedef struct aapc_nbexec {

@@ -65,7 +65,8 @@ struct call {
     const void *sendbuf;
     void *recvbuf;
     int sendcount, recvcount;
-    MPI_Datatype sendtype, recvtype;
+    MPI_Datatype sendtype, recvtype; /* held (aapc_nbc_type_hold) */
+    MPI_Datatype user_sendtype, user_recvtype;
     int persistent, tag, way; /* way: -1 undecided, else AAPC_WAY_LIBRARY or _PHASES */
     MPI_Request lib;          /* the library's request (a run, or the persistent one) */
     int exec_ready;
@@ -219,6 +220,8 @@ static void op_release(void *ctx)
         aapc_nbexec_free(&c->ex);
     if (c->lib != MPI_REQUEST_NULL)
         PMPI_Request_free(&c->lib);
+    aapc_nbc_type_drop(&c->sendtype, c->user_sendtype);
+    aapc_nbc_type_drop(&c->recvtype, c->user_recvtype);
     free(c->inplace);
     if (c->cc != NULL)
         aapc_cluster_comm_release(c->cc);
@@ -274,8 +277,14 @@ static int begin(const aapc_cluster_t *cluster, int sync, const char *name, cons
     if (c == NULL)
         return aapc_args_raise_alone(comm, MPI_ERR_NO_MEM);
     *c = (struct call){cluster, sync, name, comm, cc, sendbuf, recvbuf, sendcount, recvcount,
-                       sendtype, recvtype, persistent, tag, -1, MPI_REQUEST_NULL, 0, {0}, NULL};
+                       sendtype, recvtype, sendtype, recvtype, persistent, tag, -1,
+                       MPI_REQUEST_NULL, 0, {0}, NULL};
     aapc_cluster_comm_hold(cc);
+    if ((rc = aapc_nbc_type_hold(sendtype, &c->sendtype)) != MPI_SUCCESS ||
+        (rc = aapc_nbc_type_hold(recvtype, &c->recvtype)) != MPI_SUCCESS) {
+        op_release(c);
+        return aapc_args_raise_alone(comm, rc);
+    }
     if (!posted) { /* the machines are known: the way now */
         const char *why = NULL;
         c->way = choose(c, &why, &by_size);

@@ -73,6 +73,7 @@ struct vcall {
     MPI_Request *lreq; /* the linear exchange: 2 n */
     char *inplace;
     aapc_nbc_owned_t *own; /* a large-count entry's arguments (aapc_nbc.h), or NULL */
+    MPI_Datatype user_stype, user_rtype; /* stype and rtype are held (aapc_nbc_type_hold) */
 };
 
 /* The bytes of count elements of type, or -1 when not a count of a type. */
@@ -271,6 +272,8 @@ static void op_release(void *ctx)
     free(c->row);
     free(c->m);
     free(c->inplace);
+    aapc_nbc_type_drop(&c->stype, c->user_stype);
+    aapc_nbc_type_drop(&c->rtype, c->user_rtype);
     if (c->cc != NULL)
         aapc_cluster_comm_release(c->cc);
     if (c->own != NULL)
@@ -333,7 +336,7 @@ static int begin(const aapc_vprog_t *prog, const void *sendbuf, const int sendco
     *c = (struct vcall){prog, comm, cc, sendbuf, recvbuf, sendcounts, sdispls, recvcounts,
                         rdispls, sendtype, recvtype, n, cc->rank, persistent,
                         aapc_nbc_tag(cc), UNDECIDED, NULL, NULL,
-                        MPI_REQUEST_NULL, NULL, {0}, 0, NULL, NULL, own};
+                        MPI_REQUEST_NULL, NULL, {0}, 0, NULL, NULL, own, sendtype, recvtype};
     aapc_cluster_comm_hold(cc);
     size_t nn = (size_t)n * (size_t)n;
     c->row = malloc((size_t)n * sizeof *c->row);
@@ -342,6 +345,8 @@ static int begin(const aapc_vprog_t *prog, const void *sendbuf, const int sendco
         rc = MPI_ERR_NO_MEM;
     else
         rc = check_row(sendbuf, sendcounts, sendtype, recvcounts, recvtype, n, c->row);
+    if (rc == MPI_SUCCESS && (rc = aapc_nbc_type_hold(sendtype, &c->stype)) == MPI_SUCCESS)
+        rc = aapc_nbc_type_hold(recvtype, &c->rtype);
     if (rc == MPI_SUCCESS && own != NULL && own->row != NULL) /* not said by the int arguments */
         memcpy(c->row, own->row, (size_t)n * sizeof *c->row);
     if (rc == MPI_SUCCESS && own != NULL && own->linear != NULL)

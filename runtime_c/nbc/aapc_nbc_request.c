@@ -54,6 +54,25 @@ int aapc_nbc_live(void)
     return __atomic_load_n(&nlive, __ATOMIC_ACQUIRE);
 }
 
+int aapc_nbc_type_hold(MPI_Datatype t, MPI_Datatype *kept)
+{
+    int ni = 0, na = 0, nd = 0, combiner = MPI_COMBINER_NAMED;
+    *kept = t;
+    if (t == MPI_DATATYPE_NULL)
+        return MPI_SUCCESS;
+    int rc = PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
+    if (rc != MPI_SUCCESS || combiner == MPI_COMBINER_NAMED)
+        return rc;
+    return PMPI_Type_dup(t, kept);
+}
+
+void aapc_nbc_type_drop(MPI_Datatype *kept, MPI_Datatype original)
+{
+    if (*kept != original && *kept != MPI_DATATYPE_NULL)
+        PMPI_Type_free(kept);
+    *kept = original;
+}
+
 int aapc_nbc_request_make(const aapc_nbc_ops_t *ops, void *ctx, MPI_Comm comm, int persistent,
                           MPI_Request *handle)
 {

@@ -93,6 +93,17 @@ static void nonblocking(MPI_Comm comm, const char *name, int bytes)
     check(memcmp(r, ref, n) == 0 && req[0] == MPI_REQUEST_NULL, "Ialltoall + Wait", name, bytes);
     check(!ours || empty_status(&st[0]), "empty status", name, bytes);
 
+    /* a derived datatype freed as soon as the call has returned (MPI_Type_free: a call using
+       it completes normally) */
+    MPI_Datatype block;
+    MPI_Type_contiguous(bytes, MPI_BYTE, &block);
+    MPI_Type_commit(&block);
+    memset(r, 0, n);
+    MPI_Ialltoall(s, 1, block, r, 1, block, comm, &req[0]);
+    MPI_Type_free(&block);
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    check(memcmp(r, ref, n) == 0, "Ialltoall, its datatype freed", name, bytes);
+
     /* one MPI_Waitall with the application's own requests */
     memset(r, 0, n);
     MPI_Ialltoall(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, comm, &req[0]);
@@ -335,10 +346,10 @@ static void vcases(MPI_Comm comm, const char *name, int base, int restarts)
     memset(gref, 0xEE, 2 * (size_t)rtot);
     PMPI_Alltoallv(gs, sc, sd, resized, gref, rc, rd, resized, comm);
     MPI_Ialltoallv(gs, sc, sd, resized, gr, rc, rd, resized, comm, &req[0]);
+    MPI_Type_free(&resized); /* freed before the call completes: it completes normally */
+    MPI_Type_free(&gappy);
     MPI_Wait(&req[0], MPI_STATUS_IGNORE);
     check(memcmp(gr, gref, 2 * (size_t)rtot) == 0, "Ialltoallv, a type with gaps", name, base);
-    MPI_Type_free(&resized);
-    MPI_Type_free(&gappy);
     free(gs);
     free(gr);
     free(gref);
