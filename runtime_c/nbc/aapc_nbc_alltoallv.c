@@ -47,6 +47,9 @@
 
 enum { UNDECIDED = -1, LINEAR = 0, PHASES = 1 };
 
+/* A rank's diagonal of the gathered matrix when its datatypes have gaps (-1: aapc_nbc.h's mark). */
+enum { GAPS = -2 };
+
 
 static _Atomic long long decided[2];
 
@@ -171,17 +174,22 @@ static int decide(struct vcall *c)
     const char *why = NULL;
     char text[256] = "";
     char beyond[160] = "";
-    int rc, nomem = 0, dense, way = LINEAR; /* c->way is set last: undecided until it all holds */
-    for (int a = 0; a < c->n; a++) { /* the diagonal is the local copy's, or -1 (aapc_nbc.h) */
+    int rc, nomem = 0, way = LINEAR; /* c->way is set last: undecided until it all holds */
+    for (int a = 0; a < c->n; a++) { /* the diagonal is the local copy's, or a mark: GAPS or -1
+                                          (aapc_nbc.h) */
         long long *d = &c->m[(size_t)a * (size_t)c->n + (size_t)a];
-        if (*d < 0 && beyond[0] == '\0')
+        if (*d == GAPS && beyond[0] == '\0')
+            snprintf(beyond, sizeof beyond,
+                     "rank %d's datatypes have gaps (pieces of their messages travel packed only "
+                     "in blocking calls)",
+                     a);
+        else if (*d < 0 && beyond[0] == '\0')
             snprintf(beyond, sizeof beyond,
                      "rank %d's arguments are not int counts of one dense datatype "
                      "(MPI_Ialltoallv_c, MPI_Ialltoallw)",
                      a);
         *d = 0;
     }
-    dense = aapc_dense(c->rtype) && (c->sendbuf == MPI_IN_PLACE || aapc_dense(c->stype));
     const aapc_job_shape_t *shape = cc->all_known ? aapc_cluster_comm_shape(cc, &nomem) : NULL;
     if (nomem)
         return MPI_ERR_NO_MEM;
@@ -191,9 +199,6 @@ static int decide(struct vcall *c)
         why = aapc_cluster_comm_why(cc);
     else if (cc->family != NULL)
         why = "a recorded sibling (the siblings' union runs in blocking calls only)";
-    else if (!dense)
-        why = "derived datatypes with gaps (pieces of their messages travel packed only in "
-              "blocking calls)";
     if (why == NULL) {
         int forced = aapc_way_forced(aapc_setting(c->comm, "AAPC_WAY"));
         double b = aapc_alltoallv_busiest(c->m, c->n);
@@ -349,6 +354,11 @@ static int begin(const aapc_vprog_t *prog, const void *sendbuf, const int sendco
         rc = aapc_nbc_type_hold(recvtype, &c->rtype);
     if (rc == MPI_SUCCESS && own != NULL && own->row != NULL) /* not said by the int arguments */
         memcpy(c->row, own->row, (size_t)n * sizeof *c->row);
+    /* datatypes with gaps are this rank's own finding; the way must be every rank's: it says so
+       on its diagonal, and every rank takes the linear exchange */
+    int dense = aapc_dense(recvtype) && (sendbuf == MPI_IN_PLACE || aapc_dense(sendtype));
+    if (rc == MPI_SUCCESS && !dense)
+        c->row[c->me] = GAPS;
     if (rc == MPI_SUCCESS && own != NULL && own->linear != NULL)
         c->row[c->me] = -1;
     if (rc == MPI_SUCCESS)
