@@ -56,11 +56,17 @@ int aapc_nbc_live(void)
 
 int aapc_nbc_type_hold(MPI_Datatype t, MPI_Datatype *kept)
 {
-    int ni = 0, na = 0, nd = 0, combiner = MPI_COMBINER_NAMED;
+    int combiner = MPI_COMBINER_NAMED;
     *kept = t;
     if (t == MPI_DATATYPE_NULL)
         return MPI_SUCCESS;
+#if MPI_VERSION >= 4 /* the large-count envelope: MPI_Type_get_envelope refuses such types */
+    MPI_Count ni = 0, na = 0, nl = 0, nd = 0;
+    int rc = PMPI_Type_get_envelope_c(t, &ni, &na, &nl, &nd, &combiner);
+#else
+    int ni = 0, na = 0, nd = 0;
     int rc = PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
+#endif
     if (rc != MPI_SUCCESS || combiner == MPI_COMBINER_NAMED)
         return rc;
     return PMPI_Type_dup(t, kept);
