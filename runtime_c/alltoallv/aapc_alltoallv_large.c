@@ -81,13 +81,12 @@ static int64_t cause_key(int cause, int rank, int size)
 /* The bytes this rank sends (the report's). */
 static long long sent_bytes(const MPI_Count counts[], MPI_Datatype t, int size)
 {
-    int64_t esize = 0;
     double b = 0;
-    if (counts == NULL || t == MPI_DATATYPE_NULL || aapc_type_size(t, &esize) != MPI_SUCCESS)
-        return 0;
-    for (int i = 0; i < size; i++)
-        b += counts[i] > 0 ? (double)counts[i] * (double)esize : 0;
-    return b >= 9.2e18 ? (long long)INT64_MAX : (long long)b;
+    for (int i = 0; counts != NULL && i < size; i++) {
+        int64_t one = aapc_block_bytes(counts[i], t);
+        b += one > 0 ? (double)one : 0;
+    }
+    return aapc_bytes_total(b);
 }
 
 int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],

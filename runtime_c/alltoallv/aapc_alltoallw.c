@@ -183,12 +183,10 @@ static long long sent_bytes(const int counts[], const MPI_Datatype types[], int 
 {
     double b = 0;
     for (int i = 0; counts != NULL && types != NULL && i < size; i++) {
-        int64_t esize = 0;
-        if (counts[i] > 0 && types[i] != MPI_DATATYPE_NULL &&
-            aapc_type_size(types[i], &esize) == MPI_SUCCESS)
-            b += (double)counts[i] * (double)esize;
+        int64_t one = aapc_block_bytes(counts[i], types[i]);
+        b += one > 0 ? (double)one : 0;
     }
-    return b >= 9.2e18 ? (long long)INT64_MAX : (long long)b;
+    return aapc_bytes_total(b);
 }
 
 int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
@@ -223,10 +221,13 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
                                            &stype);
         rcause = aapc_alltoallw_reduce(recvcounts, rdispls, recvtypes, size, ints + 2 * n,
                                        ints + 3 * n, &rtype);
-        pk.rbytes = ints + 6 * n, pk.roffs = ints + 7 * n;
+        pk.rbytes = ints + 6 * n;
+        pk.roffs = ints + 7 * n;
         nopack = aapc_alltoallw_pack_layout(recvcounts, recvtypes, size, comm, pk.rbytes,
                                             pk.roffs, &pk.rtotal);
-        pk.sbytes = inplace ? pk.rbytes : ints + 4 * n, pk.soffs = inplace ? pk.roffs : ints + 5 * n;
+        /* in place the blocks sent are the receive blocks: one layout for both sides */
+        pk.sbytes = inplace ? pk.rbytes : ints + 4 * n;
+        pk.soffs = inplace ? pk.roffs : ints + 5 * n;
         pk.stotal = pk.rtotal;
         if (!inplace && !nopack)
             nopack = aapc_alltoallw_pack_layout(sendcounts, sendtypes, size, comm, pk.sbytes,

@@ -87,12 +87,10 @@ static long long sent_bytes(const MPI_Count counts[], const MPI_Datatype types[]
 {
     double b = 0;
     for (int i = 0; counts != NULL && types != NULL && i < size; i++) {
-        int64_t esize = 0;
-        if (counts[i] > 0 && types[i] != MPI_DATATYPE_NULL &&
-            aapc_type_size(types[i], &esize) == MPI_SUCCESS)
-            b += (double)counts[i] * (double)esize;
+        int64_t one = aapc_block_bytes(counts[i], types[i]);
+        b += one > 0 ? (double)one : 0;
     }
-    return b >= 9.2e18 ? (long long)INT64_MAX : (long long)b;
+    return aapc_bytes_total(b);
 }
 
 int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],

@@ -41,6 +41,23 @@ static inline int aapc_type_size(MPI_Datatype t, int64_t *size)
 #endif
 }
 
+/* The bytes of count elements of t (saturated at INT64_MAX), or -1 when that is not a count of
+   a datatype: a negative count, MPI_DATATYPE_NULL, a datatype MPI refuses. */
+static inline int64_t aapc_block_bytes(int64_t count, MPI_Datatype t)
+{
+    int64_t size = 0;
+    if (count < 0 || t == MPI_DATATYPE_NULL || aapc_type_size(t, &size) != MPI_SUCCESS)
+        return -1;
+    return size > 0 && count > INT64_MAX / size ? INT64_MAX : count * size;
+}
+
+/* The bytes of the blocks a rank sends, summed in double (counts of 64 bits, as the report's
+   byte column takes them): saturated at INT64_MAX. */
+static inline long long aapc_bytes_total(double sum)
+{
+    return sum >= 9.2e18 ? (long long)INT64_MAX : (long long)sum;
+}
+
 /* base + off bytes, where base may be MPI_BOTTOM (the data then lives at absolute addresses
    given by the datatype): integer arithmetic, since offsetting a null pointer is undefined. */
 static inline void *aapc_at(const void *base, MPI_Aint off)

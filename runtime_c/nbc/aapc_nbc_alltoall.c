@@ -74,14 +74,6 @@ struct call {
     char *inplace;            /* MPI_IN_PLACE: the receive span, copied aside per run */
 };
 
-static long long block_bytes(int count, MPI_Datatype type)
-{
-    int64_t size = 0;
-    if (count < 0 || type == MPI_DATATYPE_NULL || aapc_type_size(type, &size) != MPI_SUCCESS)
-        return -1;
-    return (long long)count * size;
-}
-
 /* Step 2 on a communicator whose machines are known; *why: the cause when the library runs. */
 static int choose(struct call *c, const char **why, int *by_size)
 {
@@ -102,7 +94,7 @@ static int choose(struct call *c, const char **why, int *by_size)
         return AAPC_WAY_LIBRARY;
     }
     const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
-    long long b = block_bytes(c->recvcount, c->recvtype);
+    long long b = aapc_block_bytes(c->recvcount, c->recvtype);
     if (shape == NULL || b < 0) {
         *why = "the job's shape or the block is not known";
         return AAPC_WAY_LIBRARY;
@@ -143,7 +135,7 @@ static int start_phases(struct call *c)
 {
     MPI_Aint lb, rext, sext, tlb, text;
     int rc, size = 0;
-    long long bytes = block_bytes(c->recvcount, c->recvtype);
+    long long bytes = aapc_block_bytes(c->recvcount, c->recvtype);
     if ((rc = PMPI_Comm_size(c->comm, &size)) != MPI_SUCCESS ||
         (rc = PMPI_Type_get_extent(c->recvtype, &lb, &rext)) != MPI_SUCCESS)
         return rc;
@@ -254,11 +246,11 @@ static int check_local(const void *sendbuf, int sendcount, MPI_Datatype sendtype
 {
     if (recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))
         return MPI_ERR_COUNT;
-    if (block_bytes(recvcount, recvtype) < 0 ||
-        (sendbuf != MPI_IN_PLACE && block_bytes(sendcount, sendtype) < 0))
+    if (aapc_block_bytes(recvcount, recvtype) < 0 ||
+        (sendbuf != MPI_IN_PLACE && aapc_block_bytes(sendcount, sendtype) < 0))
         return MPI_ERR_TYPE;
     if (sendbuf != MPI_IN_PLACE &&
-        block_bytes(sendcount, sendtype) != block_bytes(recvcount, recvtype))
+        aapc_block_bytes(sendcount, sendtype) != aapc_block_bytes(recvcount, recvtype))
         return MPI_ERR_TRUNCATE; /* a rank sends and receives blocks of one size */
     return MPI_SUCCESS;
 }
@@ -332,7 +324,7 @@ int aapc_nbc_alltoall(const aapc_cluster_t *cluster, int sync, const char *name,
     const char *coll = persistent ? "MPI_Alltoall_init" : "MPI_Ialltoall";
     aapc_cluster_comm_t *cc = NULL;
     int rc, posted = 0, size = 0;
-    long long sent = 0, b = block_bytes(recvcount, recvtype);
+    long long sent = 0, b = aapc_block_bytes(recvcount, recvtype);
     if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS && b > 0)
         sent = b * size;
     int fortran = aapc_nbc_from_fortran(caller);

@@ -79,15 +79,6 @@ struct vcall {
     MPI_Datatype user_stype, user_rtype; /* stype and rtype are held (aapc_nbc_type_hold) */
 };
 
-/* The bytes of count elements of type, or -1 when not a count of a type. */
-static long long bytes_of(int count, MPI_Datatype type)
-{
-    int64_t size = 0;
-    if (count < 0 || type == MPI_DATATYPE_NULL || aapc_type_size(type, &size) != MPI_SUCCESS)
-        return -1;
-    return (long long)count * size;
-}
-
 /* MPI_IN_PLACE: the span of the receive blocks copied aside; the send side reads it. */
 static int inplace_copy(struct vcall *c, const void **sbuf)
 {
@@ -316,7 +307,7 @@ static int check_row(const void *sendbuf, const int sendcounts[], MPI_Datatype s
     if (sc == NULL || recvcounts == NULL)
         return MPI_ERR_ARG;
     for (int j = 0; j < n; j++) {
-        long long s = bytes_of(sc[j], st), r = bytes_of(recvcounts[j], recvtype);
+        long long s = aapc_block_bytes(sc[j], st), r = aapc_block_bytes(recvcounts[j], recvtype);
         if (sc[j] < 0 || recvcounts[j] < 0)
             return MPI_ERR_COUNT;
         if (s < 0 || r < 0)
@@ -388,8 +379,10 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
     if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS) {
         const int *sc = sendbuf == MPI_IN_PLACE ? recvcounts : sendcounts;
         MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
-        for (int j = 0; sc != NULL && j < size; j++)
-            sent += bytes_of(sc[j], st) > 0 ? bytes_of(sc[j], st) : 0;
+        for (int j = 0; sc != NULL && j < size; j++) {
+            int64_t one = aapc_block_bytes(sc[j], st);
+            sent += one > 0 ? one : 0;
+        }
     }
     int fortran = aapc_nbc_from_fortran(caller);
     int usable = prog != NULL && prog->cluster != NULL && prog->sync != AAPC_VSYNC_BARRIER &&

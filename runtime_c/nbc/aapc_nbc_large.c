@@ -89,12 +89,10 @@ aapc_nbc_owned_t *aapc_nbc_own_take(void)
     do {                                                                                          \
         double b_ = 0;                                                                            \
         for (int i_ = 0; (counts) != NULL && (types) != NULL && i_ < (size); i_++) {              \
-            int64_t e_ = 0;                                                                       \
-            if ((counts)[i_] > 0 && (types)[i_] != MPI_DATATYPE_NULL &&                           \
-                aapc_type_size((types)[i_], &e_) == MPI_SUCCESS)                                  \
-                b_ += (double)(counts)[i_] * (double)e_;                                          \
+            int64_t one_ = aapc_block_bytes((counts)[i_], (types)[i_]);                           \
+            b_ += one_ > 0 ? (double)one_ : 0;                                                    \
         }                                                                                         \
-        (out) = b_ >= 9.2e18 ? (long long)INT64_MAX : (long long)b_;                              \
+        (out) = aapc_bytes_total(b_);                                                             \
     } while (0)
 
 /* ---- MPI_Ialltoallw, MPI_Alltoallw_init: MPI_Ialltoallv where this rank's types reduce ---- */
@@ -357,17 +355,6 @@ int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[],
 
 /* ---- MPI_Ialltoall_c, MPI_Alltoall_init_c ------------------------------------------------ */
 
-/* The bytes of a block on one side (-1: not a valid count of a valid datatype). */
-static int64_t block_bytes(MPI_Count n, MPI_Datatype t)
-{
-    int64_t esize = 0;
-    if (n < 0 || t == MPI_DATATYPE_NULL || aapc_type_size(t, &esize) != MPI_SUCCESS)
-        return -1;
-    if (esize > 0 && n > INT64_MAX / esize)
-        return INT64_MAX;
-    return (int64_t)n * esize;
-}
-
 /* A count for the int entry: as it is, 0 for elements of size 0, -1 when negative (the int
    entry's checks raise it); *beyond when it does not fit. */
 static int int_count(MPI_Count n, MPI_Datatype t, int *beyond)
@@ -376,7 +363,7 @@ static int int_count(MPI_Count n, MPI_Datatype t, int *beyond)
         return (int)n;
     if (n < 0)
         return -1;
-    if (block_bytes(n, t) == 0)
+    if (aapc_block_bytes(n, t) == 0)
         return 0;
     *beyond = 1;
     return -1;
@@ -389,8 +376,8 @@ static int alltoall_c(const char *entry, int persistent, const void *sendbuf,
 {
     double t0 = aapc_report_begin();
     int rc, size = 0, beyond = 0, inplace = sendbuf == MPI_IN_PLACE;
-    int64_t sb = inplace ? -1 : block_bytes(sendcount, sendtype);
-    int64_t rb = block_bytes(recvcount, recvtype), b = sb > rb ? sb : rb;
+    int64_t sb = inplace ? -1 : aapc_block_bytes(sendcount, sendtype);
+    int64_t rb = aapc_block_bytes(recvcount, recvtype), b = sb > rb ? sb : rb;
     int scount = inplace ? 0 : int_count(sendcount, sendtype, &beyond);
     int rcount = int_count(recvcount, recvtype, &beyond);
     int untouched = aapc_args_to_library(comm, entry, entry), library = untouched;
