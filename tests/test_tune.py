@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -392,11 +393,12 @@ def test_validation_times_each_point_in_a_job_of_its_own(tmp_path):
 
 # --- the tuned routine in C -------------------------------------------------------------------
 
+# the library and the generated routines alternate, so that which one ran shows at every boundary
 BOUNDARY_RANGES = [
     Range(0, 100, "native-default", (64,)),
     Range(100, 1000, "receiver-all", (256,)),
-    Range(1000, 5000, "no-sync", (2048,)),
-    Range(5000, None, "native-pairwise", (8192,)),
+    Range(1000, 5000, "native-pairwise", (2048,)),
+    Range(5000, None, "no-sync", (8192,)),
 ]
 AROUND = [
     0,
@@ -440,6 +442,23 @@ def _compile(mpicc: Path, gen: Path, exe: Path, extra: list[str]) -> None:
 
 PROBE = [99, 100, 999, 1000]  # around the range [100, 1000) of the probes
 
+CASE = re.compile(r"^case (\d+) (MPI_BYTE|MPI_INT) \d tuned=(\w+) pmpi=\w+ library=(\d+)$", re.M)
+
+
+def assert_ranges_ran(out: str, ranks: int) -> None:
+    """Every case of tune_boundaries ran the range its size falls in: every rank's call handed
+    to the library's PMPI_Alltoall in a native range of BOUNDARY_RANGES, none in the others."""
+    cases = CASE.findall(out)
+    n_int = sum(1 for b in AROUND if b % 4 == 0)
+    assert len(cases) == 2 * (len(AROUND) + n_int), out[-2000:]
+    for size, _, ok, library in cases:
+        (native,) = [
+            r.candidate.startswith("native-")
+            for r in BOUNDARY_RANGES
+            if r.lo <= int(size) and (r.hi is None or int(size) < r.hi)
+        ]
+        assert ok == "ok" and int(library) == (ranks if native else 0), (size, library)
+
 
 def _mpirun(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     proc = subprocess.run(cmd, capture_output=True, env=env, timeout=150)
@@ -453,8 +472,8 @@ def test_tuned_routine_mpich_at_boundaries_with_csel_json(tmp_path):
     gen = tmp_path / "tuned"
     render_tuned(topo, BOUNDARY_RANGES, gen, "synthetic ranges")
     source = (gen / "aapc_topo_tiny_2_2_tuned.c").read_text()
-    assert "{ 100u, native_alltoall }" in source and "{ SIZE_MAX, native_alltoall }" in source
-    assert "aapc_alltoall_topo_tiny_2_2_no_sync }" in source
+    assert "{ 100u, native_alltoall }" in source and "{ 5000u, native_alltoall }" in source
+    assert "{ SIZE_MAX, aapc_alltoall_topo_tiny_2_2_no_sync }" in source
     exe = tmp_path / "tb"
     _compile(BIN / "mpicc", gen, exe, ["-O1", "-g", "-fsanitize=address,undefined"])
     library = mpi_library(exe)
@@ -474,6 +493,7 @@ def test_tuned_routine_mpich_at_boundaries_with_csel_json(tmp_path):
     assert proc.returncode == 0, proc.stdout
     n_int = sum(1 for b in AROUND if b % 4 == 0)
     assert f"tune_boundaries: {2 * (len(AROUND) + n_int)} passed, 0 failed" in proc.stdout
+    assert_ranges_ran(proc.stdout, 4)
     assert "pmpi=wrong" not in proc.stdout  # MPICH accepted the file and stays correct
     # the project's harness on the tuned entry: derived datatypes, MPI_IN_PLACE, sub-communicators
     check = tmp_path / "alltoall_check"
@@ -538,6 +558,7 @@ def test_tuned_routine_and_rules_file_with_open_mpi(tmp_path):
     proc = _mpirun(run + list(map(str, AROUND)), env)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert " 0 failed" in proc.stdout and "pmpi=wrong" not in proc.stdout
+    assert_ranges_ran(proc.stdout, 4)
     # the rules are read and applied per range: [100, 1000) B per block (400..3999 B in Open
     # MPI's units) sent to algorithm 5 (two processes only) makes exactly those sizes fail
     text = rules.read_text()

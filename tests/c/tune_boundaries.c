@@ -7,12 +7,16 @@
  * B/4 elements, so the dispatch must use count x type size. Each result is checked against the
  * content an all-to-all must deliver (block j of rank i's receive buffer = block i of rank j's
  * send buffer), with one guard byte past the end. Rank 0 prints one line per case,
- *     case <bytes> <MPI_BYTE|MPI_INT> <seed> tuned=<ok|wrong> pmpi=<ok|wrong>
- * (ok only when every rank got the right content and MPI_SUCCESS), and finally
+ *     case <bytes> <MPI_BYTE|MPI_INT> <seed> tuned=<ok|wrong> pmpi=<ok|wrong> library=<calls>
+ * (ok only when every rank got the right content and MPI_SUCCESS; calls: how many ranks' tuned
+ * calls the routine handed to the library's PMPI_Alltoall, i.e. which range ran: library_calls.h),
+ * and finally
  *     tune_boundaries: N passed, M failed
  * counting the tuned routine's cases. Exit status 0 only if M == 0. The pmpi column shows what
  * the library's own selection (e.g. under a tuning file) delivered for that size.
  */
+#include "library_calls.h" /* first: it sets _GNU_SOURCE */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +40,10 @@ static unsigned char pattern(size_t k, int rank, int seed)
     return (unsigned char)((k * 7u + (size_t)rank * 131u + (size_t)seed * 29u + 1u) & 0xffu);
 }
 
-/* 1 on every rank when fn delivered the right content everywhere (collective). */
-static int check(aapc_alltoall_fn fn, long bytes, MPI_Datatype type, int type_size, int seed)
+/* 1 on every rank when fn delivered the right content everywhere (collective); *library: the
+ * number of ranks whose call fn handed to the library's PMPI_Alltoall. */
+static int check(aapc_alltoall_fn fn, long bytes, MPI_Datatype type, int type_size, int seed,
+                 int *library)
 {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -49,7 +55,10 @@ static int check(aapc_alltoall_fn fn, long bytes, MPI_Datatype type, int type_si
         sb[k] = pattern(k, rank, seed);
         rb[k] = 0xa5;
     }
+    library_watch(MPI_COMM_WORLD);
     int ok = fn(sb, count, type, rb, count, type, MPI_COMM_WORLD) == MPI_SUCCESS && rb[total] == 0xa5;
+    int handed = library_unwatch() > 0;
+    MPI_Allreduce(&handed, library, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     for (int j = 0; ok && j < size; j++) {
         for (long t = 0; t < bytes; t++) {
             if (rb[(size_t)j * (size_t)bytes + (size_t)t] !=
@@ -92,16 +101,18 @@ int main(int argc, char **argv)
             for (int k = 0; k < (bytes % 4 == 0 ? 2 : 1); k++) {
                 MPI_Datatype type = k == 0 ? MPI_BYTE : MPI_INT;
                 int tsize = k == 0 ? 1 : 4;
-                int t_ok = check(tuned, bytes, type, tsize, seed);
-                int p_ok = check(pmpi_alltoall, bytes, type, tsize, seed);
+                int library = 0, unused = 0;
+                int t_ok = check(tuned, bytes, type, tsize, seed, &library);
+                int p_ok = check(pmpi_alltoall, bytes, type, tsize, seed, &unused);
                 if (t_ok) {
                     passed++;
                 } else {
                     failed++;
                 }
                 if (rank == 0) {
-                    printf("case %ld %s %d tuned=%s pmpi=%s\n", bytes, k ? "MPI_INT" : "MPI_BYTE",
-                           seed, t_ok ? "ok" : "wrong", p_ok ? "ok" : "wrong");
+                    printf("case %ld %s %d tuned=%s pmpi=%s library=%d\n", bytes,
+                           k ? "MPI_INT" : "MPI_BYTE", seed, t_ok ? "ok" : "wrong",
+                           p_ok ? "ok" : "wrong", library);
                 }
             }
         }
