@@ -340,9 +340,11 @@ def test_bench_interrupted_at_random_moments_leaves_nothing(tmp_path):
 @pytest.mark.mpi
 @pytest.mark.root
 def test_tune_interrupted_leaves_nothing(tmp_path):
-    """The same for `aapcgen tune` (its sweep folder aapc-tune-*, its MPI jobs)."""
+    """The same for `aapcgen tune` (its sweep folder aapc-tune-*, its MPI jobs): odd runs wait
+    for a timer's MPI job before their delay (0-1 s); at least one must be interrupted in it."""
     rng = random.Random(int(os.environ.get("AAPC_INTERRUPT_SEED", "19")) + 1)
-    for run in range(max(1, RUNS // 2)):
+    runs, in_job = max(1, RUNS // 2), 0
+    for run in range(runs):
         shm, tmp = tmp_path / f"shm{run}", tmp_path / f"tmp{run}"
         shm.mkdir(mode=0o1777)
         tmp.mkdir(mode=0o1777)
@@ -350,10 +352,14 @@ def test_tune_interrupted_leaves_nothing(tmp_path):
         argv += ["--natives", "brucks", "--repeats", "3", "--target-seconds", "0.05"]
         argv += ["--max-iters", "5", "--validate-repeats", "1", "-o", "/tmp/out"]
         sig = rng.choice([signal.SIGINT, signal.SIGTERM])
-        delay = rng.uniform(0.0, 8.0)
+        during_job = run % 2 == 1
+        delay = rng.uniform(0.0, 1.0 if during_job else 8.0)
         proc = isolated(shm, tmp, argv)
         wait_started(proc.pid)
+        if during_job:  # the sweep's and the validation's timers take --bytes; their compile not
+            assert wait_for_job("_timer --bytes", proc), "no MPI job"
         time.sleep(delay)
+        in_job += during_job and proc.poll() is None
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
         what = f"run {run}: {sig.name} after {delay:.1f} s, exit {proc.returncode}: {err[-300:]}"
@@ -361,6 +367,8 @@ def test_tune_interrupted_leaves_nothing(tmp_path):
         assert "Traceback" not in err, what
         assert leftovers(shm, Path("/dev/shm")) == [], what
         assert leftovers(tmp, Path("/tmp"), ("out",)) == [], what
+        assert processes_mentioning("_timer --bytes") == [], what
+    assert in_job > 0 or runs < 2, "no run was interrupted during its MPI job"
 
 
 @pytest.mark.mpi
