@@ -120,9 +120,11 @@ fuzz: $(STAMP)
 # mutants of the verifiers and the sync checker (aapcgen/verify/), the phases, the capacity
 # model and the input parsers, then prints the score per file and every surviving mutant that
 # tests/mutation-equivalent.md does not list as equivalent (exit 1 if one is a verifier's).
+# Each process may map 8 GB: a mutant that makes the tree walk loop forever fails on memory
+# instead of filling the machine before its time limit.
 # Not part of `make test`: it takes hours on 2 cores. Results are kept in mutants/, so a second
 # run only tests the mutants of functions that changed.
 .PHONY: mutate
 mutate: $(STAMP)
-	$(BIN)/mutmut run --max-children 2
+	ulimit -v 8000000; $(BIN)/mutmut run --max-children 2
 	$(BIN)/python tests/mutation_score.py

@@ -52,15 +52,16 @@ def main() -> int:
                 unlisted_verifier += str(source).startswith("aapcgen/verify/")
         total.update(counts)
         total["equivalent"] += len(eq)
-    n = sum(v for k, v in total.items() if k != "equivalent")
+    n = sum(v for k, v in total.items() if k not in ("equivalent", "not checked"))
     if n == 0:
         print("no results: run `mutmut run` first")
         return 1
     killable = n - total["equivalent"]
     print(
-        f"mutation score: {total['killed']}/{n} killed ({total['killed'] / n:.1%}); "
-        f"{total['killed']}/{killable} of the mutants not listed equivalent "
-        f"({total['killed'] / max(killable, 1):.1%})"
+        f"mutation score of the {n} mutants tested: {total['killed']} killed "
+        f"({total['killed'] / n:.1%}); {total['killed']}/{killable} of those not listed "
+        f"equivalent ({total['killed'] / max(killable, 1):.1%})"
+        + (f"; {total['not checked']} not tested yet" if total["not checked"] else "")
     )
     return 1 if unlisted_verifier else 0
 

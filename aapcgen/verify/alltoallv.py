@@ -10,7 +10,8 @@ the tree with ``verify.py``'s helpers and reads a schedule only through its arra
    schedule's threshold (at most one such phase);
 3. cost: phase time = max over directed edges of (bytes on the edge in the phase) / bandwidth,
    recomputed here and compared with the schedule's; the bound = max over directed edges of
-   (total bytes crossing it) / bandwidth; cost >= bound.
+   (total bytes crossing it) / bandwidth, reported beside it (cost >= bound always holds: a sum
+   over phases of maxima over edges is at least the maximum over edges of the sums).
 """
 
 from __future__ import annotations
@@ -90,12 +91,12 @@ def _check_tiling(pattern: np.ndarray, src: np.ndarray, dst: np.ndarray, off: np
             f"{names[s[i]]}->{names[d[i]]}: {what} between [{o[i]}, {end[i]}) and piece at {o[i + 1]}"
         )
     first = np.r_[True, ~same] if len(s) else np.zeros(0, bool)
-    last = np.r_[~same, True] if len(s) else np.zeros(0, bool)
     if (o[first] != 0).any():
         i = np.flatnonzero(first & (o != 0))[0]
         raise VerificationError(f"{names[s[i]]}->{names[d[i]]}: bytes [0, {o[i]}) never sent")
+    # each pair's pieces now tile [0, sum of their lengths)
     sent = np.zeros((n, n), dtype=np.int64)
-    sent[s[last], d[last]] = end[last]
+    np.add.at(sent, (s, d), length)
     want = pattern.astype(np.int64).copy()
     np.fill_diagonal(want, 0)
     if (sent != want).any():
@@ -133,7 +134,7 @@ def verify_vschedule(topo: Topology, pattern: np.ndarray, schedule: Any) -> VPro
     if small.sum() > 1:
         raise VerificationError(f"{int(small.sum())} phases are marked small; at most one may be")
     threshold = int(getattr(schedule, "threshold", 0))
-    in_small = small[ph] if len(ph) else np.zeros(0, bool)
+    in_small = small[ph]
     whole = (off == 0) & (ln == pattern[src, dst])
     bad = np.flatnonzero(in_small & ~(whole & (ln < threshold)))
     if len(bad):
@@ -142,7 +143,7 @@ def verify_vschedule(topo: Topology, pattern: np.ndarray, schedule: Any) -> VPro
             f"small-message phase {ph[i]} holds {names[src[i]]}->{names[dst[i]]} ({ln[i]} bytes at "
             f"offset {off[i]}), not a whole message below the threshold {threshold}"
         )
-    # (piece, directed edge) pairs, depth by depth
+    # (piece, directed edge) pairs, depth by depth (every machine is at depth 1 or deeper)
     anc = ancestors(tree, n)
     bw = _edge_bandwidth(topo, names, tree.parent)
     n_nodes = len(names)
@@ -153,8 +154,7 @@ def verify_vschedule(topo: Topology, pattern: np.ndarray, schedule: Any) -> VPro
             used = np.flatnonzero((a_src != a_dst) & (end >= 0))
             pieces.append(used)
             edges.append(2 * end[used] + down)
-    piece = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
-    edge = np.concatenate(edges) if edges else np.zeros(0, np.int64)
+    piece, edge = np.concatenate(pieces), np.concatenate(edges)
     key = ph[piece] * (2 * n_nodes) + edge
     uses = np.bincount(key, minlength=n_phases * 2 * n_nodes)
     clash = np.flatnonzero((uses > 1) & ~np.repeat(small, 2 * n_nodes))
@@ -169,16 +169,14 @@ def verify_vschedule(topo: Topology, pattern: np.ndarray, schedule: Any) -> VPro
             f"contention in phase {p}: {who[0]} and {who[1]} both use directed edge {link}"
         )
     secs = np.bincount(key, weights=ln[piece] / bw[edge // 2], minlength=n_phases * 2 * n_nodes)
-    phase_time = secs.reshape(n_phases, 2 * n_nodes).max(axis=1) if n_phases else np.zeros(0)
+    phase_time = secs.reshape(n_phases, 2 * n_nodes).max(axis=1)
     cost = float(phase_time.sum())
     claimed = float(getattr(schedule, "cost", cost))
     if not np.isclose(claimed, cost, rtol=1e-9, atol=1e-15):
         raise VerificationError(f"schedule claims cost {claimed:.9g} s, recomputed {cost:.9g} s")
     # after the tiling check the pieces carry exactly the pattern's bytes
     total = np.bincount(edge, weights=ln[piece] / bw[edge // 2], minlength=2 * n_nodes)
-    bound = float(total.max()) if len(total) else 0.0
-    if cost < bound * (1 - 1e-9):
-        raise VerificationError(f"cost {cost:.9g} s is below the lower bound {bound:.9g} s")
+    bound = float(total.max())
     off_diag = pattern.copy()
     np.fill_diagonal(off_diag, 0)
     return VProof(

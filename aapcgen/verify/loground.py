@@ -11,10 +11,9 @@ library dumps under AAPC_DUMP_SCHEDULE, kind "loground") it proves
    its block for place (i + s) mod n; round d moves the slots whose bit d is set to place
    (i + d) mod n), every member ends with the block of every member, each exactly once;
 
-and it counts, per round, the messages on the busiest directed link (against the link's
-capacity: 1 on a machine link, floor(b / b_ref) on a switch link; messages between two ranks of
-one machine use no link), so the cost of a round's
-sharing is on record. The rounds' messages are small (the selection takes this way for small
+and it counts, per round, the messages on the directed link most loaded for its capacity (1 on a
+machine link, floor(b / b_ref) on a switch link; messages between two ranks of one machine use no
+link), so the cost of a round's sharing is on record. The rounds' messages are small (the selection takes this way for small
 blocks only), so a round is not split into contention-free sub-phases: a round whose messages
 share a link runs them together.
 """
@@ -36,8 +35,8 @@ class LogroundProof:
     n_members: int
     rounds: int
     messages: int
-    # per round: (distance, largest number of its messages on one directed link, that link's
-    # capacity)
+    # per round: (distance, messages on its directed link most loaded for its capacity, that
+    # link's capacity)
     busiest: tuple[tuple[int, int, int], ...]
 
     def summary(self, name: str) -> str:
@@ -80,38 +79,50 @@ def check_order(topo: Topology, order: Sequence[int]) -> None:
             )
 
 
+def misdelivered(block: np.ndarray, want: np.ndarray) -> str:
+    """The first slot whose block (src * n + dst, n members) is not the one it should end with."""
+    n = block.shape[0]
+    i, s = (int(x) for x in np.argwhere(block != want)[0])
+    got = int(block[i, s])
+    return f"loground: member {i} slot {s} ends with the block {got // n} -> {got % n}"
+
+
 def replay(n: int) -> int:
     """Bruck's rounds on n members, slot by slot; the number of rounds. Raises unless every
     member ends with slot s holding the block of member (i - s) mod n addressed to it."""
     i = np.arange(n)[:, None]
     s = np.arange(n)[None, :]
-    src = np.broadcast_to(i, (n, n)).copy()  # slot s of member i: block from src to dst
-    dst = (i + s) % n
+    block = i * n + (i + s) % n  # slot s of member i: the block src -> dst, as src * n + dst
     rounds, d = 0, 1
     while d < n:
         moving = (s & d) != 0  # the slots whose bit is set, every member alike
-        src = np.where(moving, np.roll(src, d, axis=0), src)  # member i gets member i - d's
-        dst = np.where(moving, np.roll(dst, d, axis=0), dst)
+        block = np.where(moving, np.roll(block, d, axis=0), block)  # member i gets i - d's
         rounds, d = rounds + 1, d * 2
-    want_src, want_dst = (i - s) % n, np.broadcast_to(i, (n, n))
-    if not (np.array_equal(src, want_src) and np.array_equal(dst, want_dst)):
-        bad = np.argwhere((src != want_src) | (dst != want_dst))[0]
-        raise VerificationError(
-            f"loground: member {bad[0]} slot {bad[1]} ends with the block {src[tuple(bad)]} -> "
-            f"{dst[tuple(bad)]}"
-        )
+    want = (i - s) % n * n + i
+    if not np.array_equal(block, want):
+        raise VerificationError(misdelivered(block, want))
     return rounds
 
 
+def link_capacity(topo: Topology, tree: VTree, node: int, bref: float) -> int:
+    """Messages at once on the link above ``node``: 1 on a machine's own link, floor(b / b_ref)
+    (at least 1) on a switch link of bandwidth b."""
+    if node < topo.n_machines:
+        return 1
+    name, up = tree.names[node], tree.names[int(tree.parent[node])]
+    b = next(ln.bandwidth for ln in topo.links if {ln.a, ln.b} == {name, up})
+    return max(1, int(b / bref * (1 + 1e-9)))
+
+
 def round_loads(topo: Topology, order: Sequence[int], d: int) -> tuple[int, int]:
-    """(messages on the busiest directed link, its capacity) in the round of distance d."""
+    """(messages, capacity) of the most loaded directed link, relative to its capacity, in the
+    round of distance d. A round is a permutation of the members (member i sends to i + d), so as
+    many of its messages enter a subtree as leave it: counting the upward direction of every
+    link counts both."""
     tree = hang_tree(topo)
     n = len(order)
     bref = min(topo.machine_bandwidth[m] for m in order)
-    up_bw = {}
-    for ln in topo.links:
-        up_bw[(ln.a, ln.b)] = up_bw[(ln.b, ln.a)] = ln.bandwidth
-    count: dict[tuple[int, int], int] = {}
+    up: dict[int, int] = {}  # node -> messages on the link above it, upward
     for i in range(n):
         a, b = order[i], order[(i + d) % n]
         path_a, path_b = [a], [b]
@@ -119,22 +130,13 @@ def round_loads(topo: Topology, order: Sequence[int], d: int) -> tuple[int, int]
             path_a.append(int(tree.parent[path_a[-1]]))
         while path_b[-1] >= 0:
             path_b.append(int(tree.parent[path_b[-1]]))
-        common = set(path_a) & set(path_b)
-        for x in path_a[:-1]:
+        common = set(path_b)
+        for x in path_a:
             if x in common:
                 break
-            count[(x, 1)] = count.get((x, 1), 0) + 1  # up the link above x
-        for x in path_b[:-1]:
-            if x in common:
-                break
-            count[(x, 0)] = count.get((x, 0), 0) + 1  # down the link above x
-    if not count:
-        return 0, 1
-    (node, _), most = max(count.items(), key=lambda kv: kv[1])
-    if node < topo.n_machines:
-        return most, 1
-    name, up = tree.names[node], tree.names[int(tree.parent[node])]
-    return most, max(1, int(up_bw[(name, up)] / bref * (1 + 1e-9)))
+            up[x] = up.get(x, 0) + 1
+    loads = [(k, link_capacity(topo, tree, x, bref)) for x, k in up.items()]
+    return max(loads, key=lambda kc: (kc[0] / kc[1], kc[0]), default=(0, 1))  # ties: more
 
 
 def verify_loground(topo: Topology, order: Sequence[int]) -> LogroundProof:
