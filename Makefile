@@ -59,10 +59,13 @@ fortran-mpi:
 	  (apt-get update && apt-get install -y --no-install-recommends gfortran libmpich-dev libopenmpi-dev)
 
 # The applications' packages (docs/applications.md): FFTW for the FT-style 3-D FFT of
-# tuning/apps/, Debian's HPC Challenge (built with Debian's Open MPI) and that Open MPI's mpicc
-apps-deps:
+# tuning/apps/, Debian's HPC Challenge (built with Debian's Open MPI) and that Open MPI's mpicc;
+# mpi4py and mpi4py-fft from PyPI into the venv (mpi4py-fft compiles against FFTW: ~25 s)
+apps-deps: $(STAMP)
 	test -f /usr/include/fftw3.h && command -v hpcc >/dev/null && command -v mpicc.openmpi >/dev/null || \
 	  (apt-get update && apt-get install -y --no-install-recommends libfftw3-dev hpcc libopenmpi-dev)
+	$(BIN)/python -c "import mpi4py_fft" 2>/dev/null || \
+	  $(BIN)/pip install --quiet mpi4py==4.1.2 mpi4py-fft==2.0.6
 
 # The fast tier while you work: no MPI, no root, no SimGrid, no Open MPI, no Fortran
 # (tests/conftest.py).

@@ -1,7 +1,8 @@
 """Applications run unchanged with the generated library preloaded and verify their own
 results: the IS-style bucket sort of tuning/apps/ (keys in order on every rank and across ranks,
 none lost or duplicated), the FT-style 3-D FFT (round trip, and four frequencies against their
-direct sums), and Debian's HPC Challenge (its own residual checks, MPIFFT's error) under
+direct sums), mpi4py-fft's pencil FFT (PyPI; a plane wave's spectrum, the round trip), and
+Debian's HPC Challenge (its own residual checks, MPIFFT's error) under
 Debian's Open MPI. Ranks placed on the 4+4 tree's machines with AAPC_MACHINE, one and two per
 machine; AAPC_REPORT shows the calls reached the library and which way they took.
 """
@@ -83,6 +84,42 @@ def test_fft_one_per_machine_on_the_phases(built):
     assert "grid 32x64x16 iters 3" in line
     calls, routine = rows(report)["MPI_Alltoall"]
     assert calls == 6 and "run-time" in routine and "MPI library" not in routine, report
+
+
+def test_mpi4py_fft_pencils_one_and_two_per_machine(built):
+    """mpi4py-fft (PyPI) transposes its pencils with MPI_Alltoallw_c on the grid's rows and
+    columns, a subarray datatype per peer: the library packs them and runs the job tree's
+    phases (one and two ranks per machine), and the transform is right (a plane wave's single
+    frequency, the round trip)."""
+    script = str(APPS / "pencil_fft.py")
+    python = str(BIN / "python")
+    for machines, grid in ((ONE_PER_MACHINE, ("2", "4")), (TWO_PER_MACHINE, ("4", "2"))):
+        report = built / "report-pencil.txt"
+        report.unlink(missing_ok=True)
+        env = {**os.environ, "LD_PRELOAD": str(built / "libaapc.so"), "AAPC_REPORT": str(report)}
+        cmd = [str(BIN / "mpiexec")]
+        for r, m in enumerate(machines):
+            cmd += [*([":"] if r else []), "-n", "1", "-env", "AAPC_MACHINE", f"n{m}"]
+            cmd += [python, script, "--grid", *grid, "--shape", "32", "32", "16"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert f"ranks 8 grid {grid[0]}x{grid[1]} shape 32x32x16 iters 2" in proc.stdout
+        assert proc.stdout.rstrip().endswith(" verified"), proc.stdout
+        # per group of communicators: how many machines each spans, and its rows
+        text = report.read_text()
+        groups = re.findall(r"^\d+ communicators? of \d+ ranks.*: (\d+) machines?,.*\n.*\n"
+                            r"((?:  MPI_\w+ .*\n?)+)", text, re.M)  # fmt: skip
+        calls = 0
+        for machines, body in groups:
+            for c, n, routine in report_rows(body):
+                assert c == "MPI_Alltoallw_c", text
+                # across machines the job tree's phases; inside one the library, by choice
+                want = "run-time" if int(machines) > 1 else "MPI library, chosen by size"
+                assert want in routine, text
+                calls += n
+        # calls are counted per communicator: 2 iterations x (forward + backward) on each of
+        # the grid's R + C row and column communicators
+        assert calls == 2 * 2 * (int(grid[0]) + int(grid[1])), text
 
 
 HPCC_INPUT = """HPLinpack benchmark input file
