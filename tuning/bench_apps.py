@@ -2,8 +2,12 @@
 (root): time to solution and the share of it in the all-to-all exchanges, side by side.
 
     sudo .venv/bin/python tuning/bench_apps.py [TOPO.yaml] [--rate 100Mbit]
-        [--ranks-per-machine 1] [--apps is_sort,ft_fft3d] [--repeats 3]
+        [--ranks-per-machine 1] [--apps is_sort,ft_fft3d,pencil_fft] [--repeats 3]
         [--is-args "--keys 1048576 --iters 5"] [--ft-args "--nx 256 --ny 256 --nz 64 --iters 3"]
+        [--pencil-args "--shape 128 128 64 --iters 3"]
+
+pencil_fft is mpi4py-fft's pencil FFT (tuning/apps/pencil_fft.py; `make apps-deps` installs
+mpi4py and mpi4py-fft into the venv), run by the venv's Python.
 
 Builds the tree's libaapc.so (`aapcgen build`) and the programs, brings the emulation up and,
 per repeat, runs each program once as it is (the MPI library's collectives) and once with the
@@ -37,7 +41,7 @@ from aapcgen.core.units import parse_rate_option  # noqa: E402
 from aapcgen.platforms import emulate  # noqa: E402
 
 BIN = ROOT / ".venv" / "bin"
-APPS = {"is_sort": ["-lm"], "ft_fft3d": ["-lfftw3", "-lm"]}
+APPS = {"is_sort": ["-lm"], "ft_fft3d": ["-lfftw3", "-lm"], "pencil_fft": None}  # None: Python
 RESULT = re.compile(r"total_s (?P<total>[\d.]+) exchange_s (?P<exchange>[\d.]+).* verified$")
 
 
@@ -45,7 +49,7 @@ def build(tmp: Path, topo: Path, apps: list[str]) -> Path:
     lib = tmp / "libaapc.so"
     cmd = [str(BIN / "aapcgen"), "build", str(topo), "-o", str(lib)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    for app in apps:
+    for app in (a for a in apps if APPS[a] is not None):
         src = ROOT / "tuning" / "apps" / f"{app}.c"
         cmd = [str(BIN / "mpicc"), "-std=c11", "-O2", str(src), "-o", str(tmp / app), *APPS[app]]
         subprocess.run(cmd, check=True)
@@ -81,6 +85,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--is-args", default="--keys 1048576 --iters 5")
     ap.add_argument("--ft-args", default="--nx 256 --ny 256 --nz 64 --iters 3")
+    ap.add_argument("--pencil-args", default="--shape 128 128 64 --iters 3")
     ap.add_argument("--timeout", type=float, default=1800.0)
     a = ap.parse_args()
     apps = a.apps.split(",")
@@ -88,7 +93,11 @@ def main() -> int:
         ap.error(f"--apps from {', '.join(APPS)}; --repeats and --ranks-per-machine >= 1")
     topo = load_topology(Path(a.topology))
     rate = parse_rate_option(a.rate, "--rate")
-    args = {"is_sort": shlex.split(a.is_args), "ft_fft3d": shlex.split(a.ft_args)}
+    args = {
+        "is_sort": shlex.split(a.is_args),
+        "ft_fft3d": shlex.split(a.ft_args),
+        "pencil_fft": shlex.split(a.pencil_args),
+    }
     times: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="aapc-apps-") as tmp:
         lib = build(Path(tmp), Path(a.topology), apps)
@@ -96,7 +105,12 @@ def main() -> int:
             for rep in range(a.repeats):
                 for app in apps:
                     for way, pre in (("MPI library", []), ("aapcgen", [f"LD_PRELOAD={lib}"])):
-                        argv = ["env", *pre, str(Path(tmp) / app), *args[app]]
+                        program = (
+                            [str(BIN / "python"), str(ROOT / "tuning" / "apps" / f"{app}.py")]
+                            if APPS[app] is None
+                            else [str(Path(tmp) / app)]
+                        )
+                        argv = ["env", *pre, *program, *args[app]]
                         cmd = emulate.mpiexec_command(
                             em, str(BIN / "mpiexec"), argv, None, a.ranks_per_machine
                         )
