@@ -33,6 +33,7 @@ from aapcgen.platforms.emulate import (
     host_tsq_bytes,
     link_counters,
     mpiexec_command,
+    ompi_command,
     parse_tc_stats,
     plan_emulation,
 )
@@ -238,6 +239,21 @@ def test_mpiexec_command_is_mpmd_one_rank_per_namespace():
     assert em.machine_ip == ("198.18.0.1", "198.18.0.2", "198.18.0.3", "198.18.0.4", "198.18.0.5")
 
 
+def test_ompi_command_runs_mpirun_in_the_first_machine_and_each_rank_in_its_own():
+    topo = load_topology(TOPOS / "paper-fig1.yaml")
+    em = emulation_of(plan_emulation(topo))
+    cmd = ompi_command(em, "mpirun", ["./prog", "-x"], {"AAPC_QUIET": "1"}, ranks_per_machine=2)
+    head = ["ip", "netns", "exec", "aapc-m0", "env", "PMIX_MCA_ptl_tcp_if_include=eth0", "mpirun"]
+    assert cmd[: len(head)] == head
+    assert " --mca btl tcp,self --mca btl_tcp_if_include eth0 " in " ".join(cmd)
+    assert " -x AAPC_QUIET=1 " in " ".join(cmd)
+    parts = " ".join(cmd).split(" -x AAPC_QUIET=1 ")[1].split(" : ")
+    assert parts == [
+        f"-np 2 ip netns exec aapc-m{r} env AAPC_MACHINE={topo.machines[r]} ./prog -x"
+        for r in range(5)
+    ]
+
+
 def test_parse_tc_stats():
     text = (
         "qdisc noqueue 0: dev lo root refcnt 2 \n"
@@ -386,6 +402,33 @@ def test_two_switch_tree_ping_mpi_counters(clean, tmp_path):
     finally:
         removed = emulate_down(prefix)
     assert f"netns {em.switch_ns}" in removed
+    assert emulate_status(prefix) == []
+
+
+@needs_root
+@pytest.mark.mpi
+@pytest.mark.apps
+def test_open_mpi_through_the_emulated_tree(clean, tmp_path):
+    """Debian's Open MPI 4 runs a job across the namespaces (ompi_command) and its traffic
+    crosses the emulated switch link, as MPICH's does."""
+    prefix = clean("aapco")
+    topo = load_topology(TOPOS / "two-switch-4-4.yaml")
+    exe = tmp_path / "a2a"
+    (tmp_path / "a2a.c").write_text(A2A)
+    compile_ = ["mpicc.openmpi", "-O1", str(tmp_path / "a2a.c"), "-o", str(exe)]
+    subprocess.run(compile_, check=True, timeout=120)
+    em = emulate_up(topo, rate=parse_bandwidth("100Mbit"), prefix=prefix)
+    try:
+        before = link_counters(em)
+        cmd = ompi_command(em, "mpirun.openmpi", [str(exe), "65536"], {"AAPC_QUIET": "1"})
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+        assert "alltoall ok on 8 ranks" in proc.stdout
+        after = link_counters(em)
+        moved = {k: after[k][0] - before[k][0] for k in before}
+        assert moved["s0->s1"] >= 16 * 65536 and moved["s1->s0"] >= 16 * 65536
+    finally:
+        emulate_down(prefix)
     assert emulate_status(prefix) == []
 
 

@@ -299,10 +299,15 @@ Runner = Callable[[Job, Path], str]
 
 def mpi_bin(cfg: BenchConfig, name: str) -> str:
     """``mpicc`` or ``mpiexec`` of the MPI being measured: ``cfg.mpicc`` and the mpiexec beside
-    it, else the venv's, else PATH's."""
+    it (with the same suffix: Debian's mpicc.openmpi sits beside mpiexec.openmpi), else the
+    venv's, else PATH's."""
     if cfg.mpicc:
-        sibling = Path(cfg.mpicc).parent / name
-        return cfg.mpicc if name == "mpicc" else (str(sibling) if sibling.exists() else name)
+        if name == "mpicc":
+            return cfg.mpicc
+        path = Path(shutil.which(cfg.mpicc) or cfg.mpicc)
+        suffix = path.name[len("mpicc") :] if path.name.startswith("mpicc") else ""
+        sibling = path.parent / (name + suffix)
+        return str(sibling) if sibling.exists() else name
     return bin_path(name)
 
 
@@ -372,9 +377,15 @@ def runner(cfg: BenchConfig, work: cleanup.Workdir | None = None) -> Iterator[tu
         with emulate.emulated(
             cfg.topology, rate=cfg.rate, queue=cfg.queue, prefix=cfg.prefix
         ) as em:
+            # Open MPI's mpirun takes its own options (emulate.ompi_command), MPICH's hydra its
+            launch = (
+                emulate.ompi_command
+                if mpi_flavour(mpi_bin(cfg, "mpicc"))[0] == "openmpi"
+                else emulate.mpiexec_command
+            )
 
             def run(job: Job, exe: Path) -> str:
-                cmd = emulate.mpiexec_command(
+                cmd = launch(
                     em,
                     mpi_bin(cfg, "mpiexec"),
                     [str(exe), *job.args],

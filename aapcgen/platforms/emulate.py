@@ -497,6 +497,35 @@ def mpiexec_command(
     return cmd
 
 
+def ompi_command(
+    em: Emulation,
+    mpirun: str,
+    argv: Sequence[str],
+    env: dict[str, str] | None = None,
+    ranks_per_machine: int = 1,
+) -> list[str]:
+    """Open MPI 4's mpirun running ranks k*R .. k*R+R-1 of ``argv`` in machine k's namespace.
+
+    mpirun itself runs in machine 0's namespace with its PMIx server on eth0, which every
+    machine's namespace reaches (from the host's namespace the ranks could not connect to it);
+    the byte transfer layer is TCP on eth0 only (no shared memory between the "local" ranks), so
+    all traffic between machines crosses the emulated links. ``env`` goes to every rank (-x),
+    ``AAPC_MACHINE`` to each its machine.
+    """
+    cmd = [em.ip, "netns", "exec", em.machine_ns[0], "env", "PMIX_MCA_ptl_tcp_if_include=eth0"]
+    cmd += [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "ob1"]
+    cmd += ["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0"]
+    cmd += ["--mca", "oob_tcp_if_include", "eth0"]
+    for key, value in (env or {}).items():
+        cmd += ["-x", f"{key}={value}"]
+    for r, ns in enumerate(em.machine_ns):
+        if r:
+            cmd.append(":")
+        cmd += ["-np", str(ranks_per_machine), em.ip, "netns", "exec", ns]
+        cmd += ["env", f"AAPC_MACHINE={em.machines[r]}", *argv]
+    return cmd
+
+
 _QDISC_RE = re.compile(
     r"^qdisc\s+(?P<kind>\S+)\s+\S+\s+dev\s+(?P<dev>\S+)\s+root.*?\n\s*Sent\s+(?P<bytes>\d+)\s+bytes\s+"
     r"(?P<pkts>\d+)\s+pkt\s+\(dropped\s+(?P<drops>\d+)",
