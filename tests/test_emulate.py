@@ -245,11 +245,12 @@ def test_ompi_command_runs_mpirun_in_the_first_machine_and_each_rank_in_its_own(
     cmd = ompi_command(em, "mpirun", ["./prog", "-x"], {"AAPC_QUIET": "1"}, ranks_per_machine=2)
     head = ["ip", "netns", "exec", "aapc-m0", "env", "PMIX_MCA_ptl_tcp_if_include=eth0", "mpirun"]
     assert cmd[: len(head)] == head
-    assert " --mca btl tcp,self --mca btl_tcp_if_include eth0 " in " ".join(cmd)
-    assert " -x AAPC_QUIET=1 " in " ".join(cmd)
-    parts = " ".join(cmd).split(" -x AAPC_QUIET=1 ")[1].split(" : ")
+    line = " ".join(cmd)
+    assert " --mca btl tcp,self --mca btl_tcp_if_include eth0 " in line
+    # every program of the MPMD line gets the environment (-x would reach the first only)
+    parts = line.split(" --mca oob_tcp_if_include eth0 ")[1].split(" : ")
     assert parts == [
-        f"-np 2 ip netns exec aapc-m{r} env AAPC_MACHINE={topo.machines[r]} ./prog -x"
+        f"-np 2 ip netns exec aapc-m{r} env AAPC_QUIET=1 AAPC_MACHINE={topo.machines[r]} ./prog -x"
         for r in range(5)
     ]
 
@@ -424,6 +425,11 @@ def test_open_mpi_through_the_emulated_tree(clean, tmp_path):
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
         assert "alltoall ok on 8 ranks" in proc.stdout
+        # the environment reaches every rank, and each rank its own machine
+        show = ["sh", "-c", 'echo "$AAPC_QUIET $AAPC_MACHINE"']
+        cmd = ompi_command(em, "mpirun.openmpi", show, {"AAPC_QUIET": "7"})
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+        assert sorted(out.split("\n")[:-1]) == [f"7 n{m}" for m in range(8)], out
         after = link_counters(em)
         moved = {k: after[k][0] - before[k][0] for k in before}
         assert moved["s0->s1"] >= 16 * 65536 and moved["s1->s0"] >= 16 * 65536

@@ -509,20 +509,20 @@ def ompi_command(
     mpirun itself runs in machine 0's namespace with its PMIx server on eth0, which every
     machine's namespace reaches (from the host's namespace the ranks could not connect to it);
     the byte transfer layer is TCP on eth0 only (no shared memory between the "local" ranks), so
-    all traffic between machines crosses the emulated links. ``env`` goes to every rank (-x),
-    ``AAPC_MACHINE`` to each its machine.
+    all traffic between machines crosses the emulated links. ``env`` and ``AAPC_MACHINE`` are
+    set by ``env`` in front of each machine's ranks: mpirun's ``-x`` before the first program of
+    an MPMD line reaches that program's ranks only (Open MPI 4.1).
     """
     cmd = [em.ip, "netns", "exec", em.machine_ns[0], "env", "PMIX_MCA_ptl_tcp_if_include=eth0"]
     cmd += [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "ob1"]
     cmd += ["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0"]
     cmd += ["--mca", "oob_tcp_if_include", "eth0"]
-    for key, value in (env or {}).items():
-        cmd += ["-x", f"{key}={value}"]
+    common = [f"{key}={value}" for key, value in (env or {}).items()]
     for r, ns in enumerate(em.machine_ns):
         if r:
             cmd.append(":")
         cmd += ["-np", str(ranks_per_machine), em.ip, "netns", "exec", ns]
-        cmd += ["env", f"AAPC_MACHINE={em.machines[r]}", *argv]
+        cmd += ["env", *common, f"AAPC_MACHINE={em.machines[r]}", *argv]
     return cmd
 
 
