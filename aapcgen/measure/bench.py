@@ -377,7 +377,7 @@ def runner(cfg: BenchConfig, work: cleanup.Workdir | None = None) -> Iterator[tu
         with emulate.emulated(
             cfg.topology, rate=cfg.rate, queue=cfg.queue, prefix=cfg.prefix
         ) as em:
-            # Open MPI's mpirun takes its own options (emulate.ompi_command), MPICH's hydra its
+            # Open MPI's mpirun and MPICH's hydra take different options: the command by flavour
             launch = (
                 emulate.ompi_command
                 if mpi_flavour(mpi_bin(cfg, "mpicc"))[0] == "openmpi"
