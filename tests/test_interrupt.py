@@ -356,7 +356,7 @@ def test_tune_interrupted_leaves_nothing(tmp_path):
         delay = rng.uniform(0.0, 1.0 if during_job else 8.0)
         proc = isolated(shm, tmp, argv)
         wait_started(proc.pid)
-        if during_job:  # the sweep's and the validation's timers take --bytes; their compile not
+        if during_job:  # the timers (sweep, validation) run with --bytes; their compile does not
             assert wait_for_job("_timer --bytes", proc), "no MPI job"
         time.sleep(delay)
         in_job += during_job and proc.poll() is None
