@@ -415,10 +415,37 @@ def test_leader_based_way_at_run_time(exe, job, way):
     served(proc, parts=True)
 
 
+def aggregated_calls(proc) -> tuple[int, ...]:  # noqa: ANN001
+    """The harness's count of aggregated calls: through the shared segment with one leader
+    per machine, with several, through MPI_Gather and MPI_Scatter (sums over ranks)."""
+    line = [ln for ln in proc.stdout.splitlines() if "aggregated calls:" in ln][-1]
+    return tuple(int(part.split()[-1]) for part in line.split(": ", 2)[2].split(", "))
+
+
+@pytest.mark.parametrize("shm,leaders", [("1", ""), ("0", ""), ("1", "2"), ("1", "3")])
+def test_aggregated_ways_through_the_shared_segment_or_mpi(exe, shm, leaders):
+    """The ranks of a machine share memory here: the aggregated ways move a machine's blocks
+    through its shared segment (the harness counts the calls); AAPC_SHM=0 takes MPI_Gather and
+    MPI_Scatter instead. AAPC_LEADERS=2 or 3 (of 3 ranks per machine): that many lanes, each
+    leader carrying its share of the machine's blocks. Byte-exact every way, in rounds."""
+    for way in ("leaders", "loground"):
+        env = {"AAPC_WAY": way, "AAPC_SHM": shm, "AAPC_LEADERS": leaders,
+               "AAPC_HIER_ROUND_BYTES": "20000"}  # fmt: skip
+        proc = run(exe, JOBS["3 ranks per machine, round robin"], "--variant", "runtime-*",
+                   "--max-bytes", "65536", env=env)  # fmt: skip
+        passed(proc, 4 * 16)
+        segment, several, mpi = aggregated_calls(proc)
+        assert (segment + several > 0, mpi > 0) == (shm == "1", shm == "0"), (segment, several, mpi)
+        # several leaders: as set, or by size (9 x b >= 2 x 64 KiB) up to the 64 KiB blocks
+        assert (several > 0) == (shm == "1"), (segment, several, mpi)
+        if leaders:  # every call through the segment
+            assert segment == 0 and several > 0, (segment, several)
+
+
 def test_leader_based_way_sanitizers(tmp_path):
     exe = build(tmp_path, extra=tuple(SANITIZE))
-    for way in ("leaders", "loground"):
-        env = {"AAPC_WAY": way, "AAPC_HIER_ROUND_BYTES": "20000"}
+    for way, leaders in (("leaders", ""), ("loground", ""), ("leaders", "2"), ("loground", "3")):
+        env = {"AAPC_WAY": way, "AAPC_HIER_ROUND_BYTES": "20000", "AAPC_LEADERS": leaders}
         proc = run(exe, n(1, 9, 1, 9, 1, 9), "--variant", "runtime-*", "--max-bytes", "65536",
                    env=env)  # fmt: skip
         passed(proc, 4 * 16)

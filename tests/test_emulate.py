@@ -239,6 +239,21 @@ def test_mpiexec_command_is_mpmd_one_rank_per_namespace():
     assert em.machine_ip == ("198.18.0.1", "198.18.0.2", "198.18.0.3", "198.18.0.4", "198.18.0.5")
 
 
+def test_mpiexec_command_can_make_each_machine_one_node_of_mpich(monkeypatch):
+    """AAPC_EMULATE_CLIQUES=1 with several ranks per machine: one MPICH clique per machine, by
+    block (shared memory inside a machine only), instead of no shared memory at all."""
+    topo = load_topology(TOPOS / "paper-fig1.yaml")
+    em = emulation_of(plan_emulation(topo))
+    cmd = " ".join(mpiexec_command(em, "mpiexec", ["./prog"], ranks_per_machine=3))
+    assert "-genv MPIR_CVAR_NOLOCAL 1 " in cmd and "CLIQUES" not in cmd
+    monkeypatch.setenv("AAPC_EMULATE_CLIQUES", "1")
+    cmd = " ".join(mpiexec_command(em, "mpiexec", ["./prog"], ranks_per_machine=3))
+    assert "-genv MPIR_CVAR_NUM_CLIQUES 5 -genv MPIR_CVAR_CLIQUES_BY_BLOCK 1 " in cmd
+    assert "NOLOCAL" not in cmd and cmd.count("-n 3 -env AAPC_MACHINE") == 5
+    one = " ".join(mpiexec_command(em, "mpiexec", ["./prog"]))
+    assert "-genv MPIR_CVAR_NOLOCAL 1 " in one and "CLIQUES" not in one
+
+
 def test_ompi_command_runs_mpirun_in_the_first_machine_and_each_rank_in_its_own():
     topo = load_topology(TOPOS / "paper-fig1.yaml")
     em = emulation_of(plan_emulation(topo))
@@ -354,7 +369,7 @@ def tcp_hello(server_ns: str, client_ns: str, server_ip: str) -> str:
 
 @needs_root
 @pytest.mark.mpi
-def test_two_switch_tree_ping_mpi_counters(clean, tmp_path):
+def test_two_switch_tree_ping_mpi_counters(clean, tmp_path, monkeypatch):
     prefix = clean("aapct")
     topo = load_topology(TOPOS / "two-switch-4-4.yaml")
     em = emulate_up(topo, rate=parse_bandwidth("100Mbit"), prefix=prefix)
@@ -400,6 +415,19 @@ def test_two_switch_tree_ping_mpi_counters(clean, tmp_path):
         assert moved["s0->s1"] >= 16 * 65536 and moved["s1->s0"] >= 16 * 65536
         assert all(moved[f"s1->n{m}"] >= 7 * 65536 for m in range(4, 8))
         assert after["n0->s0"][0] >= 7 * 65536
+        # two ranks per machine, MPICH taking each machine's ranks as one node (cliques): its
+        # shared memory stays inside a machine and everything between machines crosses the links
+        monkeypatch.setenv("AAPC_EMULATE_CLIQUES", "1")
+        before = link_counters(em)
+        cmd = mpiexec_command(em, str(MPIEXEC), [str(exe), "65536"], {}, ranks_per_machine=2)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+        assert "alltoall ok on 16 ranks" in proc.stdout
+        after = link_counters(em, machines=True)
+        moved = {k: after[k][0] - before[k][0] for k in before}
+        # 8 x 8 blocks each way over the switch link; 2 x 14 out of every machine
+        assert moved["s0->s1"] >= 64 * 65536 and moved["s1->s0"] >= 64 * 65536
+        assert all(moved[f"s1->n{m}"] >= 28 * 65536 for m in range(4, 8))
     finally:
         removed = emulate_down(prefix)
     assert f"netns {em.switch_ns}" in removed

@@ -233,6 +233,7 @@ RUNTIME_SUBDIRS = (
     "alltoall",
     "alltoallv",
     "hier",
+    "shm",
     "vsched",
     "cluster",
     "nbc",

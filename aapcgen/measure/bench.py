@@ -408,7 +408,11 @@ def runner(cfg: BenchConfig, work: cleanup.Workdir | None = None) -> Iterator[tu
                 cmd = simgrid.smpirun_command(
                     platform_file, hostfile, n, exe, list(job.args), job.simgrid_algorithm
                 )
-                return _check(cmd, {**base_env, **dict(job.env)}, cfg.timeout, work)
+                # SMPI runs every rank in one process, scheduled cooperatively: a machine's
+                # ranks meet in MPI messages over the host's loopback link, not in a shared
+                # segment whose waits would never yield to the simulation
+                env = {**base_env, "AAPC_SHM": "0", **dict(job.env)}
+                return _check(cmd, env, cfg.timeout, work)
 
             yield run, "smpicc"
     else:

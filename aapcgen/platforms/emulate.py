@@ -470,6 +470,15 @@ def emulation_of(plan: EmulationPlan, ip: str = "ip", tc: str = "tc") -> Emulati
     )
 
 
+def local_env(em: Emulation, ranks_per_machine: int) -> dict[str, str]:
+    """MPICH's view of locality in the emulation: no shared memory at all (the default), or,
+    with ``AAPC_EMULATE_CLIQUES=1`` and several ranks per machine, one node per machine."""
+    if ranks_per_machine > 1 and os.environ.get("AAPC_EMULATE_CLIQUES") == "1":
+        n = str(len(em.machine_ns))
+        return {"MPIR_CVAR_NUM_CLIQUES": n, "MPIR_CVAR_CLIQUES_BY_BLOCK": "1"}
+    return {"MPIR_CVAR_NOLOCAL": "1"}
+
+
 def mpiexec_command(
     em: Emulation,
     mpiexec: str,
@@ -480,12 +489,19 @@ def mpiexec_command(
     """The MPMD hydra command running ranks k*R .. k*R+R-1 of ``argv`` in machine k's namespace
     (R = ``ranks_per_machine``).
 
-    ``MPIR_CVAR_NOLOCAL=1`` stops MPICH from using shared memory between the "local" ranks
-    (they are on one host), so all traffic between machines crosses the emulated links.
-    ``AAPC_MACHINE`` tells every rank its machine (the namespaces share one host name), so the
-    run-time scheduled routines place it (docs/generate.md).
+    MPICH sees every rank on one host. ``MPIR_CVAR_NOLOCAL=1`` stops it from using shared
+    memory between them, so all traffic between machines crosses the emulated links (and
+    traffic inside a machine takes its namespace's TCP loopback). ``AAPC_EMULATE_CLIQUES=1``
+    with several ranks per machine makes MPICH treat each machine's R ranks as one node instead
+    (``MPIR_CVAR_NUM_CLIQUES``, by block): shared memory inside a machine, as on a real one, the
+    emulated links between machines. On a host with fewer cores than ranks that is the slower
+    choice by far (MPICH busy-polls its shared memory: 64 B calls of 16 ranks on 2 cores take
+    73 ms instead of about 2; docs/measurements/selection.md). ``AAPC_MACHINE`` tells every rank
+    its machine (the namespaces share one host name), so the run-time scheduled routines place
+    it (docs/generate.md).
     """
-    genv = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0", "MPIR_CVAR_NOLOCAL": "1", **(env or {})}
+    genv = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0", **local_env(em, ranks_per_machine)}
+    genv.update(env or {})
     cmd = [mpiexec]
     for key, value in genv.items():
         cmd += ["-genv", key, value]

@@ -383,8 +383,9 @@ static int tree_order(const aapc_cluster_t *cl, const int32_t *machine_of, int n
     return MPI_SUCCESS;
 }
 
-/* AAPC_DUMP_SCHEDULE: the log-round members' machines in their order (aapcgen verify TOPO
-   --schedule FILE proves it: aapcgen/verify/loground.py). */
+/* AAPC_DUMP_SCHEDULE: the log-round members' machines in their order, member k on machine
+   machine_of[rank_at[k]] (rank_at NULL: machine_of[k]); aapcgen verify TOPO --schedule FILE
+   proves it: aapcgen/verify/loground.py. */
 static void dump_loground(const aapc_cluster_t *cl, const int32_t *machine_of, const int *rank_at,
                           int n)
 {
@@ -397,7 +398,7 @@ static void dump_loground(const aapc_cluster_t *cl, const int32_t *machine_of, c
     fprintf(f, ", \"kind\": \"loground\", \"radix\": 2, \"members\": [");
     for (int k = 0; k < n; k++) {
         fprintf(f, k ? ", " : "");
-        json_string(f, cl->machine_name[machine_of[rank_at[k]]]);
+        json_string(f, cl->machine_name[machine_of[rank_at != NULL ? rank_at[k] : k]]);
     }
     fprintf(f, "]}\n");
     fclose(f);
@@ -440,12 +441,20 @@ static int order_lookup(aapc_cluster_comm_t *cc, const int **rank_at)
 
 /* ---- several ranks per machine: the leader-based ways -------------------------------------- */
 
-/* The leader-based way on one communicator, for one variant (a slot). */
+/* The aggregated ways on one communicator, for one variant (a slot): the ranks of every machine
+   share a segment (hier/aapc_hier_segment.c) and L of them (local ranks 0 .. L-1, the leaders,
+   L by size: hier/aapc_hier.h aapc_hier_lanes) exchange the machine's blocks with the other
+   machines' leaders of their lane, in the machine-level phases (built on a leader's first call
+   that takes them) or in log rounds. */
 struct leader_entry {
     int usable;
-    int r;
+    int r, n;              /* ranks per machine, machines */
+    int mine, local;       /* my machine (leader order) and my rank on it */
+    int32_t *lm;           /* lm[k]: the cluster's machine of leader k */
     int *order;            /* order[k*R + i]: rank of local rank i of machine k */
-    MPI_Comm node, leaders;
+    int *machine_at;       /* the leaders in the switch tree's order (log rounds; lazily) */
+    MPI_Comm node, lane;   /* my machine's ranks; local rank `local` of every machine */
+    int rows_built;        /* 1: rows and info below are set (leaders only) */
     aapc_rows_t rows;      /* the leaders' machine-level rows (leaders only) */
     aapc_comm_info_t info; /* where the leaders run them */
 };
@@ -455,10 +464,12 @@ static void leader_free(void *p)
     struct leader_entry *le = p;
     if (le->node != MPI_COMM_NULL)
         PMPI_Comm_free(&le->node);
-    if (le->leaders != MPI_COMM_NULL)
-        PMPI_Comm_free(&le->leaders);
+    if (le->lane != MPI_COMM_NULL)
+        PMPI_Comm_free(&le->lane);
     aapc_rows_free(&le->rows);
     free(le->order);
+    free(le->lm);
+    free(le->machine_at);
     free(le);
 }
 
@@ -491,80 +502,131 @@ static int leader_exchange(void *ctx, const void *g, MPI_Datatype gt, void *s, M
     return aapc_alltoall_exec(&le->rows.sched, &le->info, g, 1, gt, s, 1, st);
 }
 
-/* Build (collective over the communicator's dup) the leader-based way for `sync`. */
-static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r, int n,
-                        int sync, int32_t window, const char *name)
+/* The machine-level exchange in log rounds: Bruck among the leaders in the tree's order. */
+static int leader_rounds(void *ctx, const void *g, MPI_Datatype gt, void *s, MPI_Datatype st,
+                         MPI_Comm leaders)
+{
+    struct leader_entry *le = ctx;
+    return aapc_alltoall_loground(g, 1, gt, s, 1, st, leaders, le->machine_at);
+}
+
+/* Build (collective over the communicator's dup) the aggregated ways' communicators. */
+static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r, int n)
 {
     int P = cc->size, rc;
     int32_t M = cc->cluster->n_machines;
     int *index = malloc(sizeof *index * (size_t)M), *fill = calloc((size_t)n, sizeof *fill);
-    int32_t *lm = malloc(sizeof *lm * (size_t)n);
+    le->lm = malloc(sizeof *le->lm * (size_t)n);
     le->order = malloc(sizeof *le->order * (size_t)P);
-    if (index == NULL || fill == NULL || lm == NULL || le->order == NULL) {
+    if (index == NULL || fill == NULL || le->lm == NULL || le->order == NULL) {
         free(index);
         free(fill);
-        free(lm);
         return MPI_ERR_NO_MEM; /* before any collective: every rank has the same sizes, but a
                                   rank short of memory fails alone here (as elsewhere) */
     }
     for (int32_t m = 0; m < M; m++)
         index[m] = -1;
-    int k = 0, mine = -1, local = 0;
+    int k = 0;
+    le->mine = -1;
+    le->local = 0;
     for (int q = 0; q < P; q++) { /* machines in the order of their lowest rank */
         int32_t m = cc->rank_machine[q];
         if (index[m] < 0) {
-            lm[k] = m;
+            le->lm[k] = m;
             index[m] = k++;
         }
         int i = fill[index[m]]++;
         le->order[index[m] * r + i] = q;
         if (q == cc->rank) {
-            mine = index[m];
-            local = i;
+            le->mine = index[m];
+            le->local = i;
         }
     }
     free(index);
     free(fill);
     le->r = r;
-    if ((rc = PMPI_Comm_split(cc->dup, mine, local, &le->node)) != MPI_SUCCESS ||
-        (rc = PMPI_Comm_split(cc->dup, local == 0 ? 0 : MPI_UNDEFINED, mine, &le->leaders)) !=
-            MPI_SUCCESS) {
-        free(lm);
+    le->n = n;
+    if ((rc = PMPI_Comm_split(cc->dup, le->mine, le->local, &le->node)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_split(cc->dup, le->local, le->mine, &le->lane)) != MPI_SUCCESS)
         return rc;
-    }
-    if (local == 0) { /* the leaders' schedule: one rank per machine, machine k = leader k */
-        aapc_job_phases_t ph;
-        aapc_job_tree_t tree;
-        char err[160];
-        memset(&ph, 0, sizeof ph);
-        memset(&tree, 0, sizeof tree);
-        int jr = aapc_job_phases(cc->cluster, lm, n, &ph);
-        if (jr == AAPC_JOB_OK)
-            jr = aapc_job_tree(cc->cluster, lm, n, &tree, err, (int)sizeof err);
-        if (jr == AAPC_JOB_OK &&
-            aapc_rows_build(&ph, &tree, sync, window, mine, name, &le->rows) != 0)
-            jr = AAPC_JOB_ENOMEM;
-        aapc_job_phases_free(&ph);
-        aapc_job_tree_free(&tree);
-        if (jr != AAPC_JOB_OK) {
-            free(lm);
-            return MPI_ERR_NO_MEM; /* the per-rank path took this job: only memory fails here */
-        }
-        le->info = (aapc_comm_info_t){1, le->leaders, mine, NULL, NULL, NULL, 0};
-        aapc_args_private_returns(le->leaders);
-    }
-    free(lm);
+    aapc_args_private_returns(le->lane);
     le->usable = 1;
     return MPI_SUCCESS;
 }
 
-/* The leader-based way of this communicator for `sync` when it applies (NULL otherwise). */
-static int leader_lookup(aapc_cluster_comm_t *cc, int sync, int32_t window, const char *name,
-                         struct leader_entry **out)
+/* The leaders' machine-level phases for `sync` (local work on a leader of one of `lanes`
+   lanes, at its first call of the leader-based way): one rank per machine, machine k = rank k
+   of the lane. */
+static int leader_rows(struct leader_entry *le, const aapc_cluster_comm_t *cc, int sync,
+                       int32_t window, const char *name, int lanes)
+{
+    if (le->local >= lanes || le->rows_built)
+        return MPI_SUCCESS;
+    aapc_job_phases_t ph;
+    aapc_job_tree_t tree;
+    char err[160];
+    memset(&ph, 0, sizeof ph);
+    memset(&tree, 0, sizeof tree);
+    int jr = aapc_job_phases(cc->cluster, le->lm, le->n, &ph);
+    if (jr == AAPC_JOB_OK)
+        jr = aapc_job_tree(cc->cluster, le->lm, le->n, &tree, err, (int)sizeof err);
+    if (jr == AAPC_JOB_OK &&
+        aapc_rows_build(&ph, &tree, sync, window, le->mine, name, &le->rows) != 0)
+        jr = AAPC_JOB_ENOMEM;
+    aapc_job_phases_free(&ph);
+    aapc_job_tree_free(&tree);
+    if (jr != AAPC_JOB_OK)
+        return MPI_ERR_NO_MEM; /* the per-rank path took this job: only memory fails here */
+    le->info = (aapc_comm_info_t){1, le->lane, le->mine, NULL, NULL, NULL, 0};
+    le->rows_built = 1;
+    return MPI_SUCCESS;
+}
+
+/* The leaders in the switch tree's order (leader ranks), from the ranks' tree order rank_at:
+   the machines of a machine's ranks are next to each other there. */
+static int leader_tree_order(struct leader_entry *le, const aapc_cluster_comm_t *cc,
+                             const int *rank_at)
+{
+    int P = cc->size;
+    if (le->machine_at != NULL)
+        return MPI_SUCCESS;
+    int *machine_of = malloc(sizeof *machine_of * (size_t)P);
+    int *at = malloc(sizeof *at * (size_t)le->n);
+    if (machine_of == NULL || at == NULL) {
+        free(machine_of);
+        free(at);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int k = 0; k < le->n; k++)
+        for (int i = 0; i < le->r; i++)
+            machine_of[le->order[k * le->r + i]] = k;
+    int m = 0;
+    for (int q = 0; q < P; q++) {
+        int k = machine_of[rank_at[q]];
+        if (m == 0 || at[m - 1] != k)
+            at[m++] = k;
+    }
+    free(machine_of);
+    le->machine_at = at;
+    if (m != le->n)
+        return MPI_ERR_INTERN;
+    if (cc->rank == 0) { /* the leaders' order, for the checker */
+        int32_t *mm = malloc(sizeof *mm * (size_t)m);
+        for (int k = 0; mm != NULL && k < m; k++)
+            mm[k] = le->lm[at[k]];
+        if (mm != NULL)
+            dump_loground(cc->cluster, mm, NULL, m);
+        free(mm);
+    }
+    return MPI_SUCCESS;
+}
+
+/* The aggregated ways of this communicator for `sync` when they apply (NULL otherwise). */
+static int leader_lookup(aapc_cluster_comm_t *cc, int sync, struct leader_entry **out)
 {
     int n = 0, r = equal_ranks_per_machine(cc, &n), rc;
     *out = NULL;
-    if (r == 0)
+    if (r == 0 || n > AAPC_LEADERS_MAX_MACHINES)
         return MPI_SUCCESS;
     aapc_cluster_slot_t *slot = aapc_cluster_comm_slot(cc, &leader_keys[sync], leader_free);
     if (slot == NULL)
@@ -573,8 +635,8 @@ static int leader_lookup(aapc_cluster_comm_t *cc, int sync, int32_t window, cons
         struct leader_entry *le = calloc(1, sizeof *le);
         if (le == NULL)
             return MPI_ERR_NO_MEM;
-        le->node = le->leaders = MPI_COMM_NULL;
-        if ((rc = build_leader(le, cc, r, n, sync, window, name)) != MPI_SUCCESS) {
+        le->node = le->lane = MPI_COMM_NULL;
+        if ((rc = build_leader(le, cc, r, n)) != MPI_SUCCESS) {
             leader_free(le);
             return rc;
         }
@@ -652,41 +714,76 @@ static int select_way(const aapc_cluster_t *cl, const char *name, unsigned ways,
     return MPI_SUCCESS;
 }
 
-/* The leader-based way (several ranks on every machine): gather, the machine-level phases
-   among the leaders, scatter. *ran = 0: not this communicator's shape (the caller runs the
-   per-rank phases). */
+/* The leader-based way (several ranks on every machine): the machine's blocks to its leader
+   (shared segment, or MPI_Gather), the machine-level phases among the leaders, back (segment,
+   or MPI_Scatter). *ran = 0: not this communicator's shape (the caller runs the per-rank
+   phases). */
 static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, const void *sendbuf,
                        int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                        MPI_Datatype recvtype, MPI_Comm comm, int *ran)
 {
     struct leader_entry *le = NULL;
-    int rc = leader_lookup(cc, sync, runtime_window(comm), name, &le);
+    int rc = leader_lookup(cc, sync, &le), shared = 0, lanes = 1;
     *ran = rc != MPI_SUCCESS || le != NULL;
+    if (rc == MPI_SUCCESS && le != NULL &&
+        (rc = aapc_hier_segment_shared(le->node, &shared)) == MPI_SUCCESS) {
+        long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
+        lanes = shared ? aapc_hier_lanes(comm, le->r, (MPI_Aint)(b > 0 ? b : 0)) : 1;
+        rc = leader_rows(le, cc, sync, runtime_window(comm), name, lanes);
+    }
     if (rc != MPI_SUCCESS || le == NULL)
         return aapc_args_raise_alone(comm, rc);
     /* the round size from the user's communicator, whose settings the ranks agreed on (the
        duplicate has no record: each rank would read its own environment) */
-    aapc_hier_layout_t h = {le->r,       cc->size, le->order, le->node, le->leaders,
-                            leader_exchange, le,   aapc_hier_round_limit(comm)};
+    aapc_hier_layout_t h = {le->r,    cc->size,        le->order, le->node,
+                            le->lane, leader_exchange, le,        aapc_hier_round_limit(comm),
+                            1,        lanes};
     atomic_fetch_add(&served[AAPC_WAY_LEADERS], 1);
-    aapc_report_served("run-time, leader-based");
+    aapc_report_served(!shared       ? "run-time, leader-based"
+                       : lanes == 1 ? "run-time, leader-based, shared segment"
+                                    : "run-time, leader-based, shared segment, several leaders");
     return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype,
                                                                recvbuf, recvcount, recvtype,
                                                                cc->dup));
 }
 
-/* The log-round way: Bruck among all the ranks in the switch tree's order (the ranks of one
-   machine next to each other, then the machines of one switch). */
-static int run_loground(aapc_cluster_comm_t *cc, const void *sendbuf, int sendcount,
+/* The log-round way: with R > 1 ranks on every machine, a machine's blocks meet in its shared
+   segment and its leader runs Bruck among the machines' leaders in the switch tree's order
+   (lg N rounds of aggregated blocks instead of lg P rounds of one rank's); otherwise Bruck
+   among all the ranks in the tree's order (the ranks of one machine next to each other, then
+   the machines of one switch). */
+static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, int sendcount,
                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
                         MPI_Datatype recvtype, MPI_Comm comm)
 {
     const int *rank_at = NULL;
+    struct leader_entry *le = NULL;
     int rc = order_lookup(cc, &rank_at);
+    if (rc == MPI_SUCCESS)
+        rc = leader_lookup(cc, sync, &le);
+    if (rc == MPI_SUCCESS && le != NULL)
+        rc = leader_tree_order(le, cc, rank_at);
     if (rc != MPI_SUCCESS)
         return aapc_args_raise_alone(comm, rc);
-    aapc_args_private_returns(cc->dup);
+    int shared = 0;
+    if (le != NULL && (rc = aapc_hier_segment_shared(le->node, &shared)) != MPI_SUCCESS)
+        return aapc_args_raise_alone(comm, rc);
     atomic_fetch_add(&served[AAPC_WAY_LOGROUND], 1);
+    if (le != NULL) {
+        long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
+        int lanes = shared ? aapc_hier_lanes(comm, le->r, (MPI_Aint)(b > 0 ? b : 0)) : 1;
+        aapc_hier_layout_t h = {le->r,    cc->size,      le->order, le->node,
+                                le->lane, leader_rounds, le,        aapc_hier_round_limit(comm),
+                                1,        lanes};
+        aapc_report_served(!shared       ? "run-time, log-round over machines"
+                           : lanes == 1 ? "run-time, log-round over machines, shared segment"
+                                        : "run-time, log-round over machines, shared segment, "
+                                          "several leaders");
+        return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount,
+                                                                   sendtype, recvbuf, recvcount,
+                                                                   recvtype, cc->dup));
+    }
+    aapc_args_private_returns(cc->dup);
     aapc_report_served("run-time, log-round");
     return aapc_args_raise_alone(comm, aapc_alltoall_loground(sendbuf, sendcount, sendtype, recvbuf,
                                                               recvcount, recvtype, cc->dup,
@@ -726,8 +823,8 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         way = aapc_ways_possible(&state->shape) & (1u << AAPC_WAY_LEADERS) ? AAPC_WAY_LEADERS
                                                                            : AAPC_WAY_PHASES;
     if (way == AAPC_WAY_LOGROUND)
-        return run_loground(state, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                            comm);
+        return run_loground(state, sync, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            recvtype, comm);
     if (way == AAPC_WAY_LEADERS &&
         ((rc = run_leaders(state, sync, name, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                            recvtype, comm, &ran)) != MPI_SUCCESS ||

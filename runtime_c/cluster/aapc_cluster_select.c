@@ -12,6 +12,10 @@
  *   leaders   T = phase_alpha machine_phases + phase_beta S b + copy_beta 2 R P b
  *   loground  T = round_alpha lg P           + phase_beta S b lg P P / (2 (P - 1))
  *                                             + copy_beta (2 + lg P) P b
+ *             with R > 1 ranks on every machine (aggregated: the leaders' rounds among N
+ *             machines, each rank's blocks through the machine's shared segment):
+ *             T = round_alpha lg N           + phase_beta S b lg N N / (2 (N - 1))
+ *                                             + copy_beta ((2 + lg N) R + 2) P b
  * The library's routine is a black box: its small-block cost grows with lg P rounds (Bruck,
  * which MPICH and Open MPI pick for small blocks) and its large-block cost is a multiple of the
  * bound (lib_beta: contention, measured); ours run at phase_beta times the bound in
@@ -58,6 +62,14 @@ static double lg(double x)
     return n;
 }
 
+/* 1 when the log-round way runs among the machines' leaders (alltoall/aapc_alltoall_cluster.c:
+   R > 1 ranks on every one of 2 to AAPC_LEADERS_MAX_MACHINES machines). */
+static int aggregated_rounds(const aapc_job_shape_t *s)
+{
+    return s->equal_per_machine && s->max_per_machine > 1 && s->machines >= 2 &&
+           s->machines <= AAPC_LEADERS_MAX_MACHINES;
+}
+
 double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b)
 {
     double P = s->ranks, R = s->max_per_machine, S = s->bound_s_per_byte;
@@ -70,6 +82,11 @@ double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int 
         return m->phase_alpha * s->machine_phases + m->phase_beta * S * b +
                m->copy_beta * 2 * R * P * b;
     case AAPC_WAY_LOGROUND:
+        if (aggregated_rounds(s)) { /* lg N rounds among the machines' leaders */
+            double N = s->machines;
+            return m->round_alpha * lg(N) + m->phase_beta * S * b * lg(N) * N / (2 * (N - 1)) +
+                   m->copy_beta * ((2 + lg(N)) * R + 2) * P * b;
+        }
         return m->round_alpha * lg(P) + m->phase_beta * S * b * lg(P) * P / (2 * (P - 1)) +
                m->copy_beta * (2 + lg(P)) * P * b;
     default:

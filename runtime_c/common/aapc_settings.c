@@ -19,7 +19,7 @@
 
 const char *const aapc_settings_names[] = {
     "AAPC_VARIANT",   "AAPC_WAY",      "AAPC_WINDOW", "AAPC_AGREE", "AAPC_HIER_ROUND_BYTES",
-    "AAPC_ALLTOALLV", "AAPC_SIBLINGS",
+    "AAPC_ALLTOALLV", "AAPC_SIBLINGS", "AAPC_LEADERS",
 };
 const int aapc_settings_count = (int)(sizeof aapc_settings_names / sizeof *aapc_settings_names);
 

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /* The variables: AAPC_VARIANT, AAPC_WAY, AAPC_WINDOW, AAPC_AGREE, AAPC_HIER_ROUND_BYTES,
-   AAPC_ALLTOALLV, AAPC_SIBLINGS. (Others only change how a rank waits or when it posts its
+   AAPC_ALLTOALLV, AAPC_SIBLINGS, AAPC_LEADERS. (Others only change how a rank waits or when it posts its
    receives, AAPC_WAIT, AAPC_PREPOST_WINDOW, or what it prints; they may differ.) */
 extern const char *const aapc_settings_names[];
 extern const int aapc_settings_count;

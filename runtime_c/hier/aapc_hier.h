@@ -35,7 +35,38 @@ typedef struct aapc_hier_layout {
     aapc_hier_exchange_fn exchange;
     void *ctx;
     MPI_Aint round_limit; /* aapc_hier_round_limit() of the user's communicator */
+    int shared;           /* 1: move the blocks through the machine's shared segment
+                             (aapc_hier_segment) where its ranks share memory; 0: MPI_Gather and
+                             MPI_Scatter on node */
+    int lanes;            /* L leaders per machine, 1 <= L <= r (segment only; 1 otherwise):
+                             local rank l < L carries the blocks of local ranks
+                             [l r / L, (l + 1) r / L), and `leaders` is then its lane: local
+                             rank l of every machine, in machine order */
 } aapc_hier_layout_t;
+
+/* The leaders per machine for blocks of b bytes, R ranks per machine: AAPC_LEADERS (a setting
+   every rank of comm shares: common/aapc_settings.h) clamped to [1, R], else
+   min(R, 4, R*R*b / 64 KiB) and at least 1: a lane's machine-to-machine message stays at
+   least 64 KiB, the size from which one more sender per machine adds bandwidth rather than
+   messages (an untuned default). */
+int aapc_hier_lanes(MPI_Comm comm, int r, MPI_Aint b);
+
+/* The shared segment of a machine's ranks (aapc_hier_segment.c), at least `bytes` long:
+   collective over node on its first use and whenever it grows (every rank of node asks for the
+   same size in the same call). *base NULL: node's ranks cannot share memory (several hosts, or
+   AAPC_SHM=0). aapc_hier_segment_sync: a barrier of node that also orders the segment's loads
+   and stores (MPI_Win_sync on both sides). */
+int aapc_hier_segment(MPI_Comm node, MPI_Aint bytes, char **base);
+/* *shared = 1 when node's ranks have a segment (collective on node's first use). */
+int aapc_hier_segment_shared(MPI_Comm node, int *shared);
+int aapc_hier_segment_sync(MPI_Comm node);
+/* The most bytes a segment holds per call (the gathered and the received blocks of a round):
+   larger calls move in rounds of at most this size. */
+#define AAPC_HIER_SEGMENT_MAX ((MPI_Aint)16 << 20)
+
+/* The calls of aapc_hier_alltoall_core in this process so far: [0] through the shared segment
+   with one leader per machine, [1] with several, [2] through MPI_Gather and MPI_Scatter. */
+void aapc_hier_alltoall_paths(long long counts[3]);
 
 /* MPI_Alltoall semantics on comm laid out as h says, in rounds (AAPC_HIER_ROUND_BYTES). */
 int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, int sendcount,

@@ -13,6 +13,16 @@
  *      the inter-machine traffic keeps the optimal phases of the one-rank-per-machine case;
  *   3. the leader scatters S[j] (P blocks) to local rank j, which unpacks into its receive
  *      buffer. Blocks between ranks of one machine never leave it.
+ * Where the machine's ranks share memory (aapc_hier_segment.c; layout->shared), G and S live in
+ * the machine's shared segment: step 1 is every rank copying its blocks into its row G[i], a
+ * sync, step 2, a sync, and step 3 every rank copying its row S[j] out: one copy on each side
+ * and no message inside the machine (rounds then hold at most AAPC_HIER_SEGMENT_MAX bytes).
+ * With the segment a machine may have L leaders (layout->lanes, aapc_hier_lanes: by size, or
+ * AAPC_LEADERS): local rank l < L carries the blocks of local ranks [l R / L, (l + 1) R / L) in
+ * its own run of the machine-level exchange among local rank l of every machine, so the L
+ * exchanges run side by side and a machine's traffic leaves it from L processes.
+ * The machine-level exchange is the caller's: the contention-free phases (here and
+ * alltoall/aapc_alltoall_cluster.c) or log rounds among the leaders (the log-round way).
  * Large calls move in rounds: round k moves bytes [k c, (k + 1) c) of every block, c chosen so
  * that a leader's R*P*c bytes (its gather and scatter buffers, and every count of an internal
  * MPI call) stay under AAPC_HIER_ROUND_BYTES (default 256 MiB, at most INT_MAX): no internal
@@ -22,7 +32,8 @@
  * may be MPI_BOTTOM with absolute-address datatypes: common/aapc_exec.c aapc_pack_bytes) and
  * unpacked after the last round. Sizes are 64-bit (a derived type may exceed INT_MAX bytes). A rank's blocks are taken in machine order (`order`: any placement of R
  * ranks on each machine), so the leaders' aggregated blocks are the same for every layout.
- * Cost: intra-machine gather + scatter of R*P*b bytes each (shared memory or loopback), plus
+ * Cost: intra-machine gather + scatter of R*P*b bytes each (2 P b copied per rank and two
+ * syncs through the segment; else MPI messages), plus
  * the machine-level schedule with blocks of R^2 b: P_phases (alpha + R^2 b beta) on the
  * critical path, versus (P-1)(alpha + b beta) contended for a flat all-to-all; rounds add
  * (rounds - 1)(2 lg R + P_phases) alpha.
@@ -32,6 +43,7 @@
 #include "aapc_hier.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,10 +121,10 @@ static int hier_comms(MPI_Comm comm, int r, struct aapc_hier_cache **out)
     return MPI_SUCCESS;
 }
 
-/* The aggregated machine-to-machine block as datatypes over G (send) and S (receive), blocks
-   of b bytes: send element c = {G[i][c*R + j] : i, j} (i outer); receive element a =
-   {S[j][a*R + i]}. */
-static int hier_types(int r, int p, MPI_Aint b, MPI_Datatype *send, MPI_Datatype *recv)
+/* The aggregated machine-to-machine block of sources i in [i0, i0 + ni) as datatypes over
+   G + i0*P*b (send) and S + i0*b (receive), blocks of b bytes: send element c =
+   {G[i][c*R + j] : i, j} (i outer); receive element a = {S[j][a*R + i]}. */
+static int hier_types(int r, int ni, int p, MPI_Aint b, MPI_Datatype *send, MPI_Datatype *recv)
 {
     MPI_Datatype row, inner, tmp;
     int rc;
@@ -120,7 +132,7 @@ static int hier_types(int r, int p, MPI_Aint b, MPI_Datatype *send, MPI_Datatype
     if ((rc = PMPI_Type_contiguous((int)b, MPI_BYTE, &row)) != MPI_SUCCESS)
         return rc;
     /* send: for i: R consecutive blocks at G + i*P*b + c*R*b */
-    rc = PMPI_Type_create_hvector(r, r, (MPI_Aint)p * b, row, &tmp);
+    rc = PMPI_Type_create_hvector(ni, r, (MPI_Aint)p * b, row, &tmp);
     if (rc == MPI_SUCCESS)
         rc = PMPI_Type_create_resized(tmp, 0, (MPI_Aint)r * b, send);
     if (rc == MPI_SUCCESS)
@@ -129,7 +141,7 @@ static int hier_types(int r, int p, MPI_Aint b, MPI_Datatype *send, MPI_Datatype
     if (rc == MPI_SUCCESS)
         rc = PMPI_Type_create_hvector(r, 1, (MPI_Aint)p * b, row, &inner);
     if (rc == MPI_SUCCESS) {
-        rc = PMPI_Type_create_hvector(r, 1, b, inner, &tmp);
+        rc = PMPI_Type_create_hvector(ni, 1, b, inner, &tmp);
         PMPI_Type_free(&inner);
     }
     if (rc == MPI_SUCCESS) {
@@ -148,6 +160,27 @@ MPI_Aint aapc_hier_round_limit(MPI_Comm comm)
     long long v = e != NULL ? atoll(e) : 0;
     MPI_Aint limit = v > 0 ? (MPI_Aint)v : (MPI_Aint)256 << 20;
     return limit > INT_MAX ? INT_MAX : limit;
+}
+
+static atomic_llong paths[3];
+
+void aapc_hier_alltoall_paths(long long counts[3])
+{
+    for (int k = 0; k < 3; k++)
+        counts[k] = atomic_load(&paths[k]);
+}
+
+int aapc_hier_lanes(MPI_Comm comm, int r, MPI_Aint b)
+{
+    const char *e = aapc_setting(comm, "AAPC_LEADERS");
+    long long v = e != NULL && e[0] != '\0' ? atoll(e) : 0, l;
+    if (v > 0)
+        l = v;
+    else {
+        double per = (double)r * r * (double)b / 65536.0;
+        l = per >= 4 ? 4 : (long long)per;
+    }
+    return l < 1 ? 1 : l > r ? r : (int)l;
 }
 
 MPI_Aint aapc_hier_round_bytes(MPI_Aint b, int r, int p, MPI_Aint limit)
@@ -200,14 +233,31 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
     total = b * p; /* one rank's P blocks */
     int sdense = !inplace && aapc_dense(sendtype), rdense = aapc_dense(recvtype);
     int pack_in = !sdense && !(inplace && rdense);
-    MPI_Aint c = aapc_hier_round_bytes(b, r, p, h->round_limit);
+    MPI_Aint limit = h->round_limit, c;
+    char *segment = NULL;
+    if (h->shared) { /* the machine's shared segment holds a round's G and S */
+        limit = limit < AAPC_HIER_SEGMENT_MAX / 2 ? limit : AAPC_HIER_SEGMENT_MAX / 2;
+        c = aapc_hier_round_bytes(b, r, p, limit);
+        if ((rc = aapc_hier_segment(h->node, 2 * (MPI_Aint)r * p * c, &segment)) != MPI_SUCCESS)
+            return rc;
+    }
+    if (segment == NULL) /* MPI_Gather and MPI_Scatter through the leader's buffers */
+        limit = h->round_limit;
+    c = aapc_hier_round_bytes(b, r, p, limit);
+    /* my lane: the sources [i0, i0 + ni) I carry as one of L leaders (segment only) */
+    int lanes = segment != NULL && h->lanes > 1 ? (h->lanes < r ? h->lanes : r) : 1;
+    int leader = lrank < lanes, i0 = lrank * r / lanes, ni = (lrank + 1) * r / lanes - i0;
+    atomic_fetch_add(&paths[segment == NULL ? 2 : lanes > 1], 1);
 
     disp = malloc(sizeof *disp * (size_t)p);
     if (pack_in)
         mine = malloc((size_t)total);
     if (!rdense)
         back = malloc((size_t)total);
-    if (lrank == 0) {
+    if (segment != NULL) {
+        gathered = segment;
+        scattered = segment + (MPI_Aint)r * p * c;
+    } else if (lrank == 0) {
         gathered = malloc((size_t)((MPI_Aint)r * p * c));
         scattered = malloc((size_t)((MPI_Aint)r * p * c));
     }
@@ -227,22 +277,41 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
     rbase = rdense ? (char *)recvbuf : back;
     for (int q = 0; q < p; q++) /* my blocks in machine order */
         disp[q] = (MPI_Aint)(h->order ? h->order[q] : q) * b;
+    MPI_Aint built = 0; /* the block length the types describe */
     for (MPI_Aint o = 0; o < b; o += c) {
         MPI_Aint len = b - o < c ? b - o : c;
-        if (send1 == MPI_DATATYPE_NULL || len != c) { /* full rounds, then the last one */
+        if (len != built) { /* full rounds, then the last one */
             if (send1 != MPI_DATATYPE_NULL) {
                 PMPI_Type_free(&send1);
                 PMPI_Type_free(&recv1);
-                if (gtype != MPI_DATATYPE_NULL) {
-                    PMPI_Type_free(&gtype);
-                    PMPI_Type_free(&stype);
-                }
             }
-            if ((rc = hier_blocks(p, len, disp, &send1)) != MPI_SUCCESS ||
-                (rc = hier_blocks(p, len, disp, &recv1)) != MPI_SUCCESS)
+            if (gtype != MPI_DATATYPE_NULL) {
+                PMPI_Type_free(&gtype);
+                PMPI_Type_free(&stype);
+            }
+            built = len;
+            if (segment == NULL && ((rc = hier_blocks(p, len, disp, &send1)) != MPI_SUCCESS ||
+                                    (rc = hier_blocks(p, len, disp, &recv1)) != MPI_SUCCESS))
                 goto out;
-            if (lrank == 0 && (rc = hier_types(r, p, len, &gtype, &stype)) != MPI_SUCCESS)
+            if (leader && (rc = hier_types(r, ni, p, len, &gtype, &stype)) != MPI_SUCCESS)
                 goto out;
+        }
+        if (segment != NULL) { /* 1.-3. through the shared segment, one copy each side */
+            char *g = gathered + (MPI_Aint)lrank * p * len;
+            for (int q = 0; q < p; q++)
+                memcpy(g + (MPI_Aint)q * len, sbase + disp[q] + o, (size_t)len);
+            if ((rc = aapc_hier_segment_sync(h->node)) != MPI_SUCCESS)
+                goto out;
+            if (leader && (rc = h->exchange(h->ctx, gathered + (MPI_Aint)i0 * p * len, gtype,
+                                            scattered + (MPI_Aint)i0 * len, stype,
+                                            h->leaders)) != MPI_SUCCESS)
+                goto out; /* the others wait in the sync below: the caller aborts (raise) */
+            if ((rc = aapc_hier_segment_sync(h->node)) != MPI_SUCCESS)
+                goto out;
+            const char *s = scattered + (MPI_Aint)lrank * p * len;
+            for (int q = 0; q < p; q++)
+                memcpy(rbase + disp[q] + o, s + (MPI_Aint)q * len, (size_t)len);
+            continue; /* the next round's first sync comes after every read of this one */
         }
         /* 1. gather bytes [o, o + len) of every block: G[i][k*R + j] */
         if ((rc = PMPI_Gather(sbase + o, 1, send1, gathered, (int)(p * len), MPI_BYTE, 0,
@@ -273,8 +342,10 @@ out:
     free(disp);
     free(mine);
     free(back);
-    free(gathered);
-    free(scattered);
+    if (segment == NULL) {
+        free(gathered);
+        free(scattered);
+    }
     return rc;
 }
 
@@ -325,7 +396,7 @@ int aapc_hier_alltoall_run(const aapc_schedule_t *s, int r, const void *sendbuf,
     if ((rc = hier_comms(comm, r, &c)) != MPI_SUCCESS)
         return aapc_args_raise_alone(comm, rc);
     aapc_hier_layout_t h = {r,         size,        NULL, c->node, c->leaders, run_schedule,
-                            (void *)s, aapc_hier_round_limit(comm)};
+                            (void *)s, aapc_hier_round_limit(comm), 1, 1};
     aapc_report_served("precomputed, leader-based");
     return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype,
                                                                recvbuf, recvcount, recvtype, comm));

@@ -12,7 +12,8 @@
  * schedules). A test (case x variant) fails when any rank sees
  * a difference or an error code. Rank 0 prints the first failures and finally
  *     alltoall_check: N passed, M failed
- * Exit status 0 only if M == 0.
+ * Exit status 0 only if M == 0. Before it, the calls of the aggregated ways (sums over ranks):
+ *     alltoall_check: aggregated calls: shared segment S, several leaders L, MPI_Gather/MPI_Scatter G
  *
  * Served or handed over: library_calls.h counts the calls a variant hands to the library's
  * PMPI_Alltoall on the caller's communicator; after each variant rank 0 prints
@@ -37,6 +38,7 @@
 #include <mpi.h>
 
 #include "aapc_alltoall_cluster.h" /* aapc_comm_split_siblings */
+#include "aapc_hier.h"              /* aapc_hier_alltoall_paths */
 #include "aapc_registry.h"
 
 #define DESC_LEN 200
@@ -546,9 +548,14 @@ int main(int argc, char **argv)
         failed++;
         shown++;
     }
+    long long paths[3], sum[3];
+    aapc_hier_alltoall_paths(paths);
+    MPI_Reduce(paths, sum, 3, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         if (shown < failed)
             printf("(%d more failures not shown)\n", failed - shown);
+        printf("alltoall_check: aggregated calls: shared segment %lld, several leaders %lld, "
+               "MPI_Gather/MPI_Scatter %lld\n", sum[0], sum[1], sum[2]);
         printf("alltoall_check: %d passed, %d failed\n", passed, failed);
         fflush(stdout);
     }
