@@ -233,4 +233,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from aapcgen.cli.failure import report
+
+    try:
+        sys.exit(main())
+    except BaseException as exc:  # one line and an exit status, as the CLI (no traceback)
+        sys.exit(report(exc))

@@ -601,15 +601,22 @@ static int leader_tree_order(struct leader_entry *le, const aapc_cluster_comm_t 
         for (int i = 0; i < le->r; i++)
             machine_of[le->order[k * le->r + i]] = k;
     int m = 0;
-    for (int q = 0; q < P; q++) {
+    for (int q = 0; q < P && m <= le->n; q++) {
         int k = machine_of[rank_at[q]];
-        if (m == 0 || at[m - 1] != k)
-            at[m++] = k;
+        if (m > 0 && at[m - 1] == k)
+            continue;
+        if (m == le->n) { /* a machine's ranks apart in the tree order (cannot happen) */
+            m++;
+            break;
+        }
+        at[m++] = k;
     }
     free(machine_of);
-    le->machine_at = at;
-    if (m != le->n)
+    if (m != le->n) {
+        free(at);
         return MPI_ERR_INTERN;
+    }
+    le->machine_at = at;
     if (cc->rank == 0) { /* the leaders' order, for the checker */
         int32_t *mm = malloc(sizeof *mm * (size_t)m);
         for (int k = 0; mm != NULL && k < m; k++)
@@ -718,6 +725,23 @@ static int select_way(const aapc_cluster_t *cl, const char *name, unsigned ways,
    (shared segment, or MPI_Gather), the machine-level phases among the leaders, back (segment,
    or MPI_Scatter). *ran = 0: not this communicator's shape (the caller runs the per-rank
    phases). */
+/* How many leaders per machine an aggregated call takes (1 without a shared segment), and what
+   the report says it ran: [log rounds][0 no segment, 1 segment, 2 several leaders]. */
+static int call_lanes(const struct leader_entry *le, int shared, MPI_Comm comm,
+                      const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
+                      MPI_Datatype recvtype)
+{
+    long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
+    return shared ? aapc_hier_lanes(comm, le->r, (MPI_Aint)(b > 0 ? b : 0)) : 1;
+}
+
+static const char *const aggregated_how[2][3] = {
+    {"run-time, leader-based", "run-time, leader-based, shared segment",
+     "run-time, leader-based, shared segment, several leaders"},
+    {"run-time, log-round over machines", "run-time, log-round over machines, shared segment",
+     "run-time, log-round over machines, shared segment, several leaders"},
+};
+
 static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, const void *sendbuf,
                        int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                        MPI_Datatype recvtype, MPI_Comm comm, int *ran)
@@ -727,8 +751,7 @@ static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, cons
     *ran = rc != MPI_SUCCESS || le != NULL;
     if (rc == MPI_SUCCESS && le != NULL &&
         (rc = aapc_hier_segment_shared(le->node, &shared)) == MPI_SUCCESS) {
-        long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
-        lanes = shared ? aapc_hier_lanes(comm, le->r, (MPI_Aint)(b > 0 ? b : 0)) : 1;
+        lanes = call_lanes(le, shared, comm, sendbuf, sendcount, sendtype, recvcount, recvtype);
         rc = leader_rows(le, cc, sync, runtime_window(comm), name, lanes);
     }
     if (rc != MPI_SUCCESS || le == NULL)
@@ -739,9 +762,7 @@ static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, cons
                             le->lane, leader_exchange, le,        aapc_hier_round_limit(comm),
                             1,        lanes};
     atomic_fetch_add(&served[AAPC_WAY_LEADERS], 1);
-    aapc_report_served(!shared       ? "run-time, leader-based"
-                       : lanes == 1 ? "run-time, leader-based, shared segment"
-                                    : "run-time, leader-based, shared segment, several leaders");
+    aapc_report_served(aggregated_how[0][shared ? 1 + (lanes > 1) : 0]);
     return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount, sendtype,
                                                                recvbuf, recvcount, recvtype,
                                                                cc->dup));
@@ -770,15 +791,12 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
         return aapc_args_raise_alone(comm, rc);
     atomic_fetch_add(&served[AAPC_WAY_LOGROUND], 1);
     if (le != NULL) {
-        long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
-        int lanes = shared ? aapc_hier_lanes(comm, le->r, (MPI_Aint)(b > 0 ? b : 0)) : 1;
+        int lanes =
+            call_lanes(le, shared, comm, sendbuf, sendcount, sendtype, recvcount, recvtype);
         aapc_hier_layout_t h = {le->r,    cc->size,      le->order, le->node,
                                 le->lane, leader_rounds, le,        aapc_hier_round_limit(comm),
                                 1,        lanes};
-        aapc_report_served(!shared       ? "run-time, log-round over machines"
-                           : lanes == 1 ? "run-time, log-round over machines, shared segment"
-                                        : "run-time, log-round over machines, shared segment, "
-                                          "several leaders");
+        aapc_report_served(aggregated_how[1][shared ? 1 + (lanes > 1) : 0]);
         return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount,
                                                                    sendtype, recvbuf, recvcount,
                                                                    recvtype, cc->dup));
