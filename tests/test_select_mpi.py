@@ -182,6 +182,18 @@ def test_open_mpi(tmp_path):
         assert way == expected(machines, comm, size), (comm, size)
 
 
+@pytest.mark.openmpi
+def test_open_mpi_aggregated_ways_with_two_leaders(tmp_path):
+    """Under Open MPI, the aggregated ways forced with two leaders per machine (its MPI-3 shared
+    window for the segment): byte-exact against PMPI_Alltoall, the forced way taken."""
+    exe = build(tmp_path, mpicc=OMPI / "mpicc")
+    machines = PLACEMENTS["two per machine, round robin"]
+    for way in ("leaders", "loground"):
+        env = {"AAPC_WAY": way, "AAPC_LEADERS": "2"}
+        ways = ways_of(run(exe, machines, lambda r, env=env: env, True, "--max-bytes", "8192"))
+        assert ways[("world", 8192)] == way and ways[("world", 1)] == way, ways
+
+
 def test_the_log_round_members_the_runtime_dumps_are_proved(exe, tmp_path):
     """AAPC_DUMP_SCHEDULE writes the log-round members' order of every communicator that ran
     it; the independent checker (aapcgen verify --schedule) proves each."""

@@ -12,6 +12,8 @@
  * spin then futex) between MPI_Win_sync calls. A node communicator whose ranks cannot share
  * memory (they run on several hosts, or AAPC_SHM=0) has no segment: the caller then moves the
  * blocks with MPI_Gather / MPI_Scatter.
+ * The windows are freed with the node communicator, or at the start of MPI_Finalize (an
+ * attribute of MPI_COMM_SELF) if that comes first.
  * Cost: one window allocation per communicator and size class (collective over the machine);
  * a sync costs one shared-memory barrier (O(log8 R) cache-line transfers), no message.
  */
@@ -27,10 +29,51 @@ struct segment {
     char *base;
     MPI_Aint size;
     int shared; /* 0: the node's ranks cannot share memory (no window) */
+    MPI_Comm node;
+    struct segment *prev, *next; /* the live records, in the order they were made */
 };
 
-static int segment_keyval = MPI_KEYVAL_INVALID;
+static int segment_keyval = MPI_KEYVAL_INVALID, finalize_keyval = MPI_KEYVAL_INVALID;
 static aapc_mutex_t segment_lock = AAPC_MUTEX_INIT;
+static struct segment *first, *last;
+
+static void unlink_record(struct segment *s)
+{
+    aapc_lock(&segment_lock);
+    if (s->prev != NULL)
+        s->prev->next = s->next;
+    else if (first == s)
+        first = s->next;
+    if (s->next != NULL)
+        s->next->prev = s->prev;
+    else if (last == s)
+        last = s->prev;
+    s->prev = s->next = NULL;
+    aapc_unlock(&segment_lock);
+}
+
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first, while MPI still works: the windows
+   (ours and runtime_c/shm's) go then, in the order they were made, which every rank of a
+   machine shares (they were made by collectives on the same communicators). Left to the
+   deletion of the communicators that hold them, later in MPI_Finalize, some MPI libraries
+   free a window after their one-sided layer is gone (Open MPI 4.1: a crash at exit). */
+static int release_at_finalize(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)value;
+    (void)extra;
+    for (;;) {
+        aapc_lock(&segment_lock);
+        struct segment *s = first;
+        aapc_unlock(&segment_lock);
+        if (s == NULL)
+            return MPI_SUCCESS;
+        MPI_Comm node = s->node;
+        PMPI_Comm_delete_attr(node, segment_keyval); /* segment_delete unlinks and frees s */
+        aapc_shm_release(node);
+    }
+}
 
 static void segment_release(struct segment *s)
 {
@@ -47,6 +90,7 @@ static int segment_delete(MPI_Comm comm, int keyval, void *value, void *extra)
     (void)comm;
     (void)keyval;
     (void)extra;
+    unlink_record(value);
     segment_release(value);
     free(value);
     return MPI_SUCCESS;
@@ -71,6 +115,19 @@ static int segment_of(MPI_Comm node, struct segment **out)
     if ((rc = aapc_keyval_once(&segment_lock, &segment_keyval, segment_delete)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_get_attr(node, segment_keyval, &s, &flag)) != MPI_SUCCESS)
         return rc;
+    if (!flag && finalize_keyval == MPI_KEYVAL_INVALID) { /* once per process */
+        int made = 0;
+        if ((rc = aapc_keyval_once(&segment_lock, &finalize_keyval, release_at_finalize)) !=
+            MPI_SUCCESS)
+            return rc;
+        aapc_lock(&segment_lock);
+        static int set = 0;
+        made = !set;
+        set = 1;
+        aapc_unlock(&segment_lock);
+        if (made && (rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL)) != MPI_SUCCESS)
+            return rc;
+    }
     if (!flag) {
         int usable = 0;
         if ((rc = aapc_shm_usable(node, &usable)) != MPI_SUCCESS)
@@ -80,10 +137,19 @@ static int segment_of(MPI_Comm node, struct segment **out)
                                       fails here alone, before any collective of its own */
         s->win = MPI_WIN_NULL;
         s->shared = usable;
+        s->node = node;
         if ((rc = PMPI_Comm_set_attr(node, segment_keyval, s)) != MPI_SUCCESS) {
             free(s);
             return rc;
         }
+        aapc_lock(&segment_lock);
+        s->prev = last;
+        if (last != NULL)
+            last->next = s;
+        else
+            first = s;
+        last = s;
+        aapc_unlock(&segment_lock);
     }
     *out = s;
     return MPI_SUCCESS;

@@ -45,6 +45,11 @@ int aapc_shm_usable(MPI_Comm comm, int *flag);
    restrictions), or a read failed once. Collective only if it is the first call for comm. */
 int aapc_shm_single_copy(MPI_Comm comm, int *flag);
 
+/* Free comm's state now (window, node communicator), collectively over comm, if it has one; a
+   later call on comm creates it again. For a layer that must release its windows before
+   MPI_Finalize deletes the communicators (hier/aapc_hier_segment.c). */
+int aapc_shm_release(MPI_Comm comm);
+
 int aapc_shm_barrier(MPI_Comm comm);
 int aapc_shm_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 int aapc_shm_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,

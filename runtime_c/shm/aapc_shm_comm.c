@@ -220,6 +220,16 @@ aapc_shm_state *aapc_shm_state_get(MPI_Comm comm, int *err)
     return st;
 }
 
+int aapc_shm_release(MPI_Comm comm)
+{
+    void *st = NULL;
+    int found = 0;
+    if (shm_keyval == MPI_KEYVAL_INVALID ||
+        PMPI_Comm_get_attr(comm, shm_keyval, &st, &found) != MPI_SUCCESS || !found)
+        return MPI_SUCCESS;
+    return PMPI_Comm_delete_attr(comm, shm_keyval);
+}
+
 int aapc_shm_usable(MPI_Comm comm, int *flag)
 {
     int err;
