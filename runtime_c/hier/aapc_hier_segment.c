@@ -70,7 +70,10 @@ static int release_at_finalize(MPI_Comm comm, int keyval, void *value, void *ext
         if (s == NULL)
             return MPI_SUCCESS;
         MPI_Comm node = s->node;
-        PMPI_Comm_delete_attr(node, segment_keyval); /* segment_delete unlinks and frees s */
+        /* segment_delete unlinks and frees s; if the deletion fails, s stays attached (freed
+           with node) and leaves the list here, so the loop ends */
+        if (PMPI_Comm_delete_attr(node, segment_keyval) != MPI_SUCCESS)
+            unlink_record(s);
         aapc_shm_release(node);
     }
 }
@@ -115,17 +118,16 @@ static int segment_of(MPI_Comm node, struct segment **out)
     if ((rc = aapc_keyval_once(&segment_lock, &segment_keyval, segment_delete)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_get_attr(node, segment_keyval, &s, &flag)) != MPI_SUCCESS)
         return rc;
-    if (!flag && finalize_keyval == MPI_KEYVAL_INVALID) { /* once per process */
-        int made = 0;
-        if ((rc = aapc_keyval_once(&segment_lock, &finalize_keyval, release_at_finalize)) !=
-            MPI_SUCCESS)
-            return rc;
+    if (!flag) { /* the release at MPI_Finalize, set up once per process */
+        static int set_up = 0;
         aapc_lock(&segment_lock);
-        static int set = 0;
-        made = !set;
-        set = 1;
+        int first_time = !set_up;
+        set_up = 1;
         aapc_unlock(&segment_lock);
-        if (made && (rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL)) != MPI_SUCCESS)
+        if (first_time &&
+            ((rc = aapc_keyval_once(&segment_lock, &finalize_keyval, release_at_finalize)) !=
+                 MPI_SUCCESS ||
+             (rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL)) != MPI_SUCCESS))
             return rc;
     }
     if (!flag) {
