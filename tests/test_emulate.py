@@ -367,6 +367,18 @@ def tcp_hello(server_ns: str, client_ns: str, server_ip: str) -> str:
         server.wait()
 
 
+def alltoall_traffic(em, exe: Path, r: int) -> tuple[dict, dict]:  # noqa: ANN001
+    """Run the 64 KiB all-to-all with r ranks per machine (it must pass on all 8 r ranks);
+    the bytes each link moved meanwhile, and the counters after."""
+    before = link_counters(em)
+    cmd = mpiexec_command(em, str(MPIEXEC), [str(exe), "65536"], {}, ranks_per_machine=r)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert f"alltoall ok on {8 * r} ranks" in proc.stdout
+    after = link_counters(em, machines=True)
+    return {k: after[k][0] - before[k][0] for k in before}, after
+
+
 @needs_root
 @pytest.mark.mpi
 def test_two_switch_tree_ping_mpi_counters(clean, tmp_path, monkeypatch):
@@ -404,13 +416,7 @@ def test_two_switch_tree_ping_mpi_counters(clean, tmp_path, monkeypatch):
         subprocess.run(
             [str(MPICC), "-O1", str(tmp_path / "a2a.c"), "-o", str(exe)], check=True, timeout=120
         )
-        before = link_counters(em)
-        cmd = mpiexec_command(em, str(MPIEXEC), [str(exe), "65536"], {})
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-        assert "alltoall ok on 8 ranks" in proc.stdout
-        after = link_counters(em, machines=True)
-        moved = {k: after[k][0] - before[k][0] for k in before}
+        moved, after = alltoall_traffic(em, exe, 1)
         # 4 x 4 messages of 64 KiB each way over the one switch link (plus headers)
         assert moved["s0->s1"] >= 16 * 65536 and moved["s1->s0"] >= 16 * 65536
         assert all(moved[f"s1->n{m}"] >= 7 * 65536 for m in range(4, 8))
@@ -418,13 +424,7 @@ def test_two_switch_tree_ping_mpi_counters(clean, tmp_path, monkeypatch):
         # two ranks per machine, MPICH taking each machine's ranks as one node (cliques): its
         # shared memory stays inside a machine and everything between machines crosses the links
         monkeypatch.setenv("AAPC_EMULATE_CLIQUES", "1")
-        before = link_counters(em)
-        cmd = mpiexec_command(em, str(MPIEXEC), [str(exe), "65536"], {}, ranks_per_machine=2)
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-        assert "alltoall ok on 16 ranks" in proc.stdout
-        after = link_counters(em, machines=True)
-        moved = {k: after[k][0] - before[k][0] for k in before}
+        moved, _ = alltoall_traffic(em, exe, 2)
         # 8 x 8 blocks each way over the switch link; 2 x 14 out of every machine
         assert moved["s0->s1"] >= 64 * 65536 and moved["s1->s0"] >= 64 * 65536
         assert all(moved[f"s1->n{m}"] >= 28 * 65536 for m in range(4, 8))

@@ -601,7 +601,7 @@ static int leader_tree_order(struct leader_entry *le, const aapc_cluster_comm_t 
         for (int i = 0; i < le->r; i++)
             machine_of[le->order[k * le->r + i]] = k;
     int m = 0;
-    for (int q = 0; q < P && m <= le->n; q++) {
+    for (int q = 0; q < P; q++) {
         int k = machine_of[rank_at[q]];
         if (m > 0 && at[m - 1] == k)
             continue;

@@ -233,17 +233,18 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
     total = b * p; /* one rank's P blocks */
     int sdense = !inplace && aapc_dense(sendtype), rdense = aapc_dense(recvtype);
     int pack_in = !sdense && !(inplace && rdense);
-    MPI_Aint limit = h->round_limit, c;
+    /* a round's G and S: in the leader's buffers (MPI_Gather and MPI_Scatter), or in the
+       machine's shared segment, whose rounds are smaller */
+    MPI_Aint c = aapc_hier_round_bytes(b, r, p, h->round_limit);
     char *segment = NULL;
-    if (h->shared) { /* the machine's shared segment holds a round's G and S */
-        limit = limit < AAPC_HIER_SEGMENT_MAX / 2 ? limit : AAPC_HIER_SEGMENT_MAX / 2;
-        c = aapc_hier_round_bytes(b, r, p, limit);
-        if ((rc = aapc_hier_segment(h->node, 2 * (MPI_Aint)r * p * c, &segment)) != MPI_SUCCESS)
+    if (h->shared) {
+        MPI_Aint cap = AAPC_HIER_SEGMENT_MAX / 2;
+        MPI_Aint cs = aapc_hier_round_bytes(b, r, p, h->round_limit < cap ? h->round_limit : cap);
+        if ((rc = aapc_hier_segment(h->node, 2 * (MPI_Aint)r * p * cs, &segment)) != MPI_SUCCESS)
             return rc;
+        if (segment != NULL)
+            c = cs;
     }
-    if (segment == NULL) /* MPI_Gather and MPI_Scatter through the leader's buffers */
-        limit = h->round_limit;
-    c = aapc_hier_round_bytes(b, r, p, limit);
     /* my lane: the sources [i0, i0 + ni) I carry as one of L leaders (segment only) */
     int lanes = segment != NULL && h->lanes > 1 ? (h->lanes < r ? h->lanes : r) : 1;
     int leader = lrank < lanes, i0 = lrank * r / lanes, ni = (lrank + 1) * r / lanes - i0;
@@ -318,7 +319,7 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
                               h->node)) != MPI_SUCCESS)
             goto out;
         /* 2. leaders: the machine-level contention-free schedule on aggregated blocks */
-        if (lrank == 0 &&
+        if (leader &&
             (rc = h->exchange(h->ctx, gathered, gtype, scattered, stype, h->leaders)) !=
                 MPI_SUCCESS)
             goto out;
