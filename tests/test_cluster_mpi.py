@@ -442,6 +442,16 @@ def test_aggregated_ways_through_the_shared_segment_or_mpi(exe, shm, leaders):
             assert segment == 0 and several > 0, (segment, several)
 
 
+def test_a_bad_number_of_leaders_is_said_and_the_size_decides(exe):
+    env = {"AAPC_WAY": "leaders", "AAPC_LEADERS": "2x"}
+    proc = run(exe, JOBS["3 ranks per machine, round robin"], "--variant", "runtime-*",
+               "--max-bytes", "8192", env=env)  # fmt: skip
+    passed(proc, 4 * 10)
+    said = [ln for ln in proc.stderr.splitlines() if "AAPC_LEADERS=2x is not a number" in ln]
+    assert 1 <= len(said) <= 6, proc.stderr[-2000:]  # once per process
+    assert aggregated_calls(proc)[1] == 0  # 9 x b < 2 x 64 KiB: one leader by size
+
+
 def test_leader_based_way_sanitizers(tmp_path):
     exe = build(tmp_path, extra=tuple(SANITIZE))
     for way, leaders in (("leaders", ""), ("loground", ""), ("leaders", "2"), ("loground", "3")):

@@ -172,8 +172,16 @@ void aapc_hier_alltoall_paths(long long counts[3])
 
 int aapc_hier_lanes(MPI_Comm comm, int r, MPI_Aint b)
 {
+    static atomic_int warned;
     const char *e = aapc_setting(comm, "AAPC_LEADERS");
-    long long v = e != NULL && e[0] != '\0' ? atoll(e) : 0, l;
+    char *end = NULL;
+    long long v = e != NULL && e[0] != '\0' ? strtoll(e, &end, 10) : 0, l;
+    if (e != NULL && e[0] != '\0' && (v < 1 || *end != '\0')) {
+        if (atomic_exchange(&warned, 1) == 0)
+            fprintf(stderr, "aapcgen: AAPC_LEADERS=%s is not a number of leaders per machine "
+                            "(1 or more); choosing by size\n", e);
+        v = 0;
+    }
     if (v > 0)
         l = v;
     else {
