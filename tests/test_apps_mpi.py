@@ -105,6 +105,12 @@ def test_mpi4py_fft_pencils_one_and_two_per_machine(built):
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         assert f"ranks 8 grid {grid[0]}x{grid[1]} shape 32x32x16 iters 2" in proc.stdout
         assert proc.stdout.rstrip().endswith(" verified"), proc.stdout
+        # the exchange time per grid communicator (one per axis of the 3-D array: the third
+        # has one rank and no exchange), none above the whole exchange
+        m = re.search(r"exchange_s ([\d.]+) by_subcomm_s ([\d.,]+) ", proc.stdout)
+        per_axis = [float(t) for t in m[2].split(",")] if m else []
+        assert len(per_axis) == 3 and max(per_axis) <= float(m[1]) + 1e-3, proc.stdout
+        assert per_axis[0] > 0 and per_axis[1] > 0 and per_axis[2] == 0, proc.stdout
         # per group of communicators: how many machines each spans, and its rows
         text = report.read_text()
         groups = re.findall(r"^\d+ communicators? of \d+ ranks.*: (\d+) machines?,.*\n.*\n"

@@ -178,9 +178,46 @@ def test_alltoallw_of_subarray_transposes_is_packed_and_served(fig1: Build, tmp_
         env = {**env, "AAPC_REPORT": str(report), "AAPC_WAY": "phases", **LEVEL1}
         proc = mpirun(fig1.mpi, 4, exe, env=env, machines=MACHINES, timeout=240)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-        assert "alltoallw_subarray: 120 checks, 0 failed" in proc.stdout, proc.stdout
+        assert "alltoallw_subarray: 168 checks, 0 failed" in proc.stdout, proc.stdout
         rows = report_rows(report.read_text())
         text = report.read_text()
         assert served(rows, WORLD, "MPI_Alltoallw") == 15, (how, text)
         assert not [k for k in rows if k[1] == "MPI_Alltoallw" and "library" in k[2]], (how, text)
         assert not [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")], proc.stderr
+
+
+def unions_keys(rows: dict) -> set:
+    """The report rows of calls that ran the siblings' union."""
+    return {k for k in rows if "siblings' union" in k[2]}
+
+
+def test_process_grid_transposes_run_the_siblings_union(fig1: Build, tmp_path: Path) -> None:
+    """Under AAPC_SIBLINGS=union, MPI_Cart_sub records a process grid's rows and columns as
+    siblings (as MPI_Comm_split does): their MPI_Alltoallw transposes of even shapes (one block
+    size on every rank of every sibling) run the union of the siblings' all-to-alls, on every
+    grid communicator, the uneven ones each sibling's own MPI_Alltoallv; all byte for byte
+    against PMPI_Alltoallw, relinked (MPICH: ASan and UBSan) and preloaded. Without the setting
+    no union runs."""
+    for how, union in (("relinked", True), ("preloaded", True), ("preloaded", False)):
+        report = tmp_path / f"report-{how}-{union}.txt"
+        env = {"AAPC_REPORT": str(report)} | ({"AAPC_SIBLINGS": "union"} if union else {})
+        exe = fig1.relinked("alltoallw_subarray")
+        if how == "preloaded":
+            env, exe = env | {"LD_PRELOAD": str(fig1.lib)}, fig1.plain("alltoallw_subarray")
+        proc = mpirun(fig1.mpi, 4, exe, env=env, machines=MACHINES, timeout=240)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        assert "alltoallw_subarray: 168 checks, 0 failed" in proc.stdout, proc.stdout
+        rows = report_rows(report.read_text())
+        text = report.read_text()
+        unions = {k[0]: v[0] for k, v in rows.items() if k in unions_keys(rows)}
+        if not union:
+            assert not unions, text
+            continue
+        # on the 2-rank communicators (the report groups those with the same rows): the grid's
+        # rows (world ranks 0-1 and 2-3, inside one machine each) and columns (0,2 and 1,3:
+        # across the two) 3 even transposes each (3 modes) and 3 uneven; the halves of the
+        # split (recorded as well; ranks in reverse) 6 even (2 shapes) and 9 uneven
+        pairs = {k: v[0] for k, v in rows.items() if "communicators of 2 ranks" in k[0]}
+        assert sum(v for k, v in pairs.items() if k in unions_keys(rows)) == 4 * 3 + 2 * 6, text
+        assert sum(v for k, v in pairs.items() if k not in unions_keys(rows)) == 4 * 3 + 2 * 9, text
+        assert unions.get("2 communicators of 2 ranks, world ranks 0-1; 2-3") == 6, text

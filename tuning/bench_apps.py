@@ -4,14 +4,14 @@
     sudo .venv/bin/python tuning/bench_apps.py [TOPO.yaml] [--rate 100Mbit]
         [--ranks-per-machine 1] [--apps is_sort,ft_fft3d,pencil_fft] [--repeats 3]
         [--is-args "--keys 1048576 --iters 5"] [--ft-args "--nx 256 --ny 256 --nz 64 --iters 3"]
-        [--pencil-args "--shape 128 128 64 --iters 3"]
+        [--pencil-args "--shape 128 128 64 --iters 3"] [--lib-env AAPC_SIBLINGS=union]
 
 pencil_fft is mpi4py-fft's pencil FFT (tuning/apps/pencil_fft.py; `make apps-deps` installs
 mpi4py and mpi4py-fft into the venv), run by the venv's Python.
 
 Builds the tree's libaapc.so (`aapcgen build`) and the programs, brings the emulation up and,
 per repeat, runs each program once as it is (the MPI library's collectives) and once with the
-library preloaded (LD_PRELOAD, nothing else set), in that order. Prints one table row per
+library preloaded (LD_PRELOAD, and only the --lib-env settings), in that order. Prints one table row per
 (program, way): the median over the repeats of the program's own total_s and exchange_s (the
 slowest rank's), the job's CPU use as a share of the machine's cores (the whole mpiexec run:
 near 100% means the ranks were waiting for a core, i.e. CPU-starved), the speed-up of the
@@ -73,6 +73,7 @@ def one_run(cmd: list[str], timeout: float) -> tuple[float, float, float]:
         raise SystemExit(f"bench_apps: a run failed: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
     m = RESULT.search(line)
     assert m is not None
+    print(f"#   {line.strip()}", file=sys.stderr)  # the program's own line (pencil_fft's per axis)
     return float(m["total"]), float(m["exchange"]), share
 
 
@@ -86,11 +87,20 @@ def main() -> int:
     ap.add_argument("--is-args", default="--keys 1048576 --iters 5")
     ap.add_argument("--ft-args", default="--nx 256 --ny 256 --nz 64 --iters 3")
     ap.add_argument("--pencil-args", default="--shape 128 128 64 --iters 3")
+    ap.add_argument(
+        "--lib-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the runs with the library (e.g. AAPC_SIBLINGS=union; repeatable)",
+    )
     ap.add_argument("--timeout", type=float, default=1800.0)
     a = ap.parse_args()
     apps = a.apps.split(",")
     if not set(apps) <= set(APPS) or a.repeats < 1 or a.ranks_per_machine < 1:
         ap.error(f"--apps from {', '.join(APPS)}; --repeats and --ranks-per-machine >= 1")
+    if any("=" not in e or not e.startswith("AAPC_") for e in a.lib_env):
+        ap.error("--lib-env: give AAPC_NAME=VALUE")
     topo = load_topology(Path(a.topology))
     rate = parse_rate_option(a.rate, "--rate")
     args = {
@@ -104,7 +114,8 @@ def main() -> int:
         with emulate.emulated(topo, rate=rate, prefix="aapcapp") as em:
             for rep in range(a.repeats):
                 for app in apps:
-                    for way, pre in (("MPI library", []), ("aapcgen", [f"LD_PRELOAD={lib}"])):
+                    with_lib = [f"LD_PRELOAD={lib}", *a.lib_env]
+                    for way, pre in (("MPI library", []), ("aapcgen", with_lib)):
                         program = (
                             [str(BIN / "python"), str(ROOT / "tuning" / "apps" / f"{app}.py")]
                             if APPS[app] is None
@@ -117,7 +128,10 @@ def main() -> int:
                         t = one_run(cmd, a.timeout)
                         times.setdefault((app, way), []).append(t)
                         print(f"# repeat {rep + 1} {app} {way}: {t[0]:.3f} s", file=sys.stderr)
-    print(f"{topo.name}, {a.rate}, {a.ranks_per_machine} rank(s) per machine, {a.repeats} repeats")
+    print(
+        f"{topo.name}, {a.rate}, {a.ranks_per_machine} rank(s) per machine, {a.repeats} repeats"
+        + (f"; with the library: {' '.join(a.lib_env)}" if a.lib_env else "")
+    )
     print(
         "| program | way | total s (median) | exchange s | exchange share | CPU use | speed-up "
         "| gain in the exchange |"

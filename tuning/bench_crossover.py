@@ -33,6 +33,7 @@ from aapcgen.codegen.generate import variant_specs  # noqa: E402
 from aapcgen.core.topology import load_topology  # noqa: E402
 from aapcgen.core.units import parse_rate_option  # noqa: E402
 from aapcgen.measure.bench import (  # noqa: E402
+    WAYS,
     BenchConfig,
     Summary,
     parse_sizes,
@@ -150,6 +151,19 @@ def main() -> int:
         help="the library routine auto is also compared with (SimGrid's MPICH selector: "
         "native-mpich)",
     )
+    p.add_argument(
+        "--ways",
+        default=None,
+        help="our ways to force, comma-separated (default: library,phases,loground and leaders "
+        "where a machine has several ranks)",
+    )
+    p.add_argument(
+        "--simgrid-cfg",
+        action="append",
+        default=[],
+        metavar="NAME:VALUE",
+        help="simulate: a SimGrid setting for every run, e.g. smpi/os:0:2e-06:0 (repeatable)",
+    )
     p.add_argument("--timeout", type=float, default=3600.0)
     p.add_argument("--prefix", default="aapcx", help="emulate: namespace name prefix")
     p.add_argument("-o", "--output", required=True)
@@ -166,6 +180,9 @@ def main() -> int:
         p.error(f"--ranks-per-machine: '{a.ranks_per_machine}' is not a list of integers")
     if not rpms or min(rpms) < 1:
         p.error("--ranks-per-machine: give positive integers, e.g. 1,2,4")
+    unknown = sorted(set((a.ways or "").split(",")) - {"", *WAYS})
+    if unknown:
+        p.error(f"--ways: unknown way '{unknown[0]}' (choose from: {', '.join(WAYS)})")
     base = load_topology(Path(a.topology))
     out = Path(a.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -189,7 +206,8 @@ def main() -> int:
             topo, a.backend, parse_sizes(a.sizes), variant_specs("receiver-all", None), natives,
             a.repeats, a.target_seconds, a.max_iters, parse_rate_option(a.rate), DEFAULT_QUEUE,
             out / f"r{r}", timeout=a.timeout, prefix=a.prefix, runtime=("auto",),
-            ways=ways_for(r),
+            ways=ways_for(r) if a.ways is None else tuple(w for w in a.ways.split(",") if w),
+            simgrid_cfg=tuple(a.simgrid_cfg), time_variants=False,
         )  # fmt: skip
         print(f"R={r}: {topo.n_machines * r} ranks ({time.monotonic() - start:.0f} s)", flush=True)
         rows = run_bench(cfg, lambda m: print(m, file=sys.stderr, flush=True))

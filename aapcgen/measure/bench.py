@@ -263,6 +263,12 @@ class BenchConfig:
     timeline: bool = False
     # the default routine (auto) once more per way forced with AAPC_WAY (WAYS), as auto/WAY
     ways: tuple[str, ...] = ()
+    # simulate: SimGrid settings (name:value) added last to every smpirun, e.g. the per-message
+    # overheads smpi/os, smpi/or (platforms/simgrid.py smpirun_command)
+    simgrid_cfg: tuple[str, ...] = ()
+    # False: the generated variants are built (the run-time routines live beside them) but not
+    # timed; only the library's routines and the run-time ones are (tuning/bench_crossover.py)
+    time_variants: bool = True
 
     @classmethod
     def from_args(
@@ -406,7 +412,13 @@ def runner(cfg: BenchConfig, work: cleanup.Workdir | None = None) -> Iterator[tu
 
             def run(job: Job, exe: Path) -> str:
                 cmd = simgrid.smpirun_command(
-                    platform_file, hostfile, n, exe, list(job.args), job.simgrid_algorithm
+                    platform_file,
+                    hostfile,
+                    n,
+                    exe,
+                    list(job.args),
+                    job.simgrid_algorithm,
+                    cfg.simgrid_cfg,
                 )
                 # SMPI runs every rank in one process, scheduled cooperatively: a machine's
                 # ranks meet in MPI messages over the host's loopback link, not in a shared
@@ -440,7 +452,8 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
         natives = cfg.natives if cfg.natives is not None else DEFAULT_NATIVES.get(flavour, ())
         jobs = plan_jobs(flavour, natives, cfg.sizes, cfg.target_seconds, cfg.max_iters, cfg.ways)
         if cfg.runtime:  # the timer skips runtime-* unless named
-            names = ["native", *(v.label for v in cfg.variants), *cfg.runtime]
+            timed = cfg.variants if cfg.time_variants else []
+            names = ["native", *(v.label for v in timed), *cfg.runtime]
             jobs[0] = replace(jobs[0], args=(*jobs[0].args, "--only", ",".join(names)))
         if cfg.split:
             jobs = [replace(j, args=(*j.args, "--split", cfg.split)) for j in jobs]

@@ -59,6 +59,18 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
                                                : PMPI_Comm_split(comm, color, key, newcomm);
 }
 
+/* MPI_Cart_sub likewise (a process grid's rows and columns: mpi4py-fft's pencils) */
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+{
+    int rc = aapc_cluster_comm_settle(&aapc_topo_paper_fig1_cluster, comm, aapc_topology_name);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    const char *s = aapc_setting(comm, "AAPC_SIBLINGS");
+    return s != NULL && strcmp(s, "union") == 0
+               ? aapc_cluster_cart_sub(&aapc_topo_paper_fig1_cluster, comm, remain_dims, newcomm)
+               : PMPI_Cart_sub(comm, remain_dims, newcomm);
+}
+
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {

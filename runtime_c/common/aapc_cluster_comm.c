@@ -492,18 +492,18 @@ aapc_cluster_slot_t *aapc_cluster_comm_slot(aapc_cluster_comm_t *cc, const void 
     return s;
 }
 
-int aapc_cluster_split(const aapc_cluster_t *cl, MPI_Comm comm, int color, int key,
-                       MPI_Comm *newcomm)
+/* Records the siblings of a split of comm just made (*newcomm: this rank's child, of colour
+   `color`; MPI_COMM_NULL for none) on the child: collective over comm. `failed`: this rank
+   could not tell its colour (no memory), so no rank records (agreed below). */
+static int record_family(const aapc_cluster_t *cl, MPI_Comm comm, int color, MPI_Comm *newcomm,
+                         const char *name, int failed)
 {
-    int rc, inter = 0;
-    if ((rc = PMPI_Comm_split(comm, color, key, newcomm)) != MPI_SUCCESS)
-        return rc;
+    int rc = MPI_SUCCESS, inter = 0;
     if (cl == NULL || comm == MPI_COMM_NULL ||
         (rc = PMPI_Comm_test_inter(comm, &inter)) != MPI_SUCCESS || inter)
         return rc;
     aapc_cluster_comm_t *pc = NULL;
-    if ((rc = aapc_cluster_comm(cl, comm, "MPI_Comm_split", "MPI_Alltoall", 0, &pc)) !=
-            MPI_SUCCESS ||
+    if ((rc = aapc_cluster_comm(cl, comm, name, "MPI_Alltoall", 0, &pc)) != MPI_SUCCESS ||
         pc == NULL || !pc->all_known) /* the same on every rank: no family */
         return rc;
     int mine[2] = {color, -1}, P = pc->size;
@@ -511,7 +511,7 @@ int aapc_cluster_split(const aapc_cluster_t *cl, MPI_Comm comm, int color, int k
         return rc;
     aapc_split_family_t *f = calloc(1, sizeof *f);
     int *both = malloc(sizeof *both * 2 * (size_t)P);
-    int nomem = f == NULL || both == NULL;
+    int nomem = failed || f == NULL || both == NULL;
     if (!nomem) {
         f->dup = MPI_COMM_NULL;
         f->size = P;
@@ -561,6 +561,44 @@ int aapc_cluster_split(const aapc_cluster_t *cl, MPI_Comm comm, int color, int k
     }
     free(both);
     return rc;
+}
+
+int aapc_cluster_split(const aapc_cluster_t *cl, MPI_Comm comm, int color, int key,
+                       MPI_Comm *newcomm)
+{
+    int rc = PMPI_Comm_split(comm, color, key, newcomm);
+    return rc != MPI_SUCCESS ? rc : record_family(cl, comm, color, newcomm, "MPI_Comm_split", 0);
+}
+
+int aapc_cluster_cart_sub(const aapc_cluster_t *cl, MPI_Comm comm, const int remain_dims[],
+                          MPI_Comm *newcomm)
+{
+    int rc = PMPI_Cart_sub(comm, remain_dims, newcomm), nd = 0;
+    if (rc != MPI_SUCCESS || (rc = PMPI_Cartdim_get(comm, &nd)) != MPI_SUCCESS)
+        return rc;
+    /* the child is the ranks with my coordinates in the dropped dimensions: its colour is
+       their mixed-radix number, as MPI_Cart_sub's own split by them */
+    int *dims = malloc(sizeof *dims * 3 * (size_t)(nd > 0 ? nd : 1)), color = 0, failed = 1;
+    if (dims != NULL) {
+        int *periods = dims + nd, *coords = periods + nd;
+        failed = nd > 0 && PMPI_Cart_get(comm, nd, dims, periods, coords) != MPI_SUCCESS;
+        for (int d = 0; d < nd && !failed; d++)
+            if (!remain_dims[d])
+                color = color * dims[d] + coords[d];
+        free(dims);
+    }
+    return record_family(cl, comm, color, newcomm, "MPI_Cart_sub", failed);
+}
+
+MPI_Comm aapc_cluster_family_comm(MPI_Comm comm)
+{
+    int flag = 0;
+    void *attr = NULL;
+    if (keyval == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL ||
+        PMPI_Comm_get_attr(comm, keyval, &attr, &flag) != MPI_SUCCESS || !flag)
+        return MPI_COMM_NULL;
+    const aapc_cluster_comm_t *cc = attr;
+    return cc->family != NULL ? cc->family->dup : MPI_COMM_NULL;
 }
 
 int aapc_cluster_comm_agreed(MPI_Comm comm)

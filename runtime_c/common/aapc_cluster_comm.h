@@ -116,6 +116,15 @@ const char *aapc_cluster_comm_why(const aapc_cluster_comm_t *cc);
 int aapc_cluster_split(const aapc_cluster_t *cluster, MPI_Comm comm, int color, int key,
                        MPI_Comm *newcomm);
 
+/* MPI_Cart_sub (PMPI) that records the siblings the same way (the children of one call are the
+   colours of MPI_Cart_sub's own split: the coordinates in the dropped dimensions). */
+int aapc_cluster_cart_sub(const aapc_cluster_t *cluster, MPI_Comm comm, const int remain_dims[],
+                          MPI_Comm *newcomm);
+
+/* A recorded sibling's family communicator (the parent's private duplicate, on which every
+   rank of the parent takes part), MPI_COMM_NULL when comm is not a recorded sibling. Local. */
+MPI_Comm aapc_cluster_family_comm(MPI_Comm comm);
+
 /* The job tree of the communicator (built once): NULL when the scheduler refuses it (the
    reason is in cc->tree_error) or when out of memory (*nomem set). */
 const aapc_job_tree_t *aapc_cluster_comm_tree(aapc_cluster_comm_t *cc, int *nomem);

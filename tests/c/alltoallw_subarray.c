@@ -10,7 +10,8 @@
  * MPI_COMM_WORLD and on the halves of a split; a mix where the blocks to even peers are sent as
  * contiguous doubles (copies after the array) and the others as subarrays; a case with a
  * resized subarray type (lower bound -8, extent 8: the bounds are not the data's) at a byte
- * displacement of 8.
+ * displacement of 8; then on the rows and the columns of a 2-D process grid (MPI_Cart_sub),
+ * every row (then every column) transposing at once, in even and uneven shapes.
  *
  *   mpiexec -n 4 ./alltoallw_subarray
  * prints "alltoallw_subarray: N checks, F failed" on rank 0; exit status 1 when F > 0.
@@ -129,6 +130,26 @@ int main(int argc, char **argv)
             transpose(half, shapes[k][1], shapes[k][0], mode, 0.5 * k);
         }
     MPI_Comm_free(&half);
+    /* a process grid's rows and columns (MPI_Cart_sub, as mpi4py-fft makes its pencils), each
+       transposing at the same time as its siblings: under AAPC_SIBLINGS=union the even shapes
+       (blocks of one size everywhere) run the union of the siblings' all-to-alls, the uneven
+       ones each sibling's own MPI_Alltoallv */
+    int dims[2] = {0, 0}, periods[2] = {0, 0};
+    MPI_Dims_create(p, 2, dims);
+    MPI_Comm grid, sub[2];
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
+    for (int d = 0; d < 2; d++) {
+        int remain[2] = {d == 0, d == 1};
+        MPI_Cart_sub(grid, remain, &sub[d]);
+    }
+    const int grid_shapes[][2] = {{64, 48}, {7, 5}};
+    for (int k = 0; k < 2; k++)
+        for (int mode = 0; mode < 3; mode++)
+            for (int d = 0; d < 2; d++)
+                transpose(sub[d], grid_shapes[k][d], grid_shapes[k][1 - d], mode, 0.125 * k);
+    MPI_Comm_free(&sub[0]);
+    MPI_Comm_free(&sub[1]);
+    MPI_Comm_free(&grid);
     int all = 0;
     MPI_Reduce(&failures, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (me == 0)
