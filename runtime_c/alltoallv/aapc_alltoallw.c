@@ -57,7 +57,8 @@
 #include <mpi.h>
 
 #include "aapc_args.h"
-#include "aapc_comm.h" /* aapc_warn_fallback */
+#include "aapc_cluster_comm.h" /* aapc_cluster_family_comm */
+#include "aapc_comm.h"         /* aapc_warn_fallback */
 #include "aapc_alltoallw.h"
 #include "aapc_alltoallw_packed.h"
 #include "aapc_exec.h" /* aapc_dense */
@@ -189,6 +190,19 @@ static long long sent_bytes(const int counts[], const MPI_Datatype types[], int 
     return aapc_bytes_total(b);
 }
 
+/* On a communicator recorded as a sibling (AAPC_SIBLINGS=union): whether every rank of every
+   sibling can run the siblings' union (`mine`: this rank can), agreed by one MPI_Allreduce over
+   the family, which every call on a sibling reaches whatever its path, its arguments' errors
+   included, so that no sibling waits for another that took a different path. 0 elsewhere. */
+static int family_agrees(MPI_Comm comm, int mine)
+{
+    MPI_Comm family = aapc_cluster_family_comm(comm);
+    if (family == MPI_COMM_NULL ||
+        PMPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, family) != MPI_SUCCESS)
+        return 0;
+    return mine;
+}
+
 int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
                   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
@@ -209,7 +223,7 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
     int cls = 0, scause = REDUCED, rcause = REDUCED, nopack = 1;
     char what[200] = "";
     MPI_Datatype stype = MPI_BYTE, rtype = MPI_BYTE;
-    aapc_wpack_t pk = {size, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL};
+    aapc_wpack_t pk = {size, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, -1};
     if (!inplace)
         aapc_alltoallw_check("send", sendcounts, sdispls, sendtypes, size, comm, &cls, what,
                              sizeof what);
@@ -245,10 +259,12 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
     }
     if (v[0] != 0) {
         free(ints);
+        family_agrees(comm, 0);
         rc = aapc_args_raise_found(comm, entry, cls, what, v[0], size);
         return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
     }
     if (v[1] == 0 && v[2] == 0 && v[3] == 0) {
+        family_agrees(comm, 0);
         int *sc = inplace ? ints + 2 * n : ints, *sd = inplace ? ints + 3 * n : ints + n;
         rc = MPI_Alltoallv(sendbuf, sc, sd, inplace ? rtype : stype, recvbuf, ints + 2 * n,
                            ints + 3 * n, rtype, comm); /* in place the send arguments are not read */
@@ -261,8 +277,15 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
         pk.sstage = malloc((size_t)pk.stotal + 1);
         pk.rstage = malloc((size_t)pk.rtotal + 1);
         int nomem = pk.sstage == NULL || pk.rstage == NULL ? size - rank : 0;
-        if ((rc = PMPI_Allreduce(MPI_IN_PLACE, &nomem, 1, MPI_INT, MPI_MAX, comm)) == MPI_SUCCESS &&
-            nomem == 0)
+        if ((rc = PMPI_Allreduce(MPI_IN_PLACE, &nomem, 1, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS) {
+            free(pk.sstage);
+            free(pk.rstage);
+            free(ints);
+            return aapc_report_entry(t0, entry, "native", bytes, comm, rc); /* raised by it */
+        }
+        int c = nomem == 0 ? aapc_alltoallw_uniform_block(&pk) : -1;
+        pk.union_block = family_agrees(comm, c >= 0) ? c : -1;
+        if (nomem == 0)
             rc = aapc_alltoallw_packed(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                                        recvcounts, rdispls, recvtypes, &pk, comm);
         free(pk.sstage);
@@ -282,6 +305,8 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
                  cause_words((int)(w >> 32)), size - (int)v[4]);
     }
     free(ints);
+    if (v[3] != 0 || v[4] != 0)
+        family_agrees(comm, 0); /* (rule P's path agreed above, its buffers short) */
     aapc_warn_fallback(comm, entry, why, entry);
     rc = PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                         recvtypes, comm);

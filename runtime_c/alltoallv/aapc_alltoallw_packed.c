@@ -12,11 +12,11 @@
  *      order) and every offset fits in an int;
  *   2. pack: MPI_Pack of each send block, in peer order, into the send staging buffer;
  *   3. MPI_Alltoallv of MPI_PACKED with the byte counts and offsets (the generated entry point:
- *      its agreement, its way, its executor); on a communicator recorded as a sibling
- *      (MPI_Comm_split or MPI_Cart_sub under AAPC_SIBLINGS=union), one MPI_Allreduce of an int
- *      over the family first, and when every rank of every sibling has blocks of one size c at
- *      offsets j c, MPI_Alltoall of c bytes instead: the union of the siblings' all-to-alls
- *      (alltoall/aapc_alltoall_cluster.c), as a process grid's transposes need;
+ *      its agreement, its way, its executor); where the caller found every rank of every
+ *      sibling of a recorded split packing blocks of one size c at offsets j c
+ *      (p->union_block, aapc_alltoallw.c), MPI_Alltoall of c bytes instead: the union of the
+ *      siblings' all-to-alls (alltoall/aapc_alltoall_cluster.c), as a process grid's
+ *      transposes need;
  *   4. unpack: MPI_Unpack of each received block into place.
  * MPI_IN_PLACE: the receive blocks are packed first (as MPI_Alltoallw in place sends what the
  * receive side describes), then received and unpacked over them.
@@ -31,7 +31,6 @@
 #include <mpi.h>
 
 #include "aapc_alltoallw_packed.h"
-#include "aapc_cluster_comm.h" /* aapc_cluster_family_comm */
 #include "aapc_mpi.h"
 
 #ifdef AAPC_INTERCEPT
@@ -58,9 +57,7 @@ int aapc_alltoallw_pack_layout(const int counts[], const MPI_Datatype types[], i
     return 0;
 }
 
-/* c when every block of both sides is c bytes at offset j c (an all-to-all of c bytes),
-   else -1. */
-static int uniform_block(const aapc_wpack_t *p)
+int aapc_alltoallw_uniform_block(const aapc_wpack_t *p)
 {
     int c = p->size > 0 ? p->sbytes[0] : 0;
     for (int j = 0; j < p->size; j++)
@@ -85,17 +82,10 @@ int aapc_alltoallw_packed(const void *sendbuf, const int sendcounts[], const int
             rc = PMPI_Pack(sbase + sd[j], scounts[j], stypes[j], p->sstage,
                            (int)(p->stotal > 0 ? p->stotal : 1), &pos, comm);
     }
-    /* a recorded sibling (AAPC_SIBLINGS=union): the union of the siblings' all-to-alls when
-       every rank of every sibling has equal blocks, agreed over the family (every sibling
-       calls at once: the union's own condition) */
-    MPI_Comm family = aapc_cluster_family_comm(comm);
-    int c = uniform_block(p), all = c >= 0;
-    if (family != MPI_COMM_NULL) {
-        int any = PMPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, family);
-        rc = rc != MPI_SUCCESS ? rc : any;
-    }
-    if (rc == MPI_SUCCESS && family != MPI_COMM_NULL && all)
-        rc = MPI_Alltoall(p->sstage, c, MPI_BYTE, p->rstage, c, MPI_BYTE, comm);
+    /* a recorded sibling whose family agreed (aapc_alltoallw.c): the siblings' union */
+    if (rc == MPI_SUCCESS && p->union_block >= 0)
+        rc = MPI_Alltoall(p->sstage, p->union_block, MPI_BYTE, p->rstage, p->union_block,
+                          MPI_BYTE, comm);
     else if (rc == MPI_SUCCESS)
         rc = MPI_Alltoallv(p->sstage, p->sbytes, p->soffs, MPI_PACKED, p->rstage, p->rbytes,
                            p->roffs, MPI_PACKED, comm);

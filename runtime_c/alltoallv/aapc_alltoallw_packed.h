@@ -17,6 +17,8 @@ typedef struct aapc_wpack {
     int *sbytes, *soffs, *rbytes, *roffs; /* per peer: packed bytes and offsets */
     long long stotal, rtotal;             /* bytes of each staging buffer */
     void *sstage, *rstage;
+    int union_block; /* >= 0: every block is this many bytes on every rank of every sibling,
+                        agreed (aapc_alltoallw.c): MPI_Alltoall of them, the siblings' union */
 } aapc_wpack_t;
 
 /* One side's layout: bytes[j] (the packed size of counts[j] x types[j]) at offs[j] of a
@@ -24,6 +26,10 @@ typedef struct aapc_wpack {
    not the data itself, or more than INT_MAX bytes). */
 int aapc_alltoallw_pack_layout(const int counts[], const MPI_Datatype types[], int size,
                                MPI_Comm comm, int bytes[], int offs[], long long *total);
+
+/* c when every block of both sides of the layout is c bytes at offset j c (an all-to-all of c
+   bytes), else -1. */
+int aapc_alltoallw_uniform_block(const aapc_wpack_t *p);
 
 /* Pack, MPI_Alltoallv of MPI_PACKED (the library's entry point), unpack; every rank of comm
    calls it (the caller agrees on it). MPI_SUCCESS or the first error. */

@@ -11,7 +11,8 @@
  * contiguous doubles (copies after the array) and the others as subarrays; a case with a
  * resized subarray type (lower bound -8, extent 8: the bounds are not the data's) at a byte
  * displacement of 8; then on the rows and the columns of a 2-D process grid (MPI_Cart_sub),
- * every row (then every column) transposing at once, in even and uneven shapes.
+ * every row (then every column) transposing at once, in even and uneven shapes, and with
+ * siblings whose datatypes take different paths (contiguous doubles, subarrays).
  *
  *   mpiexec -n 4 ./alltoallw_subarray
  * prints "alltoallw_subarray: N checks, F failed" on rank 0; exit status 1 when F > 0.
@@ -30,7 +31,8 @@ static void split_range(int n, int parts, int who, int *lo, int *hi)
 }
 
 /* One transpose of an nr x nc array on comm; mode 0: subarrays both sides; 1: contiguous
-   packed copies to even peers; 2: resized send types at byte displacements. */
+   packed copies to even peers; 2: resized send types at byte displacements; 3: contiguous
+   doubles on both sides (received in peer order). */
 static void transpose(MPI_Comm comm, int nr, int nc, int mode, double tag)
 {
     int p, me;
@@ -51,14 +53,14 @@ static void transpose(MPI_Comm comm, int nr, int nc, int mode, double tag)
     for (int i = 0; i < myrows; i++)
         for (int c = 0; c < nc; c++)
             a[(size_t)i * nc + c] = (double)(r0 + i) * nc + c + tag;
-    size_t at = 0;
+    size_t at = 0, got_at = 0;
     for (int j = 0; j < p; j++) {
         int jr0, jr1, jc0, jc1;
         split_range(nr, p, j, &jr0, &jr1);
         split_range(nc, p, j, &jc0, &jc1);
         st[j] = rt[j] = MPI_DOUBLE;
         if (myrows > 0 && jc1 > jc0) {
-            if (mode == 1 && j % 2 == 0) { /* a contiguous copy of the block, after the array */
+            if ((mode == 1 && j % 2 == 0) || mode == 3) { /* a contiguous copy, after the array */
                 sd[j] = (int)((slab + at) * sizeof(double));
                 for (int i = 0; i < myrows; i++)
                     for (int c = jc0; c < jc1; c++)
@@ -82,7 +84,11 @@ static void transpose(MPI_Comm comm, int nr, int nc, int mode, double tag)
                 sc[j] = 1;
             }
         }
-        if (mycols > 0 && jr1 > jr0) {
+        if (mode == 3) { /* contiguous doubles on both sides: one datatype (rule U) */
+            rc[j] = (jr1 - jr0) * mycols;
+            rd[j] = (int)(got_at * sizeof(double));
+            got_at += (size_t)rc[j];
+        } else if (mycols > 0 && jr1 > jr0) {
             int sizes[2] = {nr, mycols}, sub[2] = {jr1 - jr0, mycols}, start[2] = {jr0, 0};
             MPI_Type_create_subarray(2, sizes, sub, start, MPI_ORDER_C, MPI_DOUBLE, &rt[j]);
             MPI_Type_commit(&rt[j]);
@@ -147,6 +153,14 @@ int main(int argc, char **argv)
         for (int mode = 0; mode < 3; mode++)
             for (int d = 0; d < 2; d++)
                 transpose(sub[d], grid_shapes[k][d], grid_shapes[k][1 - d], mode, 0.125 * k);
+    /* siblings on different paths at once: the odd ones' blocks contiguous doubles (reduced to
+       MPI_Alltoallv as they are), the even ones' subarrays (packed): no union, no wait */
+    int coords[2];
+    MPI_Cart_coords(grid, me, 2, coords);
+    for (int k = 0; k < 2; k++)
+        for (int d = 0; d < 2; d++)
+            transpose(sub[d], grid_shapes[k][d], grid_shapes[k][1 - d],
+                      coords[1 - d] % 2 ? 3 : 0, 0.375 * k);
     MPI_Comm_free(&sub[0]);
     MPI_Comm_free(&sub[1]);
     MPI_Comm_free(&grid);
