@@ -163,6 +163,27 @@ def test_intercept_build(tmp_path: Path) -> None:
     passed(run(exe, 2, "--max-bytes", "300000", env={"AAPC_SHM_CMA": "0"}), 100)
 
 
+def shm_errors_pass(tmp_path: Path, mpicc: Path, mpiexec: Path) -> None:
+    """tests/c/shm_errors.c built with -DAAPC_INTERCEPT_SHM passes on 4 ranks."""
+    program = ROOT / "tests" / "c" / "shm_errors.c"
+    exe = build(tmp_path, program, mpicc, ("-DAAPC_INTERCEPT_SHM",))
+    proc = run(exe, 4, mpiexec=mpiexec)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "shm_errors: 32 checks, 0 failed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_intercept_raises_through_the_error_handler(tmp_path: Path) -> None:
+    """-DAAPC_INTERCEPT_SHM: an invalid root or count returns its error class and calls the
+    communicator's error handler once, as the MPI library's collective does (a counting
+    handler that returns); valid calls after it do not call it."""
+    shm_errors_pass(tmp_path, MPICC, MPIEXEC)
+
+
+@pytest.mark.openmpi
+def test_open_mpi_intercept_raises_through_the_error_handler(tmp_path: Path) -> None:
+    shm_errors_pass(tmp_path, OPENMPI / "mpicc", OPENMPI / "mpiexec")
+
+
 @pytest.mark.openmpi
 def test_open_mpi(tmp_path: Path) -> None:
     exe = build(tmp_path, mpicc=OPENMPI / "mpicc")

@@ -89,6 +89,19 @@ int aapc_shm_allgather_use_cma(aapc_shm_state *st, size_t n)
 
 #ifdef AAPC_INTERCEPT_SHM
 
+/* An error the shared-memory path finds itself (an invalid root or count, its own memory
+   short) goes through the communicator's error handler, as the MPI library's own collective
+   raises it: fatal by default, returned under MPI_ERRORS_RETURN. Errors of the MPI calls it
+   makes were raised by those calls. */
+static int raised(MPI_Comm comm, int rc)
+{
+    int cls = rc;
+    if (rc != MPI_SUCCESS && PMPI_Error_class(rc, &cls) == MPI_SUCCESS &&
+        (cls == MPI_ERR_ROOT || cls == MPI_ERR_COUNT || cls == MPI_ERR_NO_MEM))
+        PMPI_Comm_call_errhandler(comm, rc);
+    return rc;
+}
+
 static int on_one_node(MPI_Comm comm)
 {
     int flag = 0;
@@ -121,13 +134,13 @@ static int alltoall_to_library(MPI_Comm comm, const void *sendbuf, int recvcount
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    return on_one_node(comm) ? aapc_shm_barrier(comm) : PMPI_Barrier(comm);
+    return on_one_node(comm) ? raised(comm, aapc_shm_barrier(comm)) : PMPI_Barrier(comm);
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     if (on_one_node(comm)) {
-        return aapc_shm_bcast(buf, count, datatype, root, comm);
+        return raised(comm, aapc_shm_bcast(buf, count, datatype, root, comm));
     }
     return PMPI_Bcast(buf, count, datatype, root, comm);
 }
@@ -136,8 +149,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (on_one_node(comm)) {
-        return aapc_shm_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                  comm);
+        return raised(comm, aapc_shm_allgather(sendbuf, sendcount, sendtype, recvbuf,
+                                               recvcount, recvtype, comm));
     }
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
@@ -146,7 +159,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
                int root, MPI_Comm comm)
 {
     if (on_one_node(comm)) {
-        return aapc_shm_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+        return raised(comm, aapc_shm_reduce(sendbuf, recvbuf, count, datatype, op, root, comm));
     }
     return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
 }
@@ -155,7 +168,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
                   MPI_Op op, MPI_Comm comm)
 {
     if (on_one_node(comm)) {
-        return aapc_shm_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+        return raised(comm, aapc_shm_allreduce(sendbuf, recvbuf, count, datatype, op, comm));
     }
     return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
@@ -164,8 +177,8 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (on_one_node(comm) && !alltoall_to_library(comm, sendbuf, recvcount, recvtype)) {
-        return aapc_shm_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                 comm);
+        return raised(comm, aapc_shm_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                              recvtype, comm));
     }
     return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
