@@ -590,26 +590,27 @@ int aapc_cluster_cart_sub(const aapc_cluster_t *cl, MPI_Comm comm, const int rem
     return record_family(cl, comm, color, newcomm, "MPI_Cart_sub", failed);
 }
 
-MPI_Comm aapc_cluster_family_comm(MPI_Comm comm)
+/* comm's state if it has one (no gather, no communication), else NULL */
+static const aapc_cluster_comm_t *state_if_any(MPI_Comm comm)
 {
     int flag = 0;
     void *attr = NULL;
     if (keyval == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL ||
         PMPI_Comm_get_attr(comm, keyval, &attr, &flag) != MPI_SUCCESS || !flag)
-        return MPI_COMM_NULL;
-    const aapc_cluster_comm_t *cc = attr;
-    return cc->family != NULL ? cc->family->dup : MPI_COMM_NULL;
+        return NULL;
+    return attr;
+}
+
+MPI_Comm aapc_cluster_family_comm(MPI_Comm comm)
+{
+    const aapc_cluster_comm_t *cc = state_if_any(comm);
+    return cc != NULL && cc->family != NULL ? cc->family->dup : MPI_COMM_NULL;
 }
 
 int aapc_cluster_comm_agreed(MPI_Comm comm)
 {
-    int flag = 0;
-    void *attr = NULL;
-    if (keyval == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL ||
-        PMPI_Comm_get_attr(comm, keyval, &attr, &flag) != MPI_SUCCESS || !flag)
-        return -1;
-    const aapc_cluster_comm_t *cc = attr;
-    return cc->rank_machine == NULL ? -1 : cc->settings_agreed;
+    const aapc_cluster_comm_t *cc = state_if_any(comm);
+    return cc == NULL || cc->rank_machine == NULL ? -1 : cc->settings_agreed;
 }
 
 const aapc_job_shape_t *aapc_cluster_comm_shape(aapc_cluster_comm_t *cc, int *nomem)

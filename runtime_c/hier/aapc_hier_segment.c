@@ -118,8 +118,8 @@ static int segment_of(MPI_Comm node, struct segment **out)
     if ((rc = aapc_keyval_once(&segment_lock, &segment_keyval, segment_delete)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_get_attr(node, segment_keyval, &s, &flag)) != MPI_SUCCESS)
         return rc;
-    if (!flag) { /* the release at MPI_Finalize, set up once per process */
-        static int set_up = 0;
+    if (!flag) {
+        static int set_up = 0; /* the release at MPI_Finalize, set up once per process */
         aapc_lock(&segment_lock);
         int first_time = !set_up;
         set_up = 1;
@@ -129,8 +129,6 @@ static int segment_of(MPI_Comm node, struct segment **out)
                  MPI_SUCCESS ||
              (rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL)) != MPI_SUCCESS))
             return rc;
-    }
-    if (!flag) {
         int usable = 0;
         if ((rc = aapc_shm_usable(node, &usable)) != MPI_SUCCESS)
             return rc;
