@@ -4,9 +4,12 @@
  * a time the simulated rank is busy per message) values from this machine rather than SMPI's
  * default of 0.
  *
- *   MPIR_CVAR_NOLOCAL=1 .venv/bin/mpiexec -n 2 ./msg_overheads [BYTES] [COUNT]
+ *   .venv/bin/mpicc -std=c11 -O2 tuning/msg_overheads.c -o msg_overheads
+ *   MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp UCX_NET_DEVICES=eth0 .venv/bin/mpiexec -n 2 ./msg_overheads [BYTES] [COUNT]
  *
- * (NOLOCAL: the two ranks talk through the network module, TCP, as ranks on two machines do.)
+ * (NOLOCAL and UCX_TLS=tcp: the two ranks talk through TCP, as ranks on two machines do; without
+ * UCX_TLS, UCX's own shared memory carries them even under NOLOCAL. UCX_NET_DEVICES: the host's
+ * network interface, not the loopback, which UCX's tcp transport refuses.)
  * Rank 0 times COUNT blocking sends (os) and then the posting of COUNT MPI_Isend calls (ois);
  * rank 1 starts receiving only after all of the messages have arrived (it sleeps first), so its
  * time per MPI_Recv is the receive overhead alone, not a wait for the wire (or). Each figure is
