@@ -99,8 +99,9 @@ def main() -> int:
     apps = a.apps.split(",")
     if not set(apps) <= set(APPS) or a.repeats < 1 or a.ranks_per_machine < 1:
         ap.error(f"--apps from {', '.join(APPS)}; --repeats and --ranks-per-machine >= 1")
-    if any("=" not in e or not e.startswith("AAPC_") for e in a.lib_env):
-        ap.error("--lib-env: give AAPC_NAME=VALUE")
+    bad = [e for e in a.lib_env if "=" not in e or not e.startswith("AAPC_")]
+    if bad:
+        ap.error(f"--lib-env: '{bad[0]}' is not AAPC_NAME=VALUE (a setting of the library)")
     topo = load_topology(Path(a.topology))
     rate = parse_rate_option(a.rate, "--rate")
     args = {
