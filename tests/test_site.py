@@ -358,7 +358,8 @@ V_BYTES = 4 * sum((r + 1) * 4 * 4 for r in range(4))  # calls x per rank r: (r+1
 def test_report_counts_the_calls_served_on_placed_ranks(report_exe, tmp_path):
     """Every rank on its own machine (AAPC_MACHINE): auto runs the run-time routine on WORLD and
     on each half (the phases, forced: the choice by size is tests/test_select*); MPI_COMM_SELF
-    goes to the library (a 1-rank communicator, no warning)."""
+    goes to the library (a 1-rank communicator, no warning); the MPI_Reduce goes to the library
+    with its reason (one rank per machine: nothing to aggregate)."""
     out = tmp_path / "report.txt"
     proc = mpmd(
         report_exe, ["m0", "m1", "m2", "m3"], {"AAPC_REPORT": str(out), "AAPC_WAY": "phases"}
@@ -377,7 +378,9 @@ def test_report_counts_the_calls_served_on_placed_ranks(report_exe, tmp_path):
     assert rows[(HALVES, "MPI_Alltoall", "auto (run-time)")] == (6, HALF_BYTES), text
     self_row = "auto (MPI library): a communicator of 1 rank (the library's local copy)"
     assert rows[(SELF, "MPI_Alltoall", self_row)] == (4 * 2, 4 * 2 * 256 * 4), text
-    assert len(rows) == 5, text
+    # the harness's own MPI_Reduce of its verdict: the library's, one rank on each machine
+    assert rows[(WORLD, "MPI_Reduce", "library: one rank per machine")] == (1, 4 * 4), text
+    assert len(rows) == 6, text
 
 
 @pytest.mark.mpi
@@ -512,4 +515,6 @@ def test_the_demo_prints_the_report(tmp_path):
     rows = report_rows(proc.stderr)
     one_host = "auto (precomputed, in rank order: all ranks on one host)"
     assert rows[(heading, "MPI_Alltoall", one_host)] == (3, 3 * 1000 * 4 * 5 * 5), proc.stderr
-    assert np.isclose(len(rows), 1)
+    # its MPI_Reduce of the verdict: all ranks on one host, so the shared-memory one
+    assert rows[(heading, "MPI_Reduce", "shared memory")] == (1, 5 * 4), proc.stderr
+    assert np.isclose(len(rows), 2)

@@ -236,6 +236,7 @@ RUNTIME_SUBDIRS = (
     "shm",
     "vsched",
     "cluster",
+    "coll",
     "nbc",
     "fortran",
 )

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "aapc_cluster_comm.h"
+#include "aapc_coll.h"
 #include "aapc_nbc.h"
 #include "aapc_settings.h"
 
@@ -168,25 +169,39 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 }
 #endif
 
-#ifdef AAPC_INTERCEPT_HIER
-/* Leader-based Bcast, Allgather and Allreduce for 1 rank(s) per machine
-   (runtime_c/hier/aapc_hier_coll.c); the library's own with one rank per machine. */
+#ifdef AAPC_INTERCEPT
+/* MPI_Bcast, MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier: the machine's ranks through
+   shared memory and one leader per machine across machines, or the MPI library's, per call
+   (runtime_c/coll/aapc_coll_select.c; AAPC_BCAST=native|hier|auto, ..., AAPC_DISABLE) */
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
-    return aapc_hier_bcast(buf, count, type, root, comm, 24, 1);
+    return aapc_coll_bcast_entry(&aapc_topo_tree_24_cluster, aapc_topology_name, buf, count, type,
+                                 root, comm);
 }
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return aapc_hier_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                               24, 1);
+    return aapc_coll_allgather_entry(&aapc_topo_tree_24_cluster, aapc_topology_name, sendbuf,
+                                     sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm)
 {
-    return aapc_hier_allreduce(sendbuf, recvbuf, count, type, op, comm, 24,
-                               1);
+    return aapc_coll_allreduce_entry(&aapc_topo_tree_24_cluster, aapc_topology_name, sendbuf,
+                                     recvbuf, count, type, op, comm);
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+               int root, MPI_Comm comm)
+{
+    return aapc_coll_reduce_entry(&aapc_topo_tree_24_cluster, aapc_topology_name, sendbuf, recvbuf,
+                                  count, type, op, root, comm);
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    return aapc_coll_barrier_entry(&aapc_topo_tree_24_cluster, aapc_topology_name, comm);
 }
 #endif

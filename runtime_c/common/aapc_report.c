@@ -301,6 +301,14 @@ int aapc_report_entry(double t0, const char *collective, const char *routine, lo
     return finish(t0, comm, collective, inner, bytes < 0 || rc != MPI_SUCCESS ? 0 : bytes, rc);
 }
 
+int aapc_report_own(double t0, const char *collective, const char *routine, long long bytes,
+                    MPI_Comm comm, int rc)
+{
+    if (!aapc_report_on())
+        return rc;
+    return finish(t0, comm, collective, routine, bytes < 0 || rc != MPI_SUCCESS ? 0 : bytes, rc);
+}
+
 /* ---- at MPI_Finalize: this rank's lines, gathered to world rank 0 ------------------------- */
 
 struct text {

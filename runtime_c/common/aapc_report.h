@@ -74,6 +74,11 @@ int aapc_report_alltoallv(double t0, const char *routine, const void *sendbuf,
 int aapc_report_entry(double t0, const char *collective, const char *routine, long long bytes,
                       MPI_Comm comm, int rc);
 
+/* The end of the call of an entry point that names its own routine whatever nested entry
+   points ran (runtime_c/coll/: the leaders' step of an Allgather may be an MPI_Alltoall, not
+   counted apart). Returns rc. */
+int aapc_report_own(double t0, const char *collective, const char *routine, long long bytes,
+                    MPI_Comm comm, int rc);
 /* Collective over MPI_COMM_WORLD, before PMPI_Finalize (the generated MPI_Finalize calls it;
    a program linked without -DAAPC_INTERCEPT may call it itself): gather and print the report
    when any rank has AAPC_REPORT set. `topology` names the cluster in the heading (or NULL).

@@ -19,7 +19,8 @@
 
 const char *const aapc_settings_names[] = {
     "AAPC_VARIANT",   "AAPC_WAY",      "AAPC_WINDOW", "AAPC_AGREE", "AAPC_HIER_ROUND_BYTES",
-    "AAPC_ALLTOALLV", "AAPC_SIBLINGS", "AAPC_LEADERS",
+    "AAPC_ALLTOALLV", "AAPC_SIBLINGS", "AAPC_LEADERS", "AAPC_BCAST", "AAPC_ALLGATHER",
+    "AAPC_ALLREDUCE", "AAPC_REDUCE", "AAPC_BARRIER", "AAPC_DISABLE", "AAPC_COLL_MAX_BYTES",
 };
 const int aapc_settings_count = (int)(sizeof aapc_settings_names / sizeof *aapc_settings_names);
 

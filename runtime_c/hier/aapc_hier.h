@@ -86,17 +86,6 @@ MPI_Aint aapc_hier_round_limit(MPI_Comm comm);
    leaders = local rank 0 of every machine, in machine order (MPI_COMM_NULL on other ranks). */
 int aapc_hier_comms(MPI_Comm comm, int ranks_per_machine, MPI_Comm *node, MPI_Comm *leaders);
 
-/* Leader-based collectives with MPI semantics for a communicator of nmachines x R ranks placed
-   in blocks (runtime_c/hier/aapc_hier_coll.c): intra-machine steps on the node communicator, one
-   inter-machine step among the leaders. Another communicator size, or R == 1, calls PMPI_*. */
-int aapc_hier_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
-                    int nmachines, int ranks_per_machine);
-int aapc_hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int nmachines,
-                        int ranks_per_machine);
-int aapc_hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                        MPI_Op op, MPI_Comm comm, int nmachines, int ranks_per_machine);
-
 #ifdef __cplusplus
 }
 #endif

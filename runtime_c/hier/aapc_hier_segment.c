@@ -120,9 +120,12 @@ static int segment_of(MPI_Comm node, struct segment **out)
         return rc;
     if (!flag) {
         static int set_up = 0; /* the release at MPI_Finalize, set up once per process */
+        int initialized = 0;   /* an MPI sessions program has no MPI_COMM_SELF: nothing to set
+                                  up, its windows go with their communicators */
+        PMPI_Initialized(&initialized);
         aapc_lock(&segment_lock);
-        int first_time = !set_up;
-        set_up = 1;
+        int first_time = !set_up && initialized;
+        set_up |= initialized;
         aapc_unlock(&segment_lock);
         if (first_time &&
             ((rc = aapc_keyval_once(&segment_lock, &finalize_keyval, release_at_finalize)) !=

@@ -87,7 +87,10 @@ int aapc_shm_allgather_use_cma(aapc_shm_state *st, size_t n)
     return use_cma(st, n, &min, "AAPC_SHM_CMA_ALLGATHER_MIN");
 }
 
-#ifdef AAPC_INTERCEPT_SHM
+/* The drop-in of a build without a topology. The generated library (-DAAPC_INTERCEPT) defines
+   these entry points itself and serves a communicator on one machine with the same functions
+   (runtime_c/coll/aapc_coll_select.c), so there the option adds nothing. */
+#if defined(AAPC_INTERCEPT_SHM) && !defined(AAPC_INTERCEPT)
 
 /* An error the shared-memory path finds itself (an invalid root or count, its own memory
    short) goes through the communicator's error handler, as the MPI library's own collective

@@ -1,0 +1,407 @@
+/*
+ * aapc_coll_select.c: the choice, per call, between the MPI library's MPI_Bcast,
+ * MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier and the leader-based ones of this
+ * directory; the generated entry points call the *_entry functions.
+ *
+ * Settings (agreed by every rank of a communicator: common/aapc_settings.h):
+ *   AAPC_BCAST, AAPC_ALLGATHER, AAPC_ALLREDUCE, AAPC_REDUCE, AAPC_BARRIER
+ *       native: the MPI library's routine; hier: the leader-based one wherever its arguments
+ *       allow; auto (unset): the rule below.
+ *   AAPC_DISABLE=bcast,allreduce,...  the named entries are the MPI library's (as native).
+ * An unknown value is said once per process and counts as auto.
+ *
+ * The rule (auto), the same on every rank: it reads only what MPI requires to agree (the
+ * communicator, byte counts, datatype and operation of reductions) and the gathered layout.
+ *   - a communicator on one machine whose ranks share memory: ours (the shared-memory
+ *     collectives; docs/multicore.md: faster than MPICH's in every measured cell);
+ *   - several machines, one rank on each: the library's (there is nothing to aggregate);
+ *   - several machines, some running several ranks: ours up to AAPC_COLL_MAX_BYTES (the
+ *     message of Bcast/Allreduce/Reduce, all P blocks of Allgather), the library's above.
+ * Arguments ours cannot take, or that are the user's mistake, go to the library, which serves
+ * or raises them as it would without us: a null or inter-communicator, a negative count, an
+ * invalid, uncommitted or null datatype, an invalid root or operation, a null buffer with data,
+ * a predefined operation on a datatype it is not defined for (the operations' classes of MPI
+ * 4.1 section 6.9.2, on predefined datatypes only), a non-commutative operation on ranks not
+ * placed in blocks, zero bytes, more than INT_MAX elements in one of our steps.
+ * Cost of a call handed to the library: an attribute lookup and a few comparisons.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aapc_args.h"
+#include "aapc_coll.h"
+#include "aapc_cluster_comm.h" /* aapc_cluster_comm_agreed */
+#include "aapc_lock.h"
+#include "aapc_mpi.h"
+#include "aapc_report.h"
+#include "aapc_settings.h"
+
+enum coll { BCAST, ALLGATHER, ALLREDUCE, REDUCE, BARRIER, NCOLL };
+static const char *const setting_of[NCOLL] = {"AAPC_BCAST", "AAPC_ALLGATHER", "AAPC_ALLREDUCE",
+                                              "AAPC_REDUCE", "AAPC_BARRIER"};
+static const char *const entry_of[NCOLL] = {"bcast", "allgather", "allreduce", "reduce",
+                                            "barrier"};
+static const char *const routine_of[NCOLL] = {"MPI_Bcast", "MPI_Allgather", "MPI_Allreduce",
+                                              "MPI_Reduce", "MPI_Barrier"};
+/* LIBRARY: the MPI library's routine; ours with the leaders' step the library's (HIER), a ring
+   (RING) or the tree's phases (PHASED); AUTO: the rule decides. */
+enum way { LIBRARY, HIER, RING, PHASED, AUTO };
+
+/* The length of the name at p in a comma-separated list. */
+static size_t item_len(const char *p)
+{
+    const char *end = strchr(p, ',');
+    return end != NULL ? (size_t)(end - p) : strlen(p);
+}
+
+/* The collective named by the len bytes at p, NCOLL for none. */
+static enum coll entry_named(const char *p, size_t len)
+{
+    int c = 0;
+    while (c < NCOLL && !(strlen(entry_of[c]) == len && strncmp(p, entry_of[c], len) == 0))
+        c++;
+    return (enum coll)c;
+}
+
+/* The ways the environment forces, parsed once per process (unknown names said then). */
+static void parse_settings(enum way way[NCOLL])
+{
+    const char *off = getenv("AAPC_DISABLE");
+    for (int c = 0; c < NCOLL; c++) {
+        const char *v = getenv(setting_of[c]);
+        if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0) {
+            way[c] = AUTO;
+        } else if (strcmp(v, "native") == 0) {
+            way[c] = LIBRARY;
+        } else if (strcmp(v, "hier") == 0) {
+            way[c] = HIER;
+        } else if (strcmp(v, "ring") == 0 && c != REDUCE && c != BARRIER) {
+            way[c] = RING;
+        } else if (strcmp(v, "phased") == 0 && c == ALLGATHER) {
+            way[c] = PHASED;
+        } else {
+            fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s, auto; using auto\n",
+                    setting_of[c], v, c != REDUCE && c != BARRIER ? ", ring" : "",
+                    c == ALLGATHER ? ", phased" : "");
+            way[c] = AUTO;
+        }
+    }
+    for (const char *p = off; p != NULL && *p != '\0'; p += item_len(p) + (p[item_len(p)] != 0)) {
+        size_t len = item_len(p);
+        enum coll c = entry_named(p, len);
+        if (c < NCOLL)
+            way[c] = LIBRARY;
+        else if (len > 0)
+            fprintf(stderr,
+                    "aapcgen: AAPC_DISABLE names '%.*s', not one of bcast, allgather, allreduce, "
+                    "reduce, barrier; ignoring that name\n",
+                    (int)len, p);
+    }
+}
+
+/* The way the settings force for collective c on comm (AUTO: none; also when the ranks of
+   comm have different settings: common/aapc_settings.h, said when they were gathered). */
+static enum way forced(MPI_Comm comm, enum coll c)
+{
+    static aapc_mutex_t lock = AAPC_MUTEX_INIT;
+    static int parsed = 0;
+    static enum way way[NCOLL];
+    aapc_lock(&lock);
+    if (!parsed)
+        parse_settings(way);
+    parsed = 1;
+    enum way w = way[c];
+    aapc_unlock(&lock);
+    return aapc_cluster_comm_agreed(comm) == 0 ? AUTO : w;
+}
+
+/* A size setting read once: its value, or dflt when unset or not a number >= 0. */
+static long long size_setting(const char *name, long long *cache, long long dflt)
+{
+    if (*cache < 0) {
+        const char *v = getenv(name);
+        *cache = v != NULL && v[0] >= '0' && v[0] <= '9' ? atoll(v) : dflt;
+    }
+    return *cache;
+}
+
+/* Every machine of the layout runs the same number of ranks. */
+static int equal_machines(const aapc_coll_layout_t *l)
+{
+    return (long long)l->n * l->r_max == l->size;
+}
+
+/* The library's or ours for a call of `bytes` (Allgather: all P blocks) whose arguments ours
+   can take, before the machine's segment is known; *why: the library's, why (for the
+   report). Ours: the leaders' step a ring from AAPC_COLL_RING_MIN bytes (Bcast, Allgather,
+   Allreduce), the tree's phases for Allgather from AAPC_COLL_PHASED_MIN bytes per machine. */
+static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, const char **why)
+{
+    static long long ring_min = -1, phased_min = -1, most = -1;
+    *why = l->n > 1 && l->r_max < 2 ? "one rank per machine"
+           : l->n > 1 && bytes > size_setting("AAPC_COLL_MAX_BYTES", &most, (long long)1 << 50)
+               ? "above AAPC_COLL_MAX_BYTES"
+               : NULL;
+    if (*why != NULL)
+        return LIBRARY;
+    if (l->n < 2 || c == REDUCE || c == BARRIER)
+        return HIER;
+    if (c == ALLGATHER && equal_machines(l) &&
+        bytes / l->n >= size_setting("AAPC_COLL_PHASED_MIN", &phased_min, (long long)1 << 50))
+        return PHASED;
+    return bytes >= size_setting("AAPC_COLL_RING_MIN", &ring_min, 65536) ? RING : HIER;
+}
+
+/* Ours when the settings or the rule say so and the layout exists: *l set; *why says why the
+   library's otherwise (NULL: ours). Collective over comm on its first use, and on its first
+   call that runs ours (aapc_coll_layout_connect: every rank makes the same choice). */
+static int choose(enum coll c, const aapc_cluster_t *cluster, const char *name, MPI_Comm comm,
+                  long long bytes, aapc_coll_layout_t **l, enum way *way, const char **why)
+{
+    *way = LIBRARY;
+    *l = NULL;
+    int rc = aapc_coll_layout(cluster, comm, name, routine_of[c], l);
+    if (rc != MPI_SUCCESS || *l == NULL) {
+        int size = 0;
+        *why = PMPI_Comm_size(comm, &size) == MPI_SUCCESS && size == 1 ? "a communicator of 1 rank"
+                                                                      : "machines not known";
+        return rc;
+    }
+    enum way f = forced(comm, c);
+    *why = f == LIBRARY ? "AAPC_DISABLE or native" : NULL;
+    *way = f == AUTO ? rule(c, *l, bytes, why) : f;
+    if (*way == PHASED && !equal_machines(*l))
+        *way = RING; /* forced: the parts differ, the leaders' ring Allgatherv */
+    if (*way == LIBRARY || (rc = aapc_coll_layout_connect(*l)) != MPI_SUCCESS)
+        return rc;
+    if ((*l)->n == 1 && !(*l)->shared && f == AUTO) { /* the library's own on-node path then */
+        *way = LIBRARY;
+        *why = "the machine's ranks share no memory";
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---- what ours can take ---------------------------------------------------------------- */
+
+static int valid_comm(MPI_Comm comm)
+{
+    int inter = 1;
+    return comm != MPI_COMM_NULL && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter;
+}
+
+/* count elements of t: their bytes, -1 when the library must judge the description. */
+static long long bytes_of(MPI_Comm comm, int count, MPI_Datatype t)
+{
+    int64_t size = 0;
+    if (count < 0 || t == MPI_DATATYPE_NULL || aapc_type_size(t, &size) != MPI_SUCCESS ||
+        size < 0 || !aapc_args_committed(comm, t))
+        return -1;
+    return (long long)count * size;
+}
+
+static int valid_root(MPI_Comm comm, int root)
+{
+    int size = 0;
+    return PMPI_Comm_size(comm, &size) == MPI_SUCCESS && root >= 0 && root < size;
+}
+
+/* The class of a predefined datatype for the predefined operations (MPI 4.1 section 6.9.2):
+   'i' C integer, 'f' floating point, 'c' complex, 'b' byte, 'l' logical, 'p' a MINLOC/MAXLOC
+   pair; 0 for anything else (derived datatypes included: the library's then). */
+static char type_class(MPI_Datatype t)
+{
+    static const MPI_Datatype ints[] = {
+        MPI_INT,      MPI_UNSIGNED,      MPI_LONG,          MPI_UNSIGNED_LONG, MPI_LONG_LONG,
+        MPI_UNSIGNED_LONG_LONG, MPI_SHORT, MPI_UNSIGNED_SHORT, MPI_SIGNED_CHAR,
+        MPI_UNSIGNED_CHAR, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T,
+        MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T};
+    static const MPI_Datatype floats[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE};
+    static const MPI_Datatype pairs[] = {MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT,
+                                         MPI_2INT,      MPI_SHORT_INT,  MPI_LONG_DOUBLE_INT};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+        if (t == ints[i])
+            return 'i';
+    for (size_t i = 0; i < sizeof floats / sizeof *floats; i++)
+        if (t == floats[i])
+            return 'f';
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
+        if (t == pairs[i])
+            return 'p';
+    if (t == MPI_C_FLOAT_COMPLEX || t == MPI_C_DOUBLE_COMPLEX)
+        return 'c';
+    if (t == MPI_BYTE)
+        return 'b';
+    if (t == MPI_C_BOOL)
+        return 'l';
+    return 0;
+}
+
+/* op on t is one ours combines as the library would: a user-defined operation (commutative, or
+   the ranks in blocks), or a predefined one defined for t. */
+static int reducible(MPI_Op op, MPI_Datatype t, const aapc_coll_layout_t *l)
+{
+    char k = type_class(t);
+#ifdef OPEN_MPI
+    int initialized = 0; /* Open MPI 5's MPI_Reduce_local crashes in an MPI sessions program
+                            (no MPI_Init): the shared-memory reduction uses it */
+    if (PMPI_Initialized(&initialized) != MPI_SUCCESS || !initialized)
+        return 0;
+#endif
+    if (op == MPI_OP_NULL)
+        return 0;
+    if (op == MPI_MAX || op == MPI_MIN)
+        return k == 'i' || k == 'f';
+    if (op == MPI_SUM || op == MPI_PROD)
+        return k == 'i' || k == 'f' || k == 'c';
+    if (op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR)
+        return k == 'i' || k == 'l';
+    if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR)
+        return k == 'i' || k == 'b';
+    if (op == MPI_MAXLOC || op == MPI_MINLOC)
+        return k == 'p';
+    if (op == MPI_REPLACE || op == MPI_NO_OP)
+        return 0;
+    int commutative = 0;
+    return PMPI_Op_commutative(op, &commutative) == MPI_SUCCESS && (commutative || l->blocks);
+}
+
+/* The leaders' step of a way of ours. */
+static enum aapc_coll_step step_of(enum way way)
+{
+    return way == RING ? AAPC_STEP_RING : way == PHASED ? AAPC_STEP_PHASED : AAPC_STEP_LIBRARY;
+}
+
+/* ---- the entries ------------------------------------------------------------------------ */
+
+/* The end of an entry's call. An error of ours (the layout's first use, a step of the
+   algorithm, on private communicators that return it) goes through comm's error handler, as
+   the library's own would, and ends the job if the handler returns (the other ranks may be
+   waiting for this one); the library's routine raised its own. The report counts the call. */
+static int done(double t0, enum coll c, enum way way, const char *why,
+                const aapc_coll_layout_t *l, int ours, int rc, long long bytes, MPI_Comm comm)
+{
+    if (rc != MPI_SUCCESS && ours)
+        rc = aapc_args_raise_alone(comm, rc);
+    if (!aapc_report_on())
+        return rc;
+    char what[96];
+    if (way == LIBRARY)
+        snprintf(what, sizeof what, "library: %s", why != NULL ? why : "arguments for the library");
+    else
+        snprintf(what, sizeof what, "%s%s", l->n == 1   ? "shared memory"
+                                            : l->shared ? "leader-based, shared segment"
+                                                        : "leader-based",
+                 l->n == 1           ? ""
+                 : way == PHASED     ? ", phases among the leaders"
+                 : way == RING       ? ", ring among the leaders"
+                                     : "");
+    return aapc_report_own(t0, routine_of[c], what, bytes < 0 ? 0 : bytes, comm, rc);
+}
+
+int aapc_coll_bcast_entry(const aapc_cluster_t *cluster, const char *name, void *buf, int count,
+                          MPI_Datatype type, int root, MPI_Comm comm)
+{
+    double t0 = aapc_report_begin();
+    aapc_coll_layout_t *l = NULL;
+    enum way way = LIBRARY;
+    const char *why = "arguments for the library";
+    long long bytes = valid_comm(comm) ? bytes_of(comm, count, type) : -1;
+    int rc = MPI_SUCCESS;
+    if (bytes > 0 && valid_root(comm, root) && buf != NULL)
+        rc = choose(BCAST, cluster, name, comm, bytes, &l, &way, &why);
+    int ours = rc != MPI_SUCCESS || way != LIBRARY;
+    if (rc == MPI_SUCCESS)
+        rc = way != LIBRARY ? aapc_coll_bcast(l, step_of(way), buf, count, type, root)
+                         : PMPI_Bcast(buf, count, type, root, comm);
+    return done(t0, BCAST, way, why, l, ours, rc, bytes, comm);
+}
+
+int aapc_coll_allgather_entry(const aapc_cluster_t *cluster, const char *name,
+                              const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                              void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                              MPI_Comm comm)
+{
+    double t0 = aapc_report_begin();
+    aapc_coll_layout_t *l = NULL;
+    enum way way = LIBRARY;
+    const char *why = "arguments for the library";
+    int size = 0, rc = MPI_SUCCESS;
+    long long block = valid_comm(comm) ? bytes_of(comm, recvcount, recvtype) : -1;
+    int ok = block > 0 && recvbuf != NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
+             (long long)size * recvcount <= INT_MAX &&
+             (sendbuf == MPI_IN_PLACE ||
+              (sendbuf != NULL && bytes_of(comm, sendcount, sendtype) == block));
+    if (ok)
+        rc = choose(ALLGATHER, cluster, name, comm, block * size, &l, &way, &why);
+    int ours = rc != MPI_SUCCESS || way != LIBRARY;
+    if (rc == MPI_SUCCESS)
+        rc = way != LIBRARY ? aapc_coll_allgather(l, step_of(way), sendbuf, sendcount, sendtype,
+                                                  recvbuf, recvcount, recvtype)
+                         : PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                          recvtype, comm);
+    return done(t0, ALLGATHER, way, why, l, ours, rc, block, comm);
+}
+
+int aapc_coll_allreduce_entry(const aapc_cluster_t *cluster, const char *name,
+                              const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                              MPI_Op op, MPI_Comm comm)
+{
+    double t0 = aapc_report_begin();
+    aapc_coll_layout_t *l = NULL;
+    enum way way = LIBRARY;
+    const char *why = "arguments for the library";
+    int rc = MPI_SUCCESS;
+    long long bytes = valid_comm(comm) ? bytes_of(comm, count, type) : -1;
+    int commutative = 0;
+    if (bytes > 0 && sendbuf != NULL && recvbuf != NULL &&
+        (rc = choose(ALLREDUCE, cluster, name, comm, bytes, &l, &way, &why)) == MPI_SUCCESS &&
+        way != LIBRARY && !reducible(op, type, l))
+        way = LIBRARY, why = "the operation and datatype";
+    if (way == RING && (PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS || !commutative))
+        way = HIER; /* the ring combines in ring order */
+    int ours = rc != MPI_SUCCESS || way != LIBRARY;
+    if (rc == MPI_SUCCESS)
+        rc = way != LIBRARY ? aapc_coll_allreduce(l, step_of(way), sendbuf, recvbuf, count, type, op)
+                         : PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+    return done(t0, ALLREDUCE, way, why, l, ours, rc, bytes, comm);
+}
+
+int aapc_coll_reduce_entry(const aapc_cluster_t *cluster, const char *name, const void *sendbuf,
+                           void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                           MPI_Comm comm)
+{
+    double t0 = aapc_report_begin();
+    aapc_coll_layout_t *l = NULL;
+    enum way way = LIBRARY;
+    const char *why = "arguments for the library";
+    int rc = MPI_SUCCESS, rank = -1;
+    long long bytes = valid_comm(comm) ? bytes_of(comm, count, type) : -1;
+    /* the receive buffer matters at the root only, MPI_IN_PLACE only there */
+    int ok = bytes > 0 && valid_root(comm, root) && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
+             sendbuf != NULL && (rank == root ? recvbuf != NULL : sendbuf != MPI_IN_PLACE);
+    if (ok && (rc = choose(REDUCE, cluster, name, comm, bytes, &l, &way, &why)) == MPI_SUCCESS &&
+        way != LIBRARY && !reducible(op, type, l))
+        way = LIBRARY, why = "the operation and datatype";
+    int ours = rc != MPI_SUCCESS || way != LIBRARY;
+    if (rc == MPI_SUCCESS)
+        rc = way != LIBRARY ? aapc_coll_reduce(l, sendbuf, recvbuf, count, type, op, root)
+                         : PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+    return done(t0, REDUCE, way, why, l, ours, rc, bytes, comm);
+}
+
+int aapc_coll_barrier_entry(const aapc_cluster_t *cluster, const char *name, MPI_Comm comm)
+{
+    double t0 = aapc_report_begin();
+    aapc_coll_layout_t *l = NULL;
+    enum way way = LIBRARY;
+    const char *why = "arguments for the library";
+    int rc = MPI_SUCCESS;
+    if (valid_comm(comm))
+        rc = choose(BARRIER, cluster, name, comm, 0, &l, &way, &why);
+    int ours = rc != MPI_SUCCESS || way != LIBRARY;
+    if (rc == MPI_SUCCESS)
+        rc = way != LIBRARY ? aapc_coll_barrier(l) : PMPI_Barrier(comm);
+    return done(t0, BARRIER, way, why, l, ours, rc, 0, comm);
+}

@@ -1,0 +1,141 @@
+"""One library, every collective: the generated MPI_Bcast, MPI_Allgather, MPI_Allreduce,
+MPI_Reduce and MPI_Barrier (runtime_c/coll/) against the MPI library's, with the ranks placed on
+the cluster's machines by AAPC_MACHINE (blocks, round robin and unequal counts at once), on
+MPI_COMM_WORLD, dups, splits and a subset (tests/c/coll_check.c), under MPICH (also with
+ASan/UBSan) and Open MPI; the settings that force a way or turn an entry off, and the report of
+what ran."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_cluster_mpi import CHAIN, OMPI, SANITIZE, n, run
+
+from aapcgen.codegen.generate import generate, variant_specs
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+HARNESS = ROOT / "tests" / "c" / "coll_check.c"
+CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g"]
+COLLECTIVES = ("MPI_Bcast", "MPI_Allgather", "MPI_Allreduce", "MPI_Reduce", "MPI_Barrier")
+HIER = {f"AAPC_{c[4:].upper()}": "hier" for c in COLLECTIVES}
+BLOCKS = n(0, 0, 5, 5)  # 2 machines x 2 ranks, each machine's ranks consecutive
+MIXED = n(3, 7, 3, 11, 3)
+RING_LESS = (
+    "AAPC_REDUCE",
+    "AAPC_BARRIER",
+)  # no ring way  # n3 runs ranks 0, 2, 4 (round robin, unequal); n7 and n11 one each
+
+pytestmark = pytest.mark.mpi
+
+
+def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = ()) -> Path:
+    gen = tmp / "gen"
+    if not gen.exists():
+        generate(CHAIN, variant_specs("receiver-all", None), gen)
+    exe = tmp / f"coll_check{len(extra)}{mpicc.parent.parent.name}"
+    sources = sorted(str(p) for p in gen.glob("*.c"))
+    cmd = [str(mpicc), *CFLAGS, *extra, "-DAAPC_INTERCEPT", f"-I{gen}", str(HARNESS), *sources]
+    subprocess.run([*cmd, "-o", str(exe)], check=True, timeout=300)
+    return exe
+
+
+def passed(proc, at_least: int) -> None:
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("coll_check:")][-1]
+    ok, failed = (int(x.split()[0]) for x in last.split(": ")[1].split(", "))
+    assert failed == 0 and ok >= at_least, last
+
+
+def routines(report: str) -> dict[str, set[str]]:
+    """Per collective, the routines the report (AAPC_REPORT) says served its calls with data."""
+    out: dict[str, set[str]] = {}
+    for m in re.finditer(r"^  (MPI_\w+)\s+\d+\s+[\d,]+\s+[\d.]+\s+(.+)$", report, re.M):
+        if "no data" not in m[2] or m[1] == "MPI_Barrier":
+            out.setdefault(m[1], set()).add(m[2].split(" (")[0])
+    return out
+
+
+@pytest.fixture(scope="module")
+def exe(tmp_path_factory) -> Path:
+    return build(tmp_path_factory.mktemp("coll"))
+
+
+def test_default_serves_machines_with_several_ranks_and_leaves_one_per_machine(exe):
+    """Blocks of 2 ranks on 2 machines, defaults: ours (leader-based through the shared
+    segment) on WORLD, the dup, the halves (one machine each: shared memory) and the reversed
+    split; the parity split (one rank per machine) and the subset stay the library's where a
+    machine has one rank only, ours elsewhere; every result right."""
+    proc = run(exe, BLOCKS, env={"AAPC_REPORT": "1"})
+    passed(proc, 600)
+    served = routines(proc.stderr)
+    for c in COLLECTIVES:
+        assert "leader-based, shared segment" in served[c], (c, proc.stderr[-3000:])
+        assert "shared memory" in served[c], (c, served[c])
+        assert "library: one rank per machine" in served[c], (c, served[c])
+    assert "aapcgen:" not in proc.stderr.replace("aapcgen report", ""), proc.stderr[-2000:]
+
+
+def test_forced_ours_on_round_robin_and_unequal_placements(exe):
+    """Five ranks, n3 running ranks 0, 2 and 4: WORLD is round robin with unequal counts; ours
+    forced everywhere (AAPC_<COLLECTIVE>=hier), the non-commutative operation still combined in
+    rank order (handed to the library where the ranks are not in blocks)."""
+    proc = run(exe, MIXED, env={"AAPC_REPORT": "1", **HIER})
+    passed(proc, 700)
+    served = routines(proc.stderr)
+    for c in COLLECTIVES:
+        assert "leader-based, shared segment" in served[c], (c, served.get(c))
+    # the matrices on round-robin communicators
+    assert "library: the operation and datatype" in served["MPI_Allreduce"], served
+
+
+def test_rings_among_the_leaders(exe):
+    """The leaders' step as rings over the tree (AAPC_<COLLECTIVE>=ring), down to vectors
+    shorter than the ring (empty chunks) and machines of unequal parts (a ring Allgatherv);
+    the non-commutative matrices keep the library's step (the ring combines in ring order)."""
+    env = {"AAPC_REPORT": "1", **{k: "ring" for k in HIER if k not in RING_LESS}}
+    proc = run(exe, MIXED, env=env)
+    passed(proc, 700)
+    served = routines(proc.stderr)
+    for c in ("MPI_Bcast", "MPI_Allgather", "MPI_Allreduce"):
+        assert "leader-based, shared segment, ring among the leaders" in served[c], served[c]
+    assert "leader-based, shared segment" in served["MPI_Allreduce"], served  # the matrices
+
+
+def test_native_and_disable_hand_every_call_to_the_library(exe):
+    """AAPC_BCAST=native and AAPC_DISABLE=allgather,allreduce,reduce,barrier: every call the
+    library's; a misspelt entry in AAPC_DISABLE is said once, on one line."""
+    env = {
+        "AAPC_REPORT": "1",
+        "AAPC_BCAST": "native",
+        "AAPC_DISABLE": "allgather,allreduce,reduce,barrier,bcats",
+    }
+    proc = run(exe, BLOCKS, env=env)
+    passed(proc, 600)
+    served = routines(proc.stderr)
+    assert all(served[c] == {"library: AAPC_DISABLE or native"} for c in COLLECTIVES), served
+    said = [ln for ln in proc.stderr.splitlines() if "AAPC_DISABLE names 'bcats'" in ln]
+    assert len(said) == len(BLOCKS), said  # once per process
+
+
+def test_phased_leaders_under_sanitizers(tmp_path):
+    """ASan/UBSan: ours forced, Allgather's leaders in the tree's phases (AAPC_ALLGATHER=phased:
+    the library's MPI_Alltoall, run-time scheduled, with a send datatype of extent 0)."""
+    exe = build(tmp_path, extra=tuple(SANITIZE))
+    proc = run(exe, BLOCKS, env={**HIER, "AAPC_ALLGATHER": "phased", "AAPC_REPORT": "1"})
+    passed(proc, 600)
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+    phased = "leader-based, shared segment, phases among the leaders"
+    assert phased in routines(proc.stderr)["MPI_Allgather"], proc.stderr[-3000:]
+
+
+@pytest.mark.openmpi
+def test_open_mpi(tmp_path):
+    exe = build(tmp_path, mpicc=OMPI / "mpicc")
+    proc = run(exe, BLOCKS, env={"AAPC_REPORT": "1", **HIER}, ompi=True)
+    passed(proc, 600)
+    assert "leader-based, shared segment" in routines(proc.stderr)["MPI_Bcast"]
