@@ -3,7 +3,8 @@ MPI_Allgather, MPI_Allreduce, MPI_Reduce and MPI_Barrier, MPICH's (its default a
 algorithms forced with MPIR_CVAR_<OP>_INTRA_ALGORITHM) beside ours (AAPC_<OP>=hier: the
 machine's ranks through shared memory, the leaders across machines with the library's
 collective; ring: the leaders in a ring over the tree; phased: Allgather's leaders in the
-tree's phases; AAPC_<OP>=auto: the selection), per size, in one table per operation.
+tree's phases; mcast: the leaders over IP multicast; AAPC_<OP>=auto: the selection), per size,
+in one table per operation.
 
     sudo flock -x /tmp/aapc-cpu.lock flock /tmp/aapc-mpi.lock .venv/bin/python \\
         tuning/bench_coll.py [topologies/two-switch-4-4.yaml] [--rate 100Mbit] \\
@@ -87,13 +88,13 @@ MPICH_ALGORITHMS = {
     "barrier": ("k_dissemination", "recexch"),
 }
 OURS_BY_OP = {  # ours forced (AAPC_<OP>=...), then the selection
-    "bcast": ("hier", "ring", "auto"),
-    "allgather": ("hier", "ring", "phased", "auto"),
+    "bcast": ("hier", "ring", "mcast", "auto"),
+    "allgather": ("hier", "ring", "phased", "mcast", "auto"),
     "allreduce": ("hier", "ring", "auto"),
     "reduce": ("hier", "auto"),
     "barrier": ("hier", "auto"),
 }
-OURS = ("hier", "ring", "phased", "auto")
+OURS = ("hier", "ring", "phased", "mcast", "auto")
 DEFAULT_TOPOLOGY = "topologies/two-switch-4-4.yaml"
 DEFAULT_SIZES = "8,64,512,4K,32K,256K,1M,4M"
 MIN_CALL_S = 2e-3  # the least a call is expected to take (latency, 16 ranks on 2 cores)

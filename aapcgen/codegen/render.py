@@ -237,6 +237,7 @@ RUNTIME_SUBDIRS = (
     "vsched",
     "cluster",
     "coll",
+    "mcast",
     "nbc",
     "fortran",
 )

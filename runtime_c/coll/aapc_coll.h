@@ -62,9 +62,9 @@ int aapc_coll_layout(const aapc_cluster_t *cluster, MPI_Comm comm, const char *n
 int aapc_coll_layout_connect(aapc_coll_layout_t *l);
 
 /* The leaders' step of an algorithm: the MPI library's collective among the leaders, a ring
-   over the switch tree (aapc_coll_ring.c), or the tree's phases (aapc_coll_allgather_phased.c,
-   Allgather only). */
-enum aapc_coll_step { AAPC_STEP_LIBRARY, AAPC_STEP_RING, AAPC_STEP_PHASED };
+   over the switch tree (aapc_coll_ring.c), the tree's phases (aapc_coll_allgather_phased.c,
+   Allgather only), or IP multicast (aapc_coll_mcast.c, Bcast and Allgather). */
+enum aapc_coll_step { AAPC_STEP_LIBRARY, AAPC_STEP_RING, AAPC_STEP_PHASED, AAPC_STEP_MCAST };
 
 /* The hierarchical algorithms on a layout: MPI semantics (MPI_IN_PLACE where MPI allows it,
    zero counts, derived datatypes), arguments valid (aapc_coll_select.c hands invalid ones to
@@ -84,6 +84,12 @@ int aapc_coll_ring_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
                              MPI_Datatype type, MPI_Op op);
 int aapc_coll_ring_bcast(const aapc_coll_layout_t *l, void *buf, int count, MPI_Datatype type,
                          int root_machine);
+/* The leaders' Bcast from the leader of root_machine, and their Allgather of one part of count
+   elements each (in place in buf), over IP multicast (aapc_coll_mcast.c). */
+int aapc_coll_leaders_mcast_bcast(const aapc_coll_layout_t *l, void *buf, int count,
+                                  MPI_Datatype type, int root_machine);
+int aapc_coll_leaders_mcast_allgather(const aapc_coll_layout_t *l, void *buf, int count,
+                                      MPI_Datatype type);
 /* The leaders' Allgather of one part of count elements each, in place in buf (part k at
    k * count elements), as an MPI_Alltoall of one send part (aapc_coll_allgather_phased.c). */
 int aapc_coll_leaders_phased(const aapc_coll_layout_t *l, void *buf, int count,

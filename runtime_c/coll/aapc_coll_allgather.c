@@ -6,8 +6,8 @@
  *      machine's ranks: its shared-memory path), next to each other in machine order;
  *   2. the leaders exchange the machines' blocks, in place: the MPI library's Allgather
  *      (Allgatherv when machines run different numbers of ranks) among the N leaders, or a
- *      ring over the tree (aapc_coll_ring.c), or the tree's phases
- *      (aapc_coll_allgather_phased.c);
+ *      ring over the tree (aapc_coll_ring.c), the tree's phases
+ *      (aapc_coll_allgather_phased.c), or IP multicast (aapc_coll_mcast.c);
  *   3. every leader broadcasts all P blocks to its machine's ranks through the shared segment
  *      (runtime_c/shm/aapc_shm_bcast.c: one copy in, the copies out overlapped).
  *   Ranks placed in blocks (each machine's ranks consecutive) gather straight into the receive
@@ -33,6 +33,8 @@ static int leaders_exchange(const aapc_coll_layout_t *l, enum aapc_coll_step ste
         equal &= l->count[k] == l->count[0];
     if (equal && step == AAPC_STEP_PHASED)
         return aapc_coll_leaders_phased(l, buf, l->count[0] * recvcount, recvtype);
+    if (equal && step == AAPC_STEP_MCAST)
+        return aapc_coll_leaders_mcast_allgather(l, buf, l->count[0] * recvcount, recvtype);
     if (equal && step == AAPC_STEP_LIBRARY)
         return PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, l->count[0] * recvcount,
                               recvtype, l->leaders);

@@ -6,8 +6,13 @@
  * Settings (agreed by every rank of a communicator: common/aapc_settings.h):
  *   AAPC_BCAST, AAPC_ALLGATHER, AAPC_ALLREDUCE, AAPC_REDUCE, AAPC_BARRIER
  *       native: the MPI library's routine; hier: the leader-based one wherever its arguments
- *       allow; auto (unset): the rule below.
+ *       allow, the leaders' step the library's collective; ring (Bcast, Allgather,
+ *       Allreduce): the leaders in a ring over the tree; phased (Allgather): the leaders in
+ *       the tree's phases; mcast (Bcast, Allgather): the leaders over IP multicast; auto
+ *       (unset): the rule below.
  *   AAPC_DISABLE=bcast,allreduce,...  the named entries are the MPI library's (as native).
+ *   AAPC_COLL_MIN_<COLL>, AAPC_COLL_RING_MIN, AAPC_COLL_PHASED_MIN, AAPC_COLL_MAX_BYTES: the
+ *       rule's sizes (rule() below).
  * An unknown value is said once per process and counts as auto.
  *
  * The rule (auto), the same on every rank: it reads only what MPI requires to agree (the
@@ -15,8 +20,8 @@
  *   - a communicator on one machine whose ranks share memory: ours (the shared-memory
  *     collectives; docs/multicore.md: faster than MPICH's in every measured cell);
  *   - several machines, one rank on each: the library's (there is nothing to aggregate);
- *   - several machines, some running several ranks: ours up to AAPC_COLL_MAX_BYTES (the
- *     message of Bcast/Allreduce/Reduce, all P blocks of Allgather), the library's above.
+ *   - several machines, some running several ranks: ours from the size where it was measured
+ *     to gain (rule()), up to AAPC_COLL_MAX_BYTES, the library's outside.
  * Arguments ours cannot take, or that are the user's mistake, go to the library, which serves
  * or raises them as it would without us: a null or inter-communicator, a negative count, an
  * invalid, uncommitted or null datatype, an invalid root or operation, a null buffer with data,
@@ -46,8 +51,8 @@ static const char *const entry_of[NCOLL] = {"bcast", "allgather", "allreduce", "
 static const char *const routine_of[NCOLL] = {"MPI_Bcast", "MPI_Allgather", "MPI_Allreduce",
                                               "MPI_Reduce", "MPI_Barrier"};
 /* LIBRARY: the MPI library's routine; ours with the leaders' step the library's (HIER), a ring
-   (RING) or the tree's phases (PHASED); AUTO: the rule decides. */
-enum way { LIBRARY, HIER, RING, PHASED, AUTO };
+   (RING), the tree's phases (PHASED) or IP multicast (MCAST); AUTO: the rule decides. */
+enum way { LIBRARY, HIER, RING, PHASED, MCAST, AUTO };
 
 /* The length of the name at p in a comma-separated list. */
 static size_t item_len(const char *p)
@@ -81,10 +86,12 @@ static void parse_settings(enum way way[NCOLL])
             way[c] = RING;
         } else if (strcmp(v, "phased") == 0 && c == ALLGATHER) {
             way[c] = PHASED;
+        } else if (strcmp(v, "mcast") == 0 && (c == BCAST || c == ALLGATHER)) {
+            way[c] = MCAST;
         } else {
-            fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s, auto; using auto\n",
+            fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s%s, auto; using auto\n",
                     setting_of[c], v, c != REDUCE && c != BARRIER ? ", ring" : "",
-                    c == ALLGATHER ? ", phased" : "");
+                    c == ALLGATHER ? ", phased" : "", c == BCAST || c == ALLGATHER ? ", mcast" : "");
             way[c] = AUTO;
         }
     }
@@ -133,25 +140,44 @@ static int equal_machines(const aapc_coll_layout_t *l)
     return (long long)l->n * l->r_max == l->size;
 }
 
+/* Across machines, the least bytes from which auto runs ours, per collective (AAPC_COLL_MIN_*
+   overrides each): measured on the emulated 4+4 tree, 2 ranks per machine, 100 Mbit/s, against
+   MPICH's default (docs/measurements/collectives.md). Bcast and Allreduce gain from 32 and
+   64 KB (the ring: 1.1-4.3x MPICH's default), lose up to 0.7x below; Allgather gains or ties
+   at every size (1.0-12x); Reduce and Barrier did not gain (0.55-1.4x, 0.8x): the library's. */
+#define NEVER ((long long)1 << 50)
+static const long long min_default[NCOLL] = {32768, 0, 65536, NEVER, NEVER};
+static const char *const min_setting[NCOLL] = {"AAPC_COLL_MIN_BCAST", "AAPC_COLL_MIN_ALLGATHER",
+                                               "AAPC_COLL_MIN_ALLREDUCE", "AAPC_COLL_MIN_REDUCE",
+                                               "AAPC_COLL_MIN_BARRIER"};
+static const char *const below[NCOLL] = {"below AAPC_COLL_MIN_BCAST", "below AAPC_COLL_MIN_ALLGATHER",
+                                         "below AAPC_COLL_MIN_ALLREDUCE", "below AAPC_COLL_MIN_REDUCE",
+                                         "below AAPC_COLL_MIN_BARRIER"};
+
 /* The library's or ours for a call of `bytes` (Allgather: all P blocks) whose arguments ours
    can take, before the machine's segment is known; *why: the library's, why (for the
-   report). Ours: the leaders' step a ring from AAPC_COLL_RING_MIN bytes (Bcast, Allgather,
-   Allreduce), the tree's phases for Allgather from AAPC_COLL_PHASED_MIN bytes per machine. */
+   report). On one machine: ours (the shared-memory collectives, faster than MPICH's in every
+   cell measured: docs/multicore.md). Across machines: ours from min_default bytes, with the
+   leaders' step a ring from AAPC_COLL_RING_MIN bytes (Bcast, Allgather, Allreduce), the tree's
+   phases for Allgather from AAPC_COLL_PHASED_MIN bytes per machine (never by default: slower
+   than the ring in every measured cell). */
 static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, const char **why)
 {
-    static long long ring_min = -1, phased_min = -1, most = -1;
-    *why = l->n > 1 && l->r_max < 2 ? "one rank per machine"
-           : l->n > 1 && bytes > size_setting("AAPC_COLL_MAX_BYTES", &most, (long long)1 << 50)
-               ? "above AAPC_COLL_MAX_BYTES"
-               : NULL;
+    static long long ring_min = -1, phased_min = -1, most = -1, least[NCOLL] = {-1, -1, -1, -1, -1};
+    if (l->n < 2)
+        return HIER;
+    *why = l->r_max < 2 ? "one rank per machine"
+           : bytes > size_setting("AAPC_COLL_MAX_BYTES", &most, NEVER) ? "above AAPC_COLL_MAX_BYTES"
+           : bytes < size_setting(min_setting[c], &least[c], min_default[c]) ? below[c]
+                                                                             : NULL;
     if (*why != NULL)
         return LIBRARY;
-    if (l->n < 2 || c == REDUCE || c == BARRIER)
+    if (c == REDUCE || c == BARRIER)
         return HIER;
     if (c == ALLGATHER && equal_machines(l) &&
-        bytes / l->n >= size_setting("AAPC_COLL_PHASED_MIN", &phased_min, (long long)1 << 50))
+        bytes / l->n >= size_setting("AAPC_COLL_PHASED_MIN", &phased_min, NEVER))
         return PHASED;
-    return bytes >= size_setting("AAPC_COLL_RING_MIN", &ring_min, 65536) ? RING : HIER;
+    return bytes >= size_setting("AAPC_COLL_RING_MIN", &ring_min, 32768) ? RING : HIER;
 }
 
 /* Ours when the settings or the rule say so and the layout exists: *l set; *why says why the
@@ -172,8 +198,11 @@ static int choose(enum coll c, const aapc_cluster_t *cluster, const char *name, 
     enum way f = forced(comm, c);
     *why = f == LIBRARY ? "AAPC_DISABLE or native" : NULL;
     *way = f == AUTO ? rule(c, *l, bytes, why) : f;
-    if (*way == PHASED && !equal_machines(*l))
+    if ((*way == PHASED || (*way == MCAST && c == ALLGATHER)) && !equal_machines(*l))
         *way = RING; /* forced: the parts differ, the leaders' ring Allgatherv */
+    int threads = MPI_THREAD_SINGLE;
+    if (*way == MCAST && (PMPI_Query_thread(&threads) != MPI_SUCCESS || threads == MPI_THREAD_MULTIPLE))
+        *way = RING; /* multicast keeps per-process state: one thread at a time */
     if (*way == LIBRARY || (rc = aapc_coll_layout_connect(*l)) != MPI_SUCCESS)
         return rc;
     if ((*l)->n == 1 && !(*l)->shared && f == AUTO) { /* the library's own on-node path then */
@@ -207,8 +236,8 @@ static int valid_root(MPI_Comm comm, int root)
     return PMPI_Comm_size(comm, &size) == MPI_SUCCESS && root >= 0 && root < size;
 }
 
-/* The class of a predefined datatype for the predefined operations (MPI 4.1 section 6.9.2):
-   'i' C integer, 'f' floating point, 'c' complex, 'b' byte, 'l' logical, 'p' a MINLOC/MAXLOC
+/* The class of a predefined datatype for the predefined operations (MPI 4.1 section 6.9.2;
+   the C and Fortran names): 'i' integer, 'f' floating point, 'c' complex, 'b' byte, 'l' logical, 'p' a MINLOC/MAXLOC
    pair; 0 for anything else (derived datatypes included: the library's then). */
 static char type_class(MPI_Datatype t)
 {
@@ -216,10 +245,12 @@ static char type_class(MPI_Datatype t)
         MPI_INT,      MPI_UNSIGNED,      MPI_LONG,          MPI_UNSIGNED_LONG, MPI_LONG_LONG,
         MPI_UNSIGNED_LONG_LONG, MPI_SHORT, MPI_UNSIGNED_SHORT, MPI_SIGNED_CHAR,
         MPI_UNSIGNED_CHAR, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T,
-        MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T};
-    static const MPI_Datatype floats[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE};
-    static const MPI_Datatype pairs[] = {MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT,
-                                         MPI_2INT,      MPI_SHORT_INT,  MPI_LONG_DOUBLE_INT};
+        MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T, MPI_INTEGER};
+    static const MPI_Datatype floats[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_REAL,
+                                          MPI_DOUBLE_PRECISION};
+    static const MPI_Datatype pairs[] = {
+        MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT,          MPI_2INT,
+        MPI_SHORT_INT, MPI_LONG_DOUBLE_INT, MPI_2INTEGER, MPI_2REAL, MPI_2DOUBLE_PRECISION};
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
         if (t == ints[i])
             return 'i';
@@ -229,11 +260,12 @@ static char type_class(MPI_Datatype t)
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
         if (t == pairs[i])
             return 'p';
-    if (t == MPI_C_FLOAT_COMPLEX || t == MPI_C_DOUBLE_COMPLEX)
+    if (t == MPI_C_FLOAT_COMPLEX || t == MPI_C_DOUBLE_COMPLEX || t == MPI_COMPLEX ||
+        t == MPI_DOUBLE_COMPLEX)
         return 'c';
     if (t == MPI_BYTE)
         return 'b';
-    if (t == MPI_C_BOOL)
+    if (t == MPI_C_BOOL || t == MPI_LOGICAL)
         return 'l';
     return 0;
 }
@@ -270,7 +302,10 @@ static int reducible(MPI_Op op, MPI_Datatype t, const aapc_coll_layout_t *l)
 /* The leaders' step of a way of ours. */
 static enum aapc_coll_step step_of(enum way way)
 {
-    return way == RING ? AAPC_STEP_RING : way == PHASED ? AAPC_STEP_PHASED : AAPC_STEP_LIBRARY;
+    return way == RING     ? AAPC_STEP_RING
+           : way == PHASED ? AAPC_STEP_PHASED
+           : way == MCAST  ? AAPC_STEP_MCAST
+                           : AAPC_STEP_LIBRARY;
 }
 
 /* ---- the entries ------------------------------------------------------------------------ */
@@ -296,6 +331,7 @@ static int done(double t0, enum coll c, enum way way, const char *why,
                  l->n == 1           ? ""
                  : way == PHASED     ? ", phases among the leaders"
                  : way == RING       ? ", ring among the leaders"
+                 : way == MCAST      ? ", multicast among the leaders"
                                      : "");
     return aapc_report_own(t0, routine_of[c], what, bytes < 0 ? 0 : bytes, comm, rc);
 }

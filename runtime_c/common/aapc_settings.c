@@ -21,6 +21,8 @@ const char *const aapc_settings_names[] = {
     "AAPC_VARIANT",   "AAPC_WAY",      "AAPC_WINDOW", "AAPC_AGREE", "AAPC_HIER_ROUND_BYTES",
     "AAPC_ALLTOALLV", "AAPC_SIBLINGS", "AAPC_LEADERS", "AAPC_BCAST", "AAPC_ALLGATHER",
     "AAPC_ALLREDUCE", "AAPC_REDUCE", "AAPC_BARRIER", "AAPC_DISABLE", "AAPC_COLL_MAX_BYTES",
+    "AAPC_COLL_RING_MIN", "AAPC_COLL_PHASED_MIN", "AAPC_COLL_MIN_BCAST", "AAPC_COLL_MIN_ALLGATHER",
+    "AAPC_COLL_MIN_ALLREDUCE", "AAPC_COLL_MIN_REDUCE", "AAPC_COLL_MIN_BARRIER",
 };
 const int aapc_settings_count = (int)(sizeof aapc_settings_names / sizeof *aapc_settings_names);
 

@@ -23,7 +23,9 @@ extern "C" {
 /* The variables: AAPC_VARIANT, AAPC_WAY, AAPC_WINDOW, AAPC_AGREE, AAPC_HIER_ROUND_BYTES,
    AAPC_ALLTOALLV, AAPC_SIBLINGS, AAPC_LEADERS, and those of the other collectives
    (coll/aapc_coll_select.c): AAPC_BCAST, AAPC_ALLGATHER, AAPC_ALLREDUCE, AAPC_REDUCE,
-   AAPC_BARRIER, AAPC_DISABLE, AAPC_COLL_MAX_BYTES. (Others only change how a rank waits or when it posts its
+   AAPC_BARRIER, AAPC_DISABLE, AAPC_COLL_MAX_BYTES, AAPC_COLL_RING_MIN, AAPC_COLL_PHASED_MIN,
+   AAPC_COLL_MIN_BCAST, AAPC_COLL_MIN_ALLGATHER, AAPC_COLL_MIN_ALLREDUCE, AAPC_COLL_MIN_REDUCE,
+   AAPC_COLL_MIN_BARRIER. (Others only change how a rank waits or when it posts its
    receives, AAPC_WAIT, AAPC_PREPOST_WINDOW, or what it prints; they may differ.) */
 extern const char *const aapc_settings_names[];
 extern const int aapc_settings_count;

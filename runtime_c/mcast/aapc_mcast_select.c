@@ -111,7 +111,9 @@ int aapc_mcast_choose(int op, MPI_Comm comm, long long bytes)
     return mc_comm_get(comm, &st) == MPI_SUCCESS && st->enabled && !st->one_host;
 }
 
-#ifdef AAPC_INTERCEPT_MCAST
+/* The drop-in of a build without a topology; the generated library (-DAAPC_INTERCEPT) defines
+   MPI_Bcast and MPI_Allgather itself (runtime_c/coll/: AAPC_BCAST=mcast, AAPC_ALLGATHER=mcast). */
+#if defined(AAPC_INTERCEPT_MCAST) && !defined(AAPC_INTERCEPT)
 static long long type_bytes(int count, MPI_Datatype dt)
 {
     int s = 0;

@@ -1,0 +1,46 @@
+/*
+ * aapc_coll_mcast.c: the leaders' step of Bcast and Allgather over reliable IP multicast
+ * (seed 004 section 6.3 on seed 000's multicast collectives, runtime_c/mcast/).
+ *
+ * Algorithm: only the leaders join the multicast group of the leaders' communicator, so one
+ * receiver per machine takes each datagram off the wire and ACKs it; the machine's other ranks
+ * read the message from the shared segment afterwards (the shared-memory Bcast of
+ * aapc_coll_bcast.c / aapc_coll_allgather.c). Bcast: one reliable multicast from the root's
+ * leader. Allgather: every leader multicasts its machine's part in turn (N multicasts), the
+ * part copied once out of the receive buffer (send and receive buffers must not overlap).
+ * Cost: Bcast n beta on every link once (the switches copy), plus the ACK round; N leaders'
+ * ACKs instead of P ranks'. Allgather: N multicasts of parts of R b bytes: (P - R) b in per
+ * machine link, each byte sent once.
+ * Multicast keeps per-process state (one socket, the group registry): calls from one thread
+ * at a time, which aapc_coll_select.c ensures by not choosing it under MPI_THREAD_MULTIPLE.
+ */
+#include <stdlib.h>
+
+#include "aapc_coll.h"
+#include "aapc_mcast.h"
+
+int aapc_coll_leaders_mcast_bcast(const aapc_coll_layout_t *l, void *buf, int count,
+                                  MPI_Datatype type, int root_machine)
+{
+    return aapc_mcast_bcast(buf, count, type, root_machine, l->leaders);
+}
+
+int aapc_coll_leaders_mcast_allgather(const aapc_coll_layout_t *l, void *buf, int count,
+                                      MPI_Datatype type)
+{
+    MPI_Aint lb, extent, true_lb, true_extent;
+    int rc;
+    if ((rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_get_true_extent(type, &true_lb, &true_extent)) != MPI_SUCCESS)
+        return rc;
+    char *copy = malloc((size_t)(((MPI_Aint)count - 1) * extent + true_extent));
+    if (copy == NULL)
+        return MPI_ERR_NO_MEM;
+    char *mine = (char *)buf + (MPI_Aint)l->mine * count * extent, *from = copy - true_lb;
+    rc = PMPI_Sendrecv(mine, count, type, l->mine, 7, from, count, type, l->mine, 7, l->leaders,
+                       MPI_STATUS_IGNORE); /* the leader to itself */
+    if (rc == MPI_SUCCESS)
+        rc = aapc_mcast_allgather(from, count, type, buf, count, type, l->leaders);
+    free(copy);
+    return rc;
+}
