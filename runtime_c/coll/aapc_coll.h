@@ -72,9 +72,9 @@ enum aapc_coll_step { AAPC_STEP_LIBRARY, AAPC_STEP_RING, AAPC_STEP_PHASED, AAPC_
 int aapc_coll_bcast(const aapc_coll_layout_t *l, enum aapc_coll_step step, void *buf, int count,
                     MPI_Datatype type, int root);
 /* AAPC_STEP_PHASED needs every machine running the same number of ranks. */
-int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step, const void *sendbuf,
-                        int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype);
+int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step,
+                        const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        int recvcount, MPI_Datatype recvtype);
 /* The rings among the leaders (aapc_coll_ring.c), in place in buf on the leaders' communicator:
    Allgatherv of machine k's part of counts[k] elements at displs[k]; Allreduce (commutative
    op); Bcast from the leader of root_machine. */

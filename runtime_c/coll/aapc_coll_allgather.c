@@ -56,10 +56,10 @@ static int leaders_exchange(const aapc_coll_layout_t *l, enum aapc_coll_step ste
 
 /* Steps 1 and 2 into `gathered` (P blocks in machine order) on a leader; step 1 alone
    elsewhere. own: where this rank's block is when sendbuf is MPI_IN_PLACE. */
-static int gather_and_exchange(const aapc_coll_layout_t *l, enum aapc_coll_step step, const void *sendbuf,
-                               int sendcount,
-                               MPI_Datatype sendtype, char *gathered, const char *own,
-                               int recvcount, MPI_Datatype recvtype, MPI_Aint block)
+static int gather_and_exchange(const aapc_coll_layout_t *l, enum aapc_coll_step step,
+                               const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                               char *gathered, const char *own, int recvcount,
+                               MPI_Datatype recvtype, MPI_Aint block)
 {
     int rc;
     char *segment = l->local == 0 ? gathered + (MPI_Aint)l->first[l->mine] * block : NULL;
@@ -81,9 +81,9 @@ static int gather_and_exchange(const aapc_coll_layout_t *l, enum aapc_coll_step 
     return leaders_exchange(l, step, gathered, recvcount, recvtype);
 }
 
-int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step, const void *sendbuf,
-                        int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype)
+int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step,
+                        const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        int recvcount, MPI_Datatype recvtype)
 {
     MPI_Aint lb, extent, true_lb, true_extent;
     int rc, P = l->size;
@@ -93,8 +93,8 @@ int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step, c
     MPI_Aint block = (MPI_Aint)recvcount * extent;
     char *own = (char *)recvbuf + (MPI_Aint)l->rank * block;
     if (l->blocks) { /* machine order is rank order: straight into the receive buffer */
-        if ((rc = gather_and_exchange(l, step, sendbuf, sendcount, sendtype, recvbuf, own, recvcount,
-                                      recvtype, block)) != MPI_SUCCESS)
+        if ((rc = gather_and_exchange(l, step, sendbuf, sendcount, sendtype, recvbuf, own,
+                                      recvcount, recvtype, block)) != MPI_SUCCESS)
             return rc;
         return aapc_shm_bcast(recvbuf, P * recvcount, recvtype, 0, l->node);
     }
@@ -118,8 +118,8 @@ int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step, c
         }
     }
     char *gathered = tmp != NULL ? tmp - true_lb : NULL;
-    rc = gather_and_exchange(l, step, sendbuf, sendcount, sendtype, gathered, own, recvcount, recvtype,
-                             block);
+    rc = gather_and_exchange(l, step, sendbuf, sendcount, sendtype, gathered, own, recvcount,
+                             recvtype, block);
     if (rc == MPI_SUCCESS && l->local == 0)
         rc = PMPI_Sendrecv(gathered, P * recvcount, recvtype, 0, 1, recvbuf, 1, placed, 0, 1,
                            l->node, MPI_STATUS_IGNORE); /* the leader to itself */

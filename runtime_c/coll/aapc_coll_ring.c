@@ -46,7 +46,8 @@ int aapc_coll_ring_allgatherv(const aapc_coll_layout_t *l, void *buf, const int 
     int rc = PMPI_Type_get_extent(type, &lb, &extent);
     int right = l->ring_at[place(l, l->ring_pos + 1)], left = l->ring_at[place(l, l->ring_pos - 1)];
     for (int s = 0; s < l->n - 1 && rc == MPI_SUCCESS; s++) {
-        int out = l->ring_at[place(l, l->ring_pos - s)], in = l->ring_at[place(l, l->ring_pos - s - 1)];
+        int out = l->ring_at[place(l, l->ring_pos - s)];
+        int in = l->ring_at[place(l, l->ring_pos - s - 1)];
         rc = PMPI_Sendrecv((char *)buf + (MPI_Aint)displs[out] * extent, counts[out], type, right,
                            3, (char *)buf + (MPI_Aint)displs[in] * extent, counts[in], type, left,
                            3, l->leaders, MPI_STATUS_IGNORE);

@@ -91,7 +91,8 @@ static void parse_settings(enum way way[NCOLL])
         } else {
             fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s%s, auto; using auto\n",
                     setting_of[c], v, c != REDUCE && c != BARRIER ? ", ring" : "",
-                    c == ALLGATHER ? ", phased" : "", c == BCAST || c == ALLGATHER ? ", mcast" : "");
+                    c == ALLGATHER ? ", phased" : "",
+                    c == BCAST || c == ALLGATHER ? ", mcast" : "");
             way[c] = AUTO;
         }
     }
@@ -150,9 +151,9 @@ static const long long min_default[NCOLL] = {32768, 0, 65536, NEVER, NEVER};
 static const char *const min_setting[NCOLL] = {"AAPC_COLL_MIN_BCAST", "AAPC_COLL_MIN_ALLGATHER",
                                                "AAPC_COLL_MIN_ALLREDUCE", "AAPC_COLL_MIN_REDUCE",
                                                "AAPC_COLL_MIN_BARRIER"};
-static const char *const below[NCOLL] = {"below AAPC_COLL_MIN_BCAST", "below AAPC_COLL_MIN_ALLGATHER",
-                                         "below AAPC_COLL_MIN_ALLREDUCE", "below AAPC_COLL_MIN_REDUCE",
-                                         "below AAPC_COLL_MIN_BARRIER"};
+static const char *const below[NCOLL] = {
+    "below AAPC_COLL_MIN_BCAST", "below AAPC_COLL_MIN_ALLGATHER", "below AAPC_COLL_MIN_ALLREDUCE",
+    "below AAPC_COLL_MIN_REDUCE", "below AAPC_COLL_MIN_BARRIER"};
 
 /* The library's or ours for a call of `bytes` (Allgather: all P blocks) whose arguments ours
    can take, before the machine's segment is known; *why: the library's, why (for the
@@ -201,7 +202,8 @@ static int choose(enum coll c, const aapc_cluster_t *cluster, const char *name, 
     if ((*way == PHASED || (*way == MCAST && c == ALLGATHER)) && !equal_machines(*l))
         *way = RING; /* forced: the parts differ, the leaders' ring Allgatherv */
     int threads = MPI_THREAD_SINGLE;
-    if (*way == MCAST && (PMPI_Query_thread(&threads) != MPI_SUCCESS || threads == MPI_THREAD_MULTIPLE))
+    if (*way == MCAST &&
+        (PMPI_Query_thread(&threads) != MPI_SUCCESS || threads == MPI_THREAD_MULTIPLE))
         *way = RING; /* multicast keeps per-process state: one thread at a time */
     if (*way == LIBRARY || (rc = aapc_coll_layout_connect(*l)) != MPI_SUCCESS)
         return rc;
@@ -237,20 +239,22 @@ static int valid_root(MPI_Comm comm, int root)
 }
 
 /* The class of a predefined datatype for the predefined operations (MPI 4.1 section 6.9.2;
-   the C and Fortran names): 'i' integer, 'f' floating point, 'c' complex, 'b' byte, 'l' logical, 'p' a MINLOC/MAXLOC
-   pair; 0 for anything else (derived datatypes included: the library's then). */
+   the C and Fortran names): 'i' integer, 'f' floating point, 'c' complex, 'b' byte,
+   'l' logical, 'p' a MINLOC/MAXLOC pair; 0 for anything else (derived datatypes included:
+   the library's then). */
 static char type_class(MPI_Datatype t)
 {
     static const MPI_Datatype ints[] = {
-        MPI_INT,      MPI_UNSIGNED,      MPI_LONG,          MPI_UNSIGNED_LONG, MPI_LONG_LONG,
-        MPI_UNSIGNED_LONG_LONG, MPI_SHORT, MPI_UNSIGNED_SHORT, MPI_SIGNED_CHAR,
-        MPI_UNSIGNED_CHAR, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T,
-        MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T, MPI_INTEGER};
+        MPI_INT,         MPI_UNSIGNED,           MPI_LONG,     MPI_UNSIGNED_LONG,
+        MPI_LONG_LONG,   MPI_UNSIGNED_LONG_LONG, MPI_SHORT,    MPI_UNSIGNED_SHORT,
+        MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR,      MPI_INT8_T,   MPI_INT16_T,
+        MPI_INT32_T,     MPI_INT64_T,            MPI_UINT8_T,  MPI_UINT16_T,
+        MPI_UINT32_T,    MPI_UINT64_T,           MPI_INTEGER};
     static const MPI_Datatype floats[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_REAL,
                                           MPI_DOUBLE_PRECISION};
-    static const MPI_Datatype pairs[] = {
-        MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT,          MPI_2INT,
-        MPI_SHORT_INT, MPI_LONG_DOUBLE_INT, MPI_2INTEGER, MPI_2REAL, MPI_2DOUBLE_PRECISION};
+    static const MPI_Datatype pairs[] = {MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT,
+                                         MPI_2INT,      MPI_SHORT_INT,  MPI_LONG_DOUBLE_INT,
+                                         MPI_2INTEGER,  MPI_2REAL,      MPI_2DOUBLE_PRECISION};
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
         if (t == ints[i])
             return 'i';
@@ -399,7 +403,8 @@ int aapc_coll_allreduce_entry(const aapc_cluster_t *cluster, const char *name,
         way = HIER; /* the ring combines in ring order */
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
-        rc = way != LIBRARY ? aapc_coll_allreduce(l, step_of(way), sendbuf, recvbuf, count, type, op)
+        rc = way != LIBRARY
+                 ? aapc_coll_allreduce(l, step_of(way), sendbuf, recvbuf, count, type, op)
                          : PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
     return done(t0, ALLREDUCE, way, why, l, ours, rc, bytes, comm);
 }

@@ -153,7 +153,10 @@ static void one_reduction(MPI_Comm comm, int kind, int n, int root, int inplace,
     size_t elem = kind == 0 ? sizeof(int) : kind == 1 ? sizeof(double)
                                           : kind == 2 ? sizeof(struct di)
                                                       : 4 * sizeof(unsigned);
-    MPI_Datatype t = kind == 0 ? MPI_INT : kind == 1 ? MPI_DOUBLE : kind == 2 ? MPI_DOUBLE_INT : mat;
+    MPI_Datatype t = kind == 0   ? MPI_INT
+                     : kind == 1 ? MPI_DOUBLE
+                     : kind == 2 ? MPI_DOUBLE_INT
+                                 : mat;
     MPI_Op op = kind == 0 ? MPI_SUM : kind == 1 ? MPI_MAX : kind == 2 ? MPI_MAXLOC : matop;
     unsigned char *s = malloc(elem * (size_t)n), *r = malloc(elem * (size_t)n);
     unsigned char *ref = malloc(elem * (size_t)n);
