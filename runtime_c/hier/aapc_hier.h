@@ -81,11 +81,6 @@ int aapc_hier_alltoall_core(const aapc_hier_layout_t *h, const void *sendbuf, in
 MPI_Aint aapc_hier_round_bytes(MPI_Aint b, int r, int p, MPI_Aint limit);
 MPI_Aint aapc_hier_round_limit(MPI_Comm comm);
 
-/* The communicators of the hierarchical collectives, created on first use (collective over
-   comm) and cached on comm: node = the ranks of this rank's machine (rank / R), in rank order;
-   leaders = local rank 0 of every machine, in machine order (MPI_COMM_NULL on other ranks). */
-int aapc_hier_comms(MPI_Comm comm, int ranks_per_machine, MPI_Comm *node, MPI_Comm *leaders);
-
 #ifdef __cplusplus
 }
 #endif

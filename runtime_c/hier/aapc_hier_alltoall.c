@@ -77,20 +77,9 @@ static int hier_delete(MPI_Comm comm, int keyval, void *value, void *extra)
     return MPI_SUCCESS;
 }
 
-/* The node and leader communicators of comm (collective on first use). */
-static int hier_comms(MPI_Comm comm, int r, struct aapc_hier_cache **out);
-
-int aapc_hier_comms(MPI_Comm comm, int ranks_per_machine, MPI_Comm *node, MPI_Comm *leaders)
-{
-    struct aapc_hier_cache *c;
-    int rc = hier_comms(comm, ranks_per_machine, &c);
-    if (rc == MPI_SUCCESS) {
-        *node = c->node;
-        *leaders = c->leaders;
-    }
-    return rc;
-}
-
+/* The node and leader communicators of comm (collective on first use): node = the ranks of
+   this rank's machine (rank / R), in rank order; leaders = local rank 0 of every machine, in
+   machine order (MPI_COMM_NULL on other ranks). */
 static int hier_comms(MPI_Comm comm, int r, struct aapc_hier_cache **out)
 {
     int rc, flag = 0, rank;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 static int shm_keyval = MPI_KEYVAL_INVALID;
+static atomic_flag shm_keyval_lock = ATOMIC_FLAG_INIT;
 
 static int env_disabled(void)
 {
@@ -192,12 +193,16 @@ static int state_create(MPI_Comm comm, aapc_shm_state **out)
 
 aapc_shm_state *aapc_shm_state_get(MPI_Comm comm, int *err)
 {
+    /* created once under a lock: threads meet here on their own communicators at once (a
+       second key orphaned the first one's states: heap corruption under Open MPI) */
     *err = MPI_SUCCESS;
-    if (shm_keyval == MPI_KEYVAL_INVALID) {
+    while (atomic_flag_test_and_set_explicit(&shm_keyval_lock, memory_order_acquire))
+        ;
+    if (shm_keyval == MPI_KEYVAL_INVALID)
         *err = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &shm_keyval, NULL);
-        if (*err != MPI_SUCCESS) {
-            return NULL;
-        }
+    atomic_flag_clear_explicit(&shm_keyval_lock, memory_order_release);
+    if (*err != MPI_SUCCESS) {
+        return NULL;
     }
     aapc_shm_state *st = NULL;
     int found = 0;
