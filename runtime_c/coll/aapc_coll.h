@@ -56,6 +56,19 @@ typedef struct aapc_coll_layout {
 int aapc_coll_layout(const aapc_cluster_t *cluster, MPI_Comm comm, const char *name,
                      const char *routine, aapc_coll_layout_t **out);
 
+/* Helpers the algorithms share (aapc_coll_layout.c). The place of rank q among its machine's
+   ranks (0: the leader). */
+int aapc_coll_local_of(const aapc_coll_layout_t *l, int q);
+/* A buffer for count elements of type, or NULL (out of memory, or the type cannot say its
+   extent): *base is where it starts as a buffer argument (the true lower bound accounted
+   for). free() the returned pointer. */
+char *aapc_coll_vector(MPI_Aint count, MPI_Datatype type, char **base);
+/* On a leader: a copy of its machine's part of buf (count elements at l->mine * count), so
+   that the part can be sent while buf receives (send and receive buffers must not overlap):
+   *from is the copy as a buffer argument. NULL and *rc set on failure. free() the result. */
+char *aapc_coll_own_part(const aapc_coll_layout_t *l, const void *buf, int count,
+                         MPI_Datatype type, char **from, int *rc);
+
 /* The node and leaders communicators and the machine's segment, made on the first call that
    runs a leader-based algorithm (collective over the communicator: every rank of it makes the
    same choice). Returns an MPI error code. */

@@ -85,10 +85,9 @@ int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step,
                         const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                         int recvcount, MPI_Datatype recvtype)
 {
-    MPI_Aint lb, extent, true_lb, true_extent;
+    MPI_Aint lb, extent;
     int rc, P = l->size;
-    if ((rc = PMPI_Type_get_extent(recvtype, &lb, &extent)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_get_true_extent(recvtype, &true_lb, &true_extent)) != MPI_SUCCESS)
+    if ((rc = PMPI_Type_get_extent(recvtype, &lb, &extent)) != MPI_SUCCESS)
         return rc;
     MPI_Aint block = (MPI_Aint)recvcount * extent;
     char *own = (char *)recvbuf + (MPI_Aint)l->rank * block;
@@ -109,15 +108,12 @@ int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step,
         PMPI_Type_free(&placed);
         return rc;
     }
-    char *tmp = NULL;
-    if (l->local == 0) { /* P blocks in machine order */
-        tmp = malloc((size_t)((P * (MPI_Aint)recvcount - 1) * extent + true_extent));
-        if (tmp == NULL) {
-            PMPI_Type_free(&placed);
-            return MPI_ERR_NO_MEM;
-        }
+    char *gathered = NULL, *tmp = NULL;
+    if (l->local == 0 && /* P blocks in machine order */
+        (tmp = aapc_coll_vector(P * (MPI_Aint)recvcount, recvtype, &gathered)) == NULL) {
+        PMPI_Type_free(&placed);
+        return MPI_ERR_NO_MEM;
     }
-    char *gathered = tmp != NULL ? tmp - true_lb : NULL;
     rc = gather_and_exchange(l, step, sendbuf, sendcount, sendtype, gathered, own, recvcount,
                              recvtype, block);
     if (rc == MPI_SUCCESS && l->local == 0)

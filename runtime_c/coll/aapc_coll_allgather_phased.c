@@ -22,12 +22,10 @@
 int aapc_coll_leaders_phased(const aapc_coll_layout_t *l, void *buf, int count,
                              MPI_Datatype type)
 {
-    MPI_Aint lb, extent, true_lb, true_extent, plb, pext;
+    MPI_Aint plb, pext;
     MPI_Datatype part, same;
     int rc;
-    if ((rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_get_true_extent(type, &true_lb, &true_extent)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_contiguous(count, type, &part)) != MPI_SUCCESS)
+    if ((rc = PMPI_Type_contiguous(count, type, &part)) != MPI_SUCCESS)
         return rc;
     if ((rc = PMPI_Type_get_extent(part, &plb, &pext)) == MPI_SUCCESS)
         rc = PMPI_Type_create_resized(part, plb, 0, &same);
@@ -38,15 +36,8 @@ int aapc_coll_leaders_phased(const aapc_coll_layout_t *l, void *buf, int count,
         PMPI_Type_free(&same);
         return rc;
     }
-    char *copy = malloc((size_t)(((MPI_Aint)count - 1) * extent + true_extent));
-    if (copy == NULL) {
-        PMPI_Type_free(&same);
-        return MPI_ERR_NO_MEM;
-    }
-    char *mine = (char *)buf + (MPI_Aint)l->mine * count * extent, *from = copy - true_lb;
-    rc = PMPI_Sendrecv(mine, count, type, l->mine, 2, from, count, type, l->mine, 2, l->leaders,
-                       MPI_STATUS_IGNORE); /* the leader to itself */
-    if (rc == MPI_SUCCESS) /* the interposed MPI_Alltoall: ours under -DAAPC_INTERCEPT */
+    char *from, *copy = aapc_coll_own_part(l, buf, count, type, &from, &rc);
+    if (copy != NULL) /* the interposed MPI_Alltoall: ours under -DAAPC_INTERCEPT */
         rc = MPI_Alltoall(from, 1, same, buf, count, type, l->leaders);
     free(copy);
     PMPI_Type_free(&same);

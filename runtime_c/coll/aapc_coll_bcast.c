@@ -21,10 +21,8 @@
 int aapc_coll_bcast(const aapc_coll_layout_t *l, enum aapc_coll_step step, void *buf, int count,
                     MPI_Datatype type, int root)
 {
-    int rc = MPI_SUCCESS, root_machine = l->machine[root], k = l->first[root_machine];
-    while (l->order[k] != root) /* root's place among its machine's ranks */
-        k++;
-    int root_local = k - l->first[root_machine];
+    int rc = MPI_SUCCESS, root_machine = l->machine[root];
+    int root_local = aapc_coll_local_of(l, root);
     if (l->mine == root_machine && root_local != 0 &&
         (rc = aapc_shm_bcast(buf, count, type, root_local, l->node)) != MPI_SUCCESS)
         return rc;

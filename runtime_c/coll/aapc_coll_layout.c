@@ -9,6 +9,7 @@
  * Cost: O(P) local work and memory per rank on the first use of a communicator; two
  * MPI_Comm_split and the shared-memory probe of the node communicator on its first call that
  * runs a leader-based algorithm; later calls, one attribute lookup.
+ * Also the helpers the algorithms share: a rank's place on its machine, typed buffers.
  */
 #include <stdlib.h>
 
@@ -162,4 +163,44 @@ int aapc_coll_layout(const aapc_cluster_t *cluster, MPI_Comm comm, const char *n
     }
     *out = slot->data;
     return MPI_SUCCESS;
+}
+
+int aapc_coll_local_of(const aapc_coll_layout_t *l, int q)
+{
+    int k = l->first[l->machine[q]];
+    while (l->order[k] != q)
+        k++;
+    return k - l->first[l->machine[q]];
+}
+
+char *aapc_coll_vector(MPI_Aint count, MPI_Datatype type, char **base)
+{
+    MPI_Aint lb, extent, true_lb, true_extent;
+    *base = NULL;
+    if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS)
+        return NULL;
+    char *p = malloc((size_t)((count - 1) * extent + true_extent));
+    *base = p != NULL ? p - true_lb : NULL;
+    return p;
+}
+
+char *aapc_coll_own_part(const aapc_coll_layout_t *l, const void *buf, int count,
+                         MPI_Datatype type, char **from, int *rc)
+{
+    MPI_Aint lb, extent;
+    char *copy = aapc_coll_vector(count, type, from);
+    if (copy == NULL || (*rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS) {
+        *rc = copy == NULL ? MPI_ERR_NO_MEM : *rc;
+        free(copy);
+        return NULL;
+    }
+    const char *mine = (const char *)buf + (MPI_Aint)l->mine * count * extent;
+    *rc = PMPI_Sendrecv(mine, count, type, l->mine, 2, *from, count, type, l->mine, 2,
+                        l->leaders, MPI_STATUS_IGNORE); /* the leader to itself */
+    if (*rc != MPI_SUCCESS) {
+        free(copy);
+        return NULL;
+    }
+    return copy;
 }

@@ -28,18 +28,9 @@ int aapc_coll_leaders_mcast_bcast(const aapc_coll_layout_t *l, void *buf, int co
 int aapc_coll_leaders_mcast_allgather(const aapc_coll_layout_t *l, void *buf, int count,
                                       MPI_Datatype type)
 {
-    MPI_Aint lb, extent, true_lb, true_extent;
     int rc;
-    if ((rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_get_true_extent(type, &true_lb, &true_extent)) != MPI_SUCCESS)
-        return rc;
-    char *copy = malloc((size_t)(((MPI_Aint)count - 1) * extent + true_extent));
-    if (copy == NULL)
-        return MPI_ERR_NO_MEM;
-    char *mine = (char *)buf + (MPI_Aint)l->mine * count * extent, *from = copy - true_lb;
-    rc = PMPI_Sendrecv(mine, count, type, l->mine, 7, from, count, type, l->mine, 7, l->leaders,
-                       MPI_STATUS_IGNORE); /* the leader to itself */
-    if (rc == MPI_SUCCESS)
+    char *from, *copy = aapc_coll_own_part(l, buf, count, type, &from, &rc);
+    if (copy != NULL)
         rc = aapc_mcast_allgather(from, count, type, buf, count, type, l->leaders);
     free(copy);
     return rc;

@@ -25,19 +25,6 @@
 #include "aapc_coll.h"
 #include "aapc_shm.h"
 
-/* A buffer for count elements of type (NULL when out of memory): *base is its start as a
-   buffer argument (the type's true lower bound accounted for). */
-static char *vector_of(int count, MPI_Datatype type, char **base)
-{
-    MPI_Aint lb, extent, true_lb, true_extent;
-    if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS)
-        return NULL;
-    char *p = malloc((size_t)(((MPI_Aint)count - 1) * extent + true_extent));
-    *base = p != NULL ? p - true_lb : NULL;
-    return p;
-}
-
 /* Step 1: the machine's vectors reduced into `into` on its leader. */
 static int reduce_on_machine(const aapc_coll_layout_t *l, const void *sendbuf, void *into,
                              int count, MPI_Datatype type, MPI_Op op)
@@ -68,16 +55,14 @@ int aapc_coll_allreduce(const aapc_coll_layout_t *l, enum aapc_coll_step step,
 int aapc_coll_reduce(const aapc_coll_layout_t *l, const void *sendbuf, void *recvbuf, int count,
                      MPI_Datatype type, MPI_Op op, int root)
 {
-    int rc = MPI_SUCCESS, root_machine = l->machine[root], k = l->first[root_machine];
-    while (l->order[k] != root) /* root's place among its machine's ranks */
-        k++;
-    int root_local = k - l->first[root_machine];
+    int rc = MPI_SUCCESS, root_machine = l->machine[root];
+    int root_local = aapc_coll_local_of(l, root);
     if (l->n == 1)
         return aapc_shm_reduce(sendbuf, recvbuf, count, type, op, root_local, l->node);
     if (l->rank == root && root_local != 0 && sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf; /* its operand is in recvbuf, which the result overwrites later */
     char *tmp = NULL, *into = recvbuf;
-    if (l->local == 0 && l->rank != root && (tmp = vector_of(count, type, &into)) == NULL)
+    if (l->local == 0 && l->rank != root && (tmp = aapc_coll_vector(count, type, &into)) == NULL)
         return MPI_ERR_NO_MEM; /* a leader short of memory fails alone, as elsewhere */
     rc = reduce_on_machine(l, sendbuf, into, count, type, op);
     if (rc == MPI_SUCCESS && l->leaders != MPI_COMM_NULL)

@@ -68,15 +68,13 @@ static int *chunk_table(const aapc_coll_layout_t *l, int count)
 int aapc_coll_ring_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
                              MPI_Datatype type, MPI_Op op)
 {
-    MPI_Aint lb, extent, true_lb, true_extent;
-    int rc, first, len, most = count / l->n + 1;
-    if ((rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_get_true_extent(type, &true_lb, &true_extent)) != MPI_SUCCESS)
+    MPI_Aint lb, extent;
+    int rc, first, len;
+    if ((rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS)
         return rc;
-    char *tmp = malloc((size_t)((most - 1) * extent + true_extent));
+    char *in_buf, *tmp = aapc_coll_vector(count / l->n + 1, type, &in_buf); /* a chunk */
     if (tmp == NULL)
         return MPI_ERR_NO_MEM;
-    char *in_buf = tmp - true_lb;
     int right = l->ring_at[place(l, l->ring_pos + 1)], left = l->ring_at[place(l, l->ring_pos - 1)];
     /* reduce-scatter: after step s the chunk of place pos - s - 1 holds s + 2 operands */
     for (int s = 0; s < l->n - 1 && rc == MPI_SUCCESS; s++) {

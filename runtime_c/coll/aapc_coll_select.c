@@ -42,6 +42,7 @@
 #include "aapc_mpi.h"
 #include "aapc_report.h"
 #include "aapc_settings.h"
+#include "aapc_shm.h" /* aapc_shm_windows_unsafe */
 
 enum coll { BCAST, ALLGATHER, ALLREDUCE, REDUCE, BARRIER, NCOLL };
 static const char *const setting_of[NCOLL] = {"AAPC_BCAST", "AAPC_ALLGATHER", "AAPC_ALLREDUCE",
@@ -198,16 +199,10 @@ static int choose(enum coll c, const aapc_cluster_t *cluster, const char *name, 
     }
     enum way f = forced(comm, c);
     *why = f == LIBRARY ? "AAPC_DISABLE or native" : NULL;
-#ifdef OPEN_MPI
-    int level = MPI_THREAD_SINGLE; /* Open MPI 5.0's MPI_Win_allocate_shared, called by two
-                                      threads at once on different communicators, corrupts its
-                                      heap (a plain MPI program shows it): our segments are such
-                                      windows */
-    if (PMPI_Query_thread(&level) == MPI_SUCCESS && level == MPI_THREAD_MULTIPLE) {
+    if (aapc_shm_windows_unsafe()) { /* ours would make shared windows */
         *why = "Open MPI under MPI_THREAD_MULTIPLE";
         return MPI_SUCCESS;
     }
-#endif
     *way = f == AUTO ? rule(c, *l, bytes, why) : f;
     if ((*way == PHASED || (*way == MCAST && c == ALLGATHER)) && !equal_machines(*l))
         *way = RING; /* forced: the parts differ, the leaders' ring Allgatherv */

@@ -132,12 +132,8 @@ static int segment_of(MPI_Comm node, struct segment **out)
                  MPI_SUCCESS ||
              (rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL)) != MPI_SUCCESS))
             return rc;
-        int usable = 0, level = MPI_THREAD_SINGLE;
-#ifdef OPEN_MPI /* its MPI_Win_allocate_shared from two threads at once corrupts its heap
-                   (Open MPI 5.0.11): no window under MPI_THREAD_MULTIPLE, MPI_Gather/Scatter */
-        PMPI_Query_thread(&level);
-#endif
-        if (level != MPI_THREAD_MULTIPLE && (rc = aapc_shm_usable(node, &usable)) != MPI_SUCCESS)
+        int usable = 0; /* no window where threads could race: MPI_Gather/Scatter then */
+        if (!aapc_shm_windows_unsafe() && (rc = aapc_shm_usable(node, &usable)) != MPI_SUCCESS)
             return rc;
         if ((s = calloc(1, sizeof *s)) == NULL)
             return MPI_ERR_NO_MEM; /* every rank of the machine asks: a rank short of memory

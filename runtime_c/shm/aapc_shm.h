@@ -50,6 +50,11 @@ int aapc_shm_single_copy(MPI_Comm comm, int *flag);
    MPI_Finalize deletes the communicators (hier/aapc_hier_segment.c). */
 int aapc_shm_release(MPI_Comm comm);
 
+/* 1 when this process must not create shared windows from several threads: Open MPI 5.0's
+   MPI_Win_allocate_shared, called by two threads at once on different communicators, corrupts
+   its heap (a plain MPI program shows it), so under Open MPI with MPI_THREAD_MULTIPLE the
+   layers above make none (hier/aapc_hier_segment.c, coll/aapc_coll_select.c). */
+int aapc_shm_windows_unsafe(void);
 int aapc_shm_barrier(MPI_Comm comm);
 int aapc_shm_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 int aapc_shm_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,

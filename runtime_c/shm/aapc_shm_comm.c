@@ -242,3 +242,12 @@ int aapc_shm_usable(MPI_Comm comm, int *flag)
     *flag = st != NULL && st->usable;
     return err;
 }
+
+int aapc_shm_windows_unsafe(void)
+{
+    int level = MPI_THREAD_SINGLE;
+#ifdef OPEN_MPI
+    PMPI_Query_thread(&level);
+#endif
+    return level == MPI_THREAD_MULTIPLE;
+}
