@@ -1,20 +1,23 @@
 """One library, every collective: the generated MPI_Bcast, MPI_Allgather, MPI_Allreduce,
-MPI_Reduce and MPI_Barrier (runtime_c/coll/) against the MPI library's, with the ranks placed on
-the cluster's machines by AAPC_MACHINE (blocks, round robin and unequal counts at once), on
-MPI_COMM_WORLD, dups, splits and a subset (tests/c/coll_check.c), under MPICH (also with
-ASan/UBSan) and Open MPI; the settings that force a way or turn an entry off, and the report of
-what ran."""
+MPI_Reduce, MPI_Barrier, MPI_Scatter and MPI_Scatterv (runtime_c/coll/) against the MPI
+library's, with the ranks placed on the cluster's machines by AAPC_MACHINE (blocks, round robin
+and unequal counts at once), on MPI_COMM_WORLD, dups, splits and a subset
+(tests/c/coll_check.c), under MPICH (also with ASan/UBSan) and Open MPI; the settings that force
+a way or turn an entry off, the multicast leaders under packet loss, and the report of what
+ran."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from test_cluster_mpi import CHAIN, OMPI, SANITIZE, n, run
+from test_mcast import nft_loss_rules
 
 from aapcgen.codegen.generate import generate, variant_specs
 
@@ -23,13 +26,12 @@ BIN = Path(sys.executable).parent
 HARNESS = ROOT / "tests" / "c" / "coll_check.c"
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g"]
 COLLECTIVES = ("MPI_Bcast", "MPI_Allgather", "MPI_Allreduce", "MPI_Reduce", "MPI_Barrier")
-HIER = {f"AAPC_{c[4:].upper()}": "hier" for c in COLLECTIVES}
+SCATTERS = ("MPI_Scatter", "MPI_Scatterv")  # no shared-memory step: the library's on one machine
+HIER = {f"AAPC_{c[4:].upper()}": "hier" for c in COLLECTIVES + SCATTERS}
+PER_MACHINE = "leader-based, one message per machine"
 BLOCKS = n(0, 0, 5, 5)  # 2 machines x 2 ranks, each machine's ranks consecutive
-MIXED = n(3, 7, 3, 11, 3)
-RING_LESS = (
-    "AAPC_REDUCE",
-    "AAPC_BARRIER",
-)  # no ring way  # n3 runs ranks 0, 2, 4 (round robin, unequal); n7 and n11 one each
+MIXED = n(3, 7, 3, 11, 3)  # n3 runs ranks 0, 2, 4 (round robin, unequal); n7 and n11 one each
+RING_LESS = ("AAPC_REDUCE", "AAPC_BARRIER", "AAPC_SCATTER", "AAPC_SCATTERV")  # no ring way
 
 pytestmark = pytest.mark.mpi
 
@@ -85,6 +87,9 @@ def test_default_serves_machines_with_several_ranks_and_leaves_one_per_machine(e
         assert f"library: below AAPC_COLL_MIN_{c[4:].upper()}" in served[c], (c, served[c])
     assert "leader-based, shared segment" in served["MPI_Allgather"], served  # small blocks
     assert not any(x.startswith("leader-based") for x in served["MPI_Reduce"]), served
+    want = {PER_MACHINE, "library: one machine", "library: one rank per machine"}
+    for c in SCATTERS:  # across machines ours at every size, on one machine the library's
+        assert want <= served[c], (c, served[c])
     assert "aapcgen:" not in proc.stderr.replace("aapcgen report", ""), proc.stderr[-2000:]
 
 
@@ -97,6 +102,8 @@ def test_forced_ours_on_round_robin_and_unequal_placements(exe):
     served = routines(proc.stderr)
     for c in COLLECTIVES:
         assert "leader-based, shared segment" in served[c], (c, served.get(c))
+    for c in SCATTERS:
+        assert PER_MACHINE in served[c], (c, served.get(c))
     # the matrices on round-robin communicators
     assert "library: the operation and datatype" in served["MPI_Allreduce"], served
 
@@ -114,24 +121,54 @@ def test_rings_among_the_leaders(exe):
     assert "leader-based, shared segment" in served["MPI_Allreduce"], served  # the matrices
 
 
+def run_in_netns(exe: Path, machines: list[str], env: dict[str, str], loss: int = 0):
+    """run() inside a private network namespace that has only ``lo`` (root), nftables dropping
+    ``loss`` % of its incoming UDP datagrams."""
+    full = {**os.environ, **env, "ASAN_OPTIONS": "detect_leaks=0"}
+    groups = [["-n", "1", "-env", "AAPC_MACHINE", m, str(exe)] for m in machines]
+    argv = [
+        str(BIN / "mpiexec"),
+        *[x for i, g in enumerate(groups) for x in ([":"] if i else []) + g],
+    ]
+    setup = "ip link set lo up"
+    if loss:
+        setup += f" && printf '%s' '{nft_loss_rules(loss)}' | nft -f -"
+    cmd = ["unshare", "-n", "sh", "-c", f'{setup} && exec "$@"', "sh", *argv]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=full)
+
+
+MCAST = {"AAPC_REPORT": "1", "AAPC_BCAST": "mcast", "AAPC_ALLGATHER": "mcast"}
+MCAST_ROUTINE = "leader-based, shared segment, multicast among the leaders"
+
+
 @pytest.mark.root
 def test_multicast_among_the_leaders(exe):
     """AAPC_BCAST=mcast, AAPC_ALLGATHER=mcast: only the leaders join the multicast group of
     their communicator, the other ranks of a machine read from the shared segment (seed 004
     section 6.3); over the loopback of a private network namespace (root)."""
-    env = {**os.environ, "AAPC_REPORT": "1", "AAPC_BCAST": "mcast", "AAPC_ALLGATHER": "mcast"}
-    env["ASAN_OPTIONS"] = "detect_leaks=0"
-    groups = [["-n", "1", "-env", "AAPC_MACHINE", m, str(exe)] for m in BLOCKS]
-    argv = [
-        str(BIN / "mpiexec"),
-        *[x for i, g in enumerate(groups) for x in ([":"] if i else []) + g],
-    ]
-    cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *argv]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    proc = run_in_netns(exe, BLOCKS, MCAST)
     passed(proc, 600)
     served = routines(proc.stderr)
     for c in ("MPI_Bcast", "MPI_Allgather"):
-        assert "leader-based, shared segment, multicast among the leaders" in served[c], served
+        assert MCAST_ROUTINE in served[c], served
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("loss", [1, 5, 20])
+def test_multicast_among_the_leaders_under_loss(exe, loss):
+    """The leaders' multicast with nftables dropping 1, 5 or 20 % of the UDP datagrams (the
+    leaders retransmit; at 20 % in 1472-byte fragments, as the multicast tests do): every
+    Bcast and Allgather of the harness right, no hang (the run's timeout), on round-robin and
+    unequal placements."""
+    assert shutil.which("nft"), "nftables missing: make nftables"
+    env = {**MCAST, "COLL_CHECK_ONLY": "bcast,allgather"}
+    if loss == 20:
+        env["AAPC_MCAST_FRAG"] = "1472"
+    proc = run_in_netns(exe, MIXED, env, loss=loss)
+    passed(proc, 150)
+    served = routines(proc.stderr)
+    for c in ("MPI_Bcast", "MPI_Allgather"):
+        assert MCAST_ROUTINE in served[c], served
 
 
 def test_native_and_disable_hand_every_call_to_the_library(exe):
@@ -140,12 +177,13 @@ def test_native_and_disable_hand_every_call_to_the_library(exe):
     env = {
         "AAPC_REPORT": "1",
         "AAPC_BCAST": "native",
-        "AAPC_DISABLE": "allgather,allreduce,reduce,barrier,bcats",
+        "AAPC_DISABLE": "allgather,allreduce,reduce,barrier,scatter,scatterv,bcats",
     }
     proc = run(exe, BLOCKS, env=env)
     passed(proc, 600)
     served = routines(proc.stderr)
-    assert all(served[c] == {"library: AAPC_DISABLE or native"} for c in COLLECTIVES), served
+    native = {"library: AAPC_DISABLE or native"}
+    assert all(served[c] == native for c in COLLECTIVES + SCATTERS), served
     said = [ln for ln in proc.stderr.splitlines() if "AAPC_DISABLE names 'bcats'" in ln]
     assert len(said) == len(BLOCKS), said  # once per process
 
@@ -166,4 +204,6 @@ def test_open_mpi(tmp_path):
     exe = build(tmp_path, mpicc=OMPI / "mpicc")
     proc = run(exe, BLOCKS, env={"AAPC_REPORT": "1", **HIER}, ompi=True)
     passed(proc, 600)
-    assert "leader-based, shared segment" in routines(proc.stderr)["MPI_Bcast"]
+    served = routines(proc.stderr)
+    assert "leader-based, shared segment" in served["MPI_Bcast"], served
+    assert PER_MACHINE in served["MPI_Scatter"] and PER_MACHINE in served["MPI_Scatterv"], served

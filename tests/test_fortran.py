@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 FIG1 = ROOT / "topologies" / "paper-fig1.yaml"
 SOURCE = ROOT / "tests" / "fortran" / "alltoall_check.F90"
-CASES = 30  # the program's cases: 2 x (8 alltoall + 2 bottom + 4 alltoallv) + 2 errors
+CASES = 32  # the program's cases: 2 x (8 alltoall + 2 bottom + 4 alltoallv) + 2 errors
+# + scatter and scatterv
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,12 @@ def test_fortran_calls_are_served(built: Built, run: Run, tmp_path: Path) -> Non
     several = len(set(run.machines)) < len(run.machines)
     why = "library: below AAPC_COLL_MIN_REDUCE" if several else "library: one rank per machine"
     assert {r.routine for r in rows if r.collective == "MPI_Reduce"} == {why}, rows
+    # MPI_SCATTER (8 KB per rank) and MPI_SCATTERV: ours where machines run several ranks
+    ours = "leader-based, one message per machine"
+    for c in ("MPI_Scatter", "MPI_Scatterv"):
+        want = ours if several else "library: one rank per machine"
+        got = {r.routine.split(" (")[0] for r in rows if r.collective == c and r.calls}
+        assert got == {want}, rows  # (Scatterv's empty blocks: a row "(no data ...)")
     if run.env.get("AAPC_WAY") == "phases":  # forced: no all-to-all handed to the library
         assert all(r in served or "error" in r.routine for r in rows if r.calls), rows
 

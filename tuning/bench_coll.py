@@ -1,14 +1,16 @@
 """The collectives other than the all-to-all on an emulated switch tree: MPI_Bcast,
-MPI_Allgather, MPI_Allreduce, MPI_Reduce and MPI_Barrier, MPICH's (its default and a few of its
-algorithms forced with MPIR_CVAR_<OP>_INTRA_ALGORITHM) beside ours (AAPC_<OP>=hier: the
-machine's ranks through shared memory, the leaders across machines with the library's
-collective; ring: the leaders in a ring over the tree; phased: Allgather's leaders in the
-tree's phases; mcast: the leaders over IP multicast; AAPC_<OP>=auto: the selection), per size,
-in one table per operation.
+MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier, MPI_Scatter and MPI_Scatterv, MPICH's (its
+default and a few of its algorithms forced with MPIR_CVAR_<OP>_INTRA_ALGORITHM) beside ours
+(AAPC_<OP>=hier: the machine's ranks through shared memory, the leaders across machines with the
+library's collective; ring: the leaders in a ring over the tree; phased: Allgather's leaders in
+the tree's phases; mcast: the leaders over IP multicast; AAPC_<OP>=auto: the selection), per
+size, in one table per operation. Scatter and Scatterv (root 0) send every rank a block of the
+size, Scatterv with every count the same.
 
     sudo flock -x /tmp/aapc-cpu.lock flock /tmp/aapc-mpi.lock .venv/bin/python \\
         tuning/bench_coll.py [topologies/two-switch-4-4.yaml] [--rate 100Mbit] \\
-        [--ranks-per-machine 2] [--ops bcast,allgather,allreduce,reduce,barrier] \\
+        [--ranks-per-machine 2] \\
+        [--ops bcast,allgather,allreduce,reduce,barrier,scatter,scatterv] \\
         [--sizes 8,64,512,4K,32K,256K,1M,4M] [--repeats 3] [-o DIR]
 
 runtime_c/bench/coll_timer.c is compiled once with -DAAPC_INTERCEPT and the routines generated
@@ -20,9 +22,10 @@ shared memory between ranks; root needed); the candidates' order changes from on
 next, and every job has a timeout. Timing as alltoall_timer.c's: per size one checked call (a
 wrong result stops the job: never a wrong routine timed), warm-up calls, then n x { call;
 MPI_Barrier } with the barrier MPICH's, the slowest rank's time per call; n from the time a call
-should take at the link rate (--target-seconds of calls per size), so that the defaults take
-about twelve minutes on two cores. A candidate whose checked call takes over --slow-seconds is
-timed by that call at that size and skipped at larger ones.
+should take at the link rate (--target-seconds of calls per size), so that the defaults took
+about twelve minutes on two cores for the first five operations (scatter and scatterv, not timed
+yet, add a few). A candidate whose checked call takes over --slow-seconds is timed by that call
+at that size and skipped at larger ones.
 
 The tables give the median over the repeats in ms per call, the best MPICH candidate in bold,
 and best MPICH / hier, best MPICH / auto and MPICH default / auto (above 1: ours is faster).
@@ -67,25 +70,32 @@ from aapcgen.measure.mpi import mpi_flavour  # noqa: E402
 from aapcgen.measure.timer import parse_timer_lines  # noqa: E402
 from aapcgen.platforms.emulate import DEFAULT_QUEUE  # noqa: E402
 
-OPS = ("bcast", "allgather", "allreduce", "reduce", "barrier")
+OPS = ("bcast", "allgather", "allreduce", "reduce", "barrier", "scatter", "scatterv")
 MPI_NAMES = {
     "bcast": "MPI_Bcast",
     "allgather": "MPI_Allgather",
     "allreduce": "MPI_Allreduce",
     "reduce": "MPI_Reduce",
     "barrier": "MPI_Barrier",
+    "scatter": "MPI_Scatter",
+    "scatterv": "MPI_Scatterv",
 }
 # MPICH's algorithms forced per operation (MPIR_CVAR_<OP>_INTRA_ALGORITHM), a representative few
 # of the values MPICH 5.0.2 takes (`strings libmpi.so | grep -A12 MPIR_CVAR_BCAST_INTRA_ALGORITHM`;
 # an unknown value aborts MPI_Init). Left out: nb (the non-blocking routine waited for), smp
 # (MPICH's own node-aware composition: in the emulation every rank is its own node,
-# MPIR_CVAR_NOLOCAL=1), and for allreduce ccl (a GPU library).
+# MPIR_CVAR_NOLOCAL=1), and for allreduce ccl (a GPU library); nor auto anywhere (MPICH's own
+# choice: native-default already). Scatter and scatterv have one real algorithm each besides nb
+# and auto (MPIR_CVAR_SCATTER_INTRA_ALGORITHM: binomial; MPIR_CVAR_SCATTERV_INTRA_ALGORITHM:
+# linear, the root sending every block itself).
 MPICH_ALGORITHMS = {
     "bcast": ("binomial", "scatter_recursive_doubling_allgather", "scatter_ring_allgather"),
     "allgather": ("brucks", "recursive_doubling", "ring"),
     "allreduce": ("recursive_doubling", "reduce_scatter_allgather", "ring"),
     "reduce": ("binomial", "reduce_scatter_gather"),
     "barrier": ("k_dissemination", "recexch"),
+    "scatter": ("binomial",),
+    "scatterv": ("linear",),
 }
 OURS_BY_OP = {  # ours forced (AAPC_<OP>=...), then the selection
     "bcast": ("hier", "ring", "mcast", "auto"),
@@ -93,6 +103,8 @@ OURS_BY_OP = {  # ours forced (AAPC_<OP>=...), then the selection
     "allreduce": ("hier", "ring", "auto"),
     "reduce": ("hier", "auto"),
     "barrier": ("hier", "auto"),
+    "scatter": ("hier", "auto"),
+    "scatterv": ("hier", "auto"),
 }
 OURS = ("hier", "ring", "phased", "mcast", "auto")
 DEFAULT_TOPOLOGY = "topologies/two-switch-4-4.yaml"
@@ -130,10 +142,13 @@ def candidates(op: str, algorithms: tuple[str, ...]) -> list[Candidate]:
 def link_volume(op: str, size: int, topo: Topology) -> float:
     """Bytes over the busiest link in one call, roughly (for choosing the number of calls): a
     bcast or reduce moves the vector about twice (scatter + allgather, reduce-scatter + gather),
-    an allreduce twice per rank of a machine, an allgather every rank's block across the cut."""
+    an allreduce twice per rank of a machine, an allgather every rank's block across the cut, a
+    scatter or scatterv every other rank's block out of the root (mostly over the root's link)."""
     ranks = topo.n_machines * topo.ranks_per_machine
     if op == "allgather":
         return size * ranks
+    if op in ("scatter", "scatterv"):
+        return size * (ranks - 1)
     if op == "allreduce":
         return 2.0 * size * topo.ranks_per_machine
     if op == "barrier":
@@ -376,7 +391,8 @@ def parse_args() -> argparse.Namespace:
         "--sizes",
         default=DEFAULT_SIZES,
         help="bytes: bcast's message, allgather's block per rank, the vector of doubles of "
-        "allreduce and reduce; barrier has none",
+        "allreduce and reduce, the block each rank receives in scatter and scatterv; barrier "
+        "has none",
     )
     p.add_argument("--repeats", type=int, default=3, help="jobs per candidate; the median")
     p.add_argument(

@@ -170,9 +170,10 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 #endif
 
 #ifdef AAPC_INTERCEPT
-/* MPI_Bcast, MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier: the machine's ranks through
-   shared memory and one leader per machine across machines, or the MPI library's, per call
-   (runtime_c/coll/aapc_coll_select.c; AAPC_BCAST=native|hier|auto, ..., AAPC_DISABLE) */
+/* MPI_Bcast, MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier, MPI_Scatter, MPI_Scatterv:
+   the machine's ranks through shared memory and one leader per machine across machines, or the
+   MPI library's, per call (runtime_c/coll/aapc_coll_select.c; AAPC_BCAST=native|hier|auto, ...,
+   AAPC_DISABLE) */
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
     return aapc_coll_bcast_entry(&aapc_topo_deep_unbalanced_cluster, aapc_topology_name, buf, count, type,
@@ -203,5 +204,21 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
 int MPI_Barrier(MPI_Comm comm)
 {
     return aapc_coll_barrier_entry(&aapc_topo_deep_unbalanced_cluster, aapc_topology_name, comm);
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return aapc_coll_scatter_entry(&aapc_topo_deep_unbalanced_cluster, aapc_topology_name, sendbuf,
+                                   sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm)
+{
+    return aapc_coll_scatterv_entry(&aapc_topo_deep_unbalanced_cluster, aapc_topology_name, sendbuf,
+                                    sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+                                    root, comm);
 }
 #endif

@@ -1,15 +1,19 @@
 /*
  * coll_timer.c: time one collective other than the all-to-all (MPI_Bcast, MPI_Allgather,
- * MPI_Allreduce, MPI_Reduce, MPI_Barrier) over a list of sizes, in one MPI job, as the program
- * calls it: through MPI_<Op>, so that compiled with -DAAPC_INTERCEPT and a generated directory
- * (aapcgen generate) the call goes wherever the library sends it (AAPC_<OP>=native|hier|auto),
- * and without it to the MPI library. Used by tuning/bench_coll.py.
+ * MPI_Allreduce, MPI_Reduce, MPI_Barrier, MPI_Scatter, MPI_Scatterv) over a list of sizes, in
+ * one MPI job, as the program calls it: through MPI_<Op>, so that compiled with -DAAPC_INTERCEPT
+ * and a generated directory (aapcgen generate) the call goes wherever the library sends it
+ * (AAPC_<OP>=native|hier|auto), and without it to the MPI library. Used by
+ * tuning/bench_coll.py.
  *
  *   coll_timer OP SIZES ITERS WARMUP LABEL [SLOW_SECONDS]
- *     OP      bcast | allgather | allreduce | reduce | barrier (root 0)
+ *     OP      bcast | allgather | allreduce | reduce | barrier | scatter | scatterv (root 0)
  *     SIZES   comma-separated bytes: the message for bcast (MPI_BYTE), the block of every rank
  *             for allgather (MPI_BYTE), the vector for allreduce and reduce (MPI_DOUBLE with
- *             MPI_SUM, bytes / 8 elements, at least 1); ignored for barrier (give one size, 0)
+ *             MPI_SUM, bytes / 8 elements, at least 1), the block every rank receives for
+ *             scatter and scatterv (MPI_BYTE, out of the root's buffer of nranks blocks;
+ *             scatterv: every count the size, displacements q x size); ignored for barrier
+ *             (give one size, 0)
  *     ITERS   timed calls: one count for every size, or one per size (comma-separated)
  *     WARMUP  untimed calls before them, the same way
  *     LABEL   the candidate's name in the output
@@ -36,10 +40,10 @@
  * Checks: before the timed calls one call's result is compared on every rank with what it must
  * be (bcast: the root's pattern; allgather: every rank's block; allreduce and reduce: the closed
  * form of the sum of small integers, exact in any order; barrier: no rank leaves it before the
- * last one, held back 200 ms, has entered), and the buffers once more after the timed calls. A
- * wrong element anywhere: rank 0 says what and where on stderr and the job exits with status 3
- * (MPI_Abort), so a wrong routine is never timed silently; a call that returns an error: status
- * 4, with MPI's words for it.
+ * last one, held back 200 ms, has entered; scatter and scatterv: the root's pattern for that
+ * rank), and the buffers once more after the timed calls. A wrong element anywhere: rank 0 says
+ * what and where on stderr and the job exits with status 3 (MPI_Abort), so a wrong routine is
+ * never timed silently; a call that returns an error: status 4, with MPI's words for it.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* nanosleep; readlink in timer_common.h */
@@ -54,10 +58,12 @@
 
 #include "timer_common.h" /* cpu_jiffies, tcp_counters, runq_wait_ns */
 
-enum op { OP_BCAST, OP_ALLGATHER, OP_ALLREDUCE, OP_REDUCE, OP_BARRIER };
-static const char *const OP_NAMES[] = {"bcast", "allgather", "allreduce", "reduce", "barrier"};
-static const char *const MPI_NAMES[] = {"MPI_Bcast", "MPI_Allgather", "MPI_Allreduce",
-                                        "MPI_Reduce", "MPI_Barrier"};
+enum op { OP_BCAST, OP_ALLGATHER, OP_ALLREDUCE, OP_REDUCE, OP_BARRIER, OP_SCATTER, OP_SCATTERV };
+static const char *const OP_NAMES[] = {"bcast",   "allgather", "allreduce", "reduce",
+                                       "barrier", "scatter",   "scatterv"};
+static const char *const MPI_NAMES[] = {"MPI_Bcast",   "MPI_Allgather", "MPI_Allreduce",
+                                        "MPI_Reduce",  "MPI_Barrier",   "MPI_Scatter",
+                                        "MPI_Scatterv"};
 #define N_OPS ((int)(sizeof OP_NAMES / sizeof OP_NAMES[0]))
 
 /* The last rank enters the checked barrier this much later, and every other rank must have
@@ -119,8 +125,9 @@ struct bufs {
     enum op op;
     long long bytes; /* as given */
     int count;       /* elements passed to MPI: bytes (MPI_BYTE) or doubles */
-    unsigned char *sb, *rb;
+    unsigned char *sb, *rb; /* scatter and scatterv: sb the root's only (NULL elsewhere) */
     double *sd, *rd;
+    int *counts, *displs; /* scatterv's: count each rank, displacements q x count */
 };
 
 /* MPI_Abort, a moment after what this rank said on stderr has had time to reach mpiexec (an
@@ -178,6 +185,13 @@ static void one_call(struct bufs *b)
     case OP_BARRIER:
         rc = MPI_Barrier(MPI_COMM_WORLD);
         break;
+    case OP_SCATTER:
+        rc = MPI_Scatter(b->sb, b->count, MPI_BYTE, b->rb, b->count, MPI_BYTE, 0, MPI_COMM_WORLD);
+        break;
+    case OP_SCATTERV:
+        rc = MPI_Scatterv(b->sb, b->counts, b->displs, MPI_BYTE, b->rb, b->count, MPI_BYTE, 0,
+                          MPI_COMM_WORLD);
+        break;
     }
     if (rc != MPI_SUCCESS) {
         char text[MPI_MAX_ERROR_STRING] = "";
@@ -207,6 +221,12 @@ static void prepare(struct bufs *b, unsigned salt)
             b->sd[i] = element(rank, i) + (double)salt;
             b->rd[i] = -1.0;
         }
+    } else if (b->op == OP_SCATTER || b->op == OP_SCATTERV) { /* block q: rank q's pattern */
+        if (rank == 0)
+            for (int q = 0; q < nranks; q++)
+                for (size_t k = 0; k < n; k++)
+                    b->sb[(size_t)q * n + k] = pattern(q, k, salt);
+        memset(b->rb, 0xA5, n);
     }
 }
 
@@ -225,6 +245,10 @@ static long long wrong_elements(const struct bufs *b, unsigned salt, long long *
             for (size_t k = 0; k < n; k++)
                 if (b->rb[(size_t)r * n + k] != pattern(r, k, salt) && wrong++ == 0)
                     *where = (long long)((size_t)r * n + k);
+    } else if (b->op == OP_SCATTER || b->op == OP_SCATTERV) {
+        for (size_t k = 0; k < n; k++)
+            if (b->rb[k] != pattern(rank, k, salt) && wrong++ == 0)
+                *where = (long long)k;
     } else if (b->op == OP_ALLREDUCE || (b->op == OP_REDUCE && rank == 0)) {
         /* sum over r of (r + 1)(i mod 7 + 1) + salt = P(P+1)/2 (i mod 7 + 1) + P salt */
         double tri = (double)nranks * (double)(nranks + 1) / 2.0;
@@ -410,8 +434,8 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* one_call says which call */
     if (argc != 6 && argc != 7) {
         if (rank == 0)
-            fprintf(stderr, "usage: coll_timer bcast|allgather|allreduce|reduce|barrier SIZES "
-                            "ITERS WARMUP LABEL [SLOW_SECONDS]\n");
+            fprintf(stderr, "usage: coll_timer bcast|allgather|allreduce|reduce|barrier|scatter|"
+                            "scatterv SIZES ITERS WARMUP LABEL [SLOW_SECONDS]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int opi = 0;
@@ -427,8 +451,9 @@ int main(int argc, char **argv)
         (nwarm != 1 && nwarm != nsizes)) {
         if (rank == 0)
             fprintf(stderr,
-                    "coll_timer: OP is one of bcast, allgather, allreduce, reduce, barrier; SIZES "
-                    "a list of bytes (at most %d); ITERS and WARMUP one count or one per size\n",
+                    "coll_timer: OP is one of bcast, allgather, allreduce, reduce, barrier, "
+                    "scatter, scatterv; SIZES a list of bytes (at most %d); ITERS and WARMUP one "
+                    "count or one per size\n",
                     MAX_SIZES);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -445,10 +470,16 @@ int main(int argc, char **argv)
                 fprintf(stderr, "coll_timer: %s needs sizes of at least 1 byte\n", argv[1]);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
+        if (op == OP_SCATTERV && sizes[s] * (nranks - 1) > INT32_MAX) { /* int displacements */
+            if (rank == 0)
+                fprintf(stderr, "coll_timer: scatterv: %lld x %d ranks above %d\n", sizes[s],
+                        nranks, INT32_MAX);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
     }
     int reporter = namespace_reporter();
     if (op != OP_BARRIER) { /* the library's barrier alone, which every time below includes */
-        struct bufs none = {op, 0, 0, NULL, NULL, NULL, NULL};
+        struct bufs none = {op, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL};
         struct timing t = measure(&none, BASELINE_ITERS, 3, reporter, 1);
         print_timing("barrier-baseline", 0, &t);
     }
@@ -462,7 +493,7 @@ int main(int argc, char **argv)
                            : sizes[s]);
             continue;
         }
-        struct bufs b = {op, sizes[s], 0, NULL, NULL, NULL, NULL};
+        struct bufs b = {op, sizes[s], 0, NULL, NULL, NULL, NULL, NULL, NULL};
         size_t n = 0;
         if (op == OP_BCAST) {
             b.count = (int)sizes[s];
@@ -478,6 +509,19 @@ int main(int argc, char **argv)
             n = (size_t)b.count;
             b.sd = xmalloc(n * sizeof(double));
             b.rd = xmalloc(n * sizeof(double));
+        } else if (op == OP_SCATTER || op == OP_SCATTERV) {
+            b.count = (int)sizes[s];
+            n = (size_t)b.count;
+            b.sb = rank == 0 ? xmalloc(n * (size_t)nranks) : NULL; /* significant at the root */
+            b.rb = xmalloc(n);
+            if (op == OP_SCATTERV) {
+                b.counts = xmalloc((size_t)nranks * sizeof *b.counts);
+                b.displs = xmalloc((size_t)nranks * sizeof *b.displs);
+                for (int q = 0; q < nranks; q++) {
+                    b.counts[q] = b.count;
+                    b.displs[q] = q * b.count;
+                }
+            }
         } else {
             b.bytes = 0;
         }
@@ -518,6 +562,8 @@ int main(int argc, char **argv)
         free(b.rb);
         free(b.sd);
         free(b.rd);
+        free(b.counts);
+        free(b.displs);
     }
     if (rank == 0) {
         printf("done\n");

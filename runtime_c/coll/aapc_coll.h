@@ -1,6 +1,7 @@
 /*
- * aapc_coll.h: MPI_Bcast, MPI_Allgather, MPI_Allreduce, MPI_Reduce and MPI_Barrier across the
- * machines of a cluster, in the same library as the all-to-all (runtime_c/coll/).
+ * aapc_coll.h: MPI_Bcast, MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier, MPI_Scatter
+ * and MPI_Scatterv across the machines of a cluster, in the same library as the all-to-all
+ * (runtime_c/coll/).
  *
  * The ranks of one machine share a segment (runtime_c/shm/: their collectives there are the
  * shared-memory ones), one of them (the leader, the machine's lowest rank) carries the
@@ -115,6 +116,15 @@ int aapc_coll_allreduce(const aapc_coll_layout_t *l, enum aapc_coll_step step,
 int aapc_coll_reduce(const aapc_coll_layout_t *l, const void *sendbuf, void *recvbuf, int count,
                      MPI_Datatype type, MPI_Op op, int root);
 int aapc_coll_barrier(const aapc_coll_layout_t *l);
+/* One message per machine from the root to its leader, then the library's scatter on each
+   machine (aapc_coll_scatter.c). Scatter: block, the bytes of every block (> 0, P blocks
+   within INT_MAX bytes); Scatterv: mine, this rank's bytes (0 at a root in place). */
+int aapc_coll_scatter(const aapc_coll_layout_t *l, const void *sendbuf, int sendcount,
+                      MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                      int root, long long block);
+int aapc_coll_scatterv(const aapc_coll_layout_t *l, const void *sendbuf, const int *sendcounts,
+                       const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, int root, long long mine);
 
 /* The entry points of the generated MPI_Bcast, ... (templates/intercept.c.j2): the choice per
    call (aapc_coll_select.c), the report of what ran, and the algorithm or the MPI library's
@@ -132,6 +142,13 @@ int aapc_coll_reduce_entry(const aapc_cluster_t *cluster, const char *name, cons
                            void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                            MPI_Comm comm);
 int aapc_coll_barrier_entry(const aapc_cluster_t *cluster, const char *name, MPI_Comm comm);
+int aapc_coll_scatter_entry(const aapc_cluster_t *cluster, const char *name, const void *sendbuf,
+                            int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, int root, MPI_Comm comm);
+int aapc_coll_scatterv_entry(const aapc_cluster_t *cluster, const char *name,
+                             const void *sendbuf, const int sendcounts[], const int displs[],
+                             MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                             MPI_Datatype recvtype, int root, MPI_Comm comm);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,11 @@
 /*
  * aapc_coll_select.c: the choice, per call, between the MPI library's MPI_Bcast,
- * MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier and the leader-based ones of this
- * directory; the generated entry points call the *_entry functions.
+ * MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier, MPI_Scatter, MPI_Scatterv and the
+ * leader-based ones of this directory; the generated entry points call the *_entry functions.
  *
  * Settings (agreed by every rank of a communicator: common/aapc_settings.h):
- *   AAPC_BCAST, AAPC_ALLGATHER, AAPC_ALLREDUCE, AAPC_REDUCE, AAPC_BARRIER
+ *   AAPC_BCAST, AAPC_ALLGATHER, AAPC_ALLREDUCE, AAPC_REDUCE, AAPC_BARRIER, AAPC_SCATTER,
+ *   AAPC_SCATTERV
  *       native: the MPI library's routine; hier: the leader-based one wherever its arguments
  *       allow, the leaders' step the library's collective; ring (Bcast, Allgather,
  *       Allreduce): the leaders in a ring over the tree; phased (Allgather): the leaders in
@@ -18,7 +19,9 @@
  * The rule (auto), the same on every rank: it reads only what MPI requires to agree (the
  * communicator, byte counts, datatype and operation of reductions) and the gathered layout.
  *   - a communicator on one machine whose ranks share memory: ours (the shared-memory
- *     collectives; docs/multicore.md: faster than MPICH's in every measured cell);
+ *     collectives; docs/multicore.md: faster than MPICH's in every measured cell), but the
+ *     library's Scatter and Scatterv (ours has no shared-memory step: it would be the
+ *     library's on-machine scatter);
  *   - several machines, one rank on each: the library's (there is nothing to aggregate);
  *   - several machines, some running several ranks: ours from the size where it was measured
  *     to gain (rule()), up to AAPC_COLL_MAX_BYTES, the library's outside.
@@ -44,13 +47,26 @@
 #include "aapc_settings.h"
 #include "aapc_shm.h" /* aapc_shm_windows_unsafe */
 
-enum coll { BCAST, ALLGATHER, ALLREDUCE, REDUCE, BARRIER, NCOLL };
-static const char *const setting_of[NCOLL] = {"AAPC_BCAST", "AAPC_ALLGATHER", "AAPC_ALLREDUCE",
-                                              "AAPC_REDUCE", "AAPC_BARRIER"};
-static const char *const entry_of[NCOLL] = {"bcast", "allgather", "allreduce", "reduce",
-                                            "barrier"};
-static const char *const routine_of[NCOLL] = {"MPI_Bcast", "MPI_Allgather", "MPI_Allreduce",
-                                              "MPI_Reduce", "MPI_Barrier"};
+enum coll { BCAST, ALLGATHER, ALLREDUCE, REDUCE, BARRIER, SCATTER, SCATTERV, NCOLL };
+static const char *const setting_of[NCOLL] = {"AAPC_BCAST",   "AAPC_ALLGATHER", "AAPC_ALLREDUCE",
+                                              "AAPC_REDUCE",  "AAPC_BARRIER",   "AAPC_SCATTER",
+                                              "AAPC_SCATTERV"};
+static const char *const entry_of[NCOLL] = {"bcast",   "allgather", "allreduce", "reduce",
+                                            "barrier", "scatter",   "scatterv"};
+static const char *const routine_of[NCOLL] = {"MPI_Bcast",   "MPI_Allgather", "MPI_Allreduce",
+                                              "MPI_Reduce",  "MPI_Barrier",   "MPI_Scatter",
+                                              "MPI_Scatterv"};
+/* The collectives whose leaders' step can be a ring, and those without a shared-segment step
+   (ours is one message per machine, then the library's on-machine scatter). */
+static int has_ring(int c)
+{
+    return c == BCAST || c == ALLGATHER || c == ALLREDUCE;
+}
+
+static int is_scatter(int c)
+{
+    return c == SCATTER || c == SCATTERV;
+}
 /* LIBRARY: the MPI library's routine; ours with the leaders' step the library's (HIER), a ring
    (RING), the tree's phases (PHASED) or IP multicast (MCAST); AUTO: the rule decides. */
 enum way { LIBRARY, HIER, RING, PHASED, MCAST, AUTO };
@@ -83,7 +99,7 @@ static void parse_settings(enum way way[NCOLL])
             way[c] = LIBRARY;
         } else if (strcmp(v, "hier") == 0) {
             way[c] = HIER;
-        } else if (strcmp(v, "ring") == 0 && c != REDUCE && c != BARRIER) {
+        } else if (strcmp(v, "ring") == 0 && has_ring(c)) {
             way[c] = RING;
         } else if (strcmp(v, "phased") == 0 && c == ALLGATHER) {
             way[c] = PHASED;
@@ -91,7 +107,7 @@ static void parse_settings(enum way way[NCOLL])
             way[c] = MCAST;
         } else {
             fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s%s, auto; using auto\n",
-                    setting_of[c], v, c != REDUCE && c != BARRIER ? ", ring" : "",
+                    setting_of[c], v, has_ring(c) ? ", ring" : "",
                     c == ALLGATHER ? ", phased" : "",
                     c == BCAST || c == ALLGATHER ? ", mcast" : "");
             way[c] = AUTO;
@@ -105,7 +121,7 @@ static void parse_settings(enum way way[NCOLL])
         else if (len > 0)
             fprintf(stderr,
                     "aapcgen: AAPC_DISABLE names '%.*s', not one of bcast, allgather, allreduce, "
-                    "reduce, barrier; ignoring that name\n",
+                    "reduce, barrier, scatter, scatterv; ignoring that name\n",
                     (int)len, p);
     }
 }
@@ -146,17 +162,23 @@ static int equal_machines(const aapc_coll_layout_t *l)
    overrides each): measured on the emulated 4+4 tree, 2 ranks per machine, 100 Mbit/s, against
    MPICH's default (docs/measurements/collectives.md). Bcast and Allreduce gain from 32 and
    64 KB (the ring: 1.1-4.3x MPICH's default), lose up to 0.7x below; Allgather gains or ties
-   at every size (1.0-12x); Reduce and Barrier did not gain (0.55-1.4x, 0.8x): the library's. */
+   at every size (1.0-12x); Reduce and Barrier did not gain (0.55-1.4x, 0.8x): the library's.
+   Scatter ties at 4 KB per block and gains from 16 KB (1.26-1.52x the best MPICH algorithm,
+   the root's link the bound at 1 MB); Scatterv's counts are the root's alone, so its rule is
+   the communicator's shape (ties or gains at every measured size). */
 #define NEVER ((long long)1 << 50)
-static const long long min_default[NCOLL] = {32768, 0, 65536, NEVER, NEVER};
-static const char *const min_setting[NCOLL] = {"AAPC_COLL_MIN_BCAST", "AAPC_COLL_MIN_ALLGATHER",
-                                               "AAPC_COLL_MIN_ALLREDUCE", "AAPC_COLL_MIN_REDUCE",
-                                               "AAPC_COLL_MIN_BARRIER"};
+static const long long min_default[NCOLL] = {32768, 0, 65536, NEVER, NEVER, 4096, 0};
+static const char *const min_setting[NCOLL] = {
+    "AAPC_COLL_MIN_BCAST",  "AAPC_COLL_MIN_ALLGATHER", "AAPC_COLL_MIN_ALLREDUCE",
+    "AAPC_COLL_MIN_REDUCE", "AAPC_COLL_MIN_BARRIER",   "AAPC_COLL_MIN_SCATTER",
+    "AAPC_COLL_MIN_SCATTERV"};
 static const char *const below[NCOLL] = {
-    "below AAPC_COLL_MIN_BCAST", "below AAPC_COLL_MIN_ALLGATHER", "below AAPC_COLL_MIN_ALLREDUCE",
-    "below AAPC_COLL_MIN_REDUCE", "below AAPC_COLL_MIN_BARRIER"};
+    "below AAPC_COLL_MIN_BCAST",   "below AAPC_COLL_MIN_ALLGATHER", "below AAPC_COLL_MIN_ALLREDUCE",
+    "below AAPC_COLL_MIN_REDUCE",  "below AAPC_COLL_MIN_BARRIER",   "below AAPC_COLL_MIN_SCATTER",
+    "below AAPC_COLL_MIN_SCATTERV"};
 
-/* The library's or ours for a call of `bytes` (Allgather: all P blocks) whose arguments ours
+/* The library's or ours for a call of `bytes` (Allgather: all P blocks; Scatter: one rank's
+   block; Scatterv: 0, its counts are the root's alone) whose arguments ours
    can take, before the machine's segment is known; *why: the library's, why (for the
    report). On one machine: ours (the shared-memory collectives, faster than MPICH's in every
    cell measured: docs/multicore.md). Across machines: ours from min_default bytes, with the
@@ -165,7 +187,12 @@ static const char *const below[NCOLL] = {
    than the ring in every measured cell). */
 static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, const char **why)
 {
-    static long long ring_min = -1, phased_min = -1, most = -1, least[NCOLL] = {-1, -1, -1, -1, -1};
+    static long long ring_min = -1, phased_min = -1, most = -1;
+    static long long least[NCOLL] = {-1, -1, -1, -1, -1, -1, -1};
+    if (l->n < 2 && is_scatter(c)) {
+        *why = "one machine"; /* the library's own on-machine scatter: ours would be it */
+        return LIBRARY;
+    }
     if (l->n < 2)
         return HIER;
     *why = l->r_max < 2 ? "one rank per machine"
@@ -174,7 +201,7 @@ static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, 
                                                                              : NULL;
     if (*why != NULL)
         return LIBRARY;
-    if (c == REDUCE || c == BARRIER)
+    if (!has_ring(c))
         return HIER;
     if (c == ALLGATHER && equal_machines(l) &&
         bytes / l->n >= size_setting("AAPC_COLL_PHASED_MIN", &phased_min, NEVER))
@@ -333,6 +360,9 @@ static int done(double t0, enum coll c, enum way way, const char *why,
     char what[96];
     if (way == LIBRARY)
         snprintf(what, sizeof what, "library: %s", why != NULL ? why : "arguments for the library");
+    else if (is_scatter(c))
+        snprintf(what, sizeof what, "%s", l->n > 1 ? "leader-based, one message per machine"
+                                                   : "one machine: the library's Scatterv on it");
     else
         snprintf(what, sizeof what, "%s%s", l->n == 1   ? "shared memory"
                                             : l->shared ? "leader-based, shared segment"
@@ -450,4 +480,74 @@ int aapc_coll_barrier_entry(const aapc_cluster_t *cluster, const char *name, MPI
     if (rc == MPI_SUCCESS)
         rc = way != LIBRARY ? aapc_coll_barrier(l) : PMPI_Barrier(comm);
     return done(t0, BARRIER, way, why, l, ours, rc, 0, comm);
+}
+
+/* Scatter: every block b bytes on every rank (the root's send blocks, the others' receive
+   blocks: MPI requires them equal), all P blocks within INT_MAX bytes. */
+int aapc_coll_scatter_entry(const aapc_cluster_t *cluster, const char *name, const void *sendbuf,
+                            int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    double t0 = aapc_report_begin();
+    aapc_coll_layout_t *l = NULL;
+    enum way way = LIBRARY;
+    const char *why = "arguments for the library";
+    int size = 0, rank = -1, rc = MPI_SUCCESS;
+    int ok = valid_comm(comm) && valid_root(comm, root) &&
+             PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
+             PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS;
+    long long block = !ok ? -1
+                      : rank == root ? bytes_of(comm, sendcount, sendtype)
+                                     : bytes_of(comm, recvcount, recvtype);
+    ok = ok && block > 0 && block * size <= INT_MAX &&
+         (rank == root ? sendbuf != NULL && (recvbuf == MPI_IN_PLACE ||
+                                             (recvbuf != NULL &&
+                                              bytes_of(comm, recvcount, recvtype) == block))
+                       : recvbuf != NULL && recvbuf != MPI_IN_PLACE);
+    if (ok)
+        rc = choose(SCATTER, cluster, name, comm, block, &l, &way, &why); /* per rank: the
+                                        root's N - 1 sends cost latency, not a tree's log P */
+    int ours = rc != MPI_SUCCESS || way != LIBRARY;
+    if (rc == MPI_SUCCESS)
+        rc = way != LIBRARY ? aapc_coll_scatter(l, sendbuf, sendcount, sendtype, recvbuf,
+                                                recvcount, recvtype, root, block)
+                            : PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                           recvtype, root, comm);
+    return done(t0, SCATTER, way, why, l, ours, rc, block, comm);
+}
+
+/* Scatterv: the counts are the root's alone, so the choice reads the communicator's shape and
+   the settings only (a size rule could not agree); every count and displacement must be one
+   ours can describe (non-negative counts, the root's blocks as one indexed datatype). */
+int aapc_coll_scatterv_entry(const aapc_cluster_t *cluster, const char *name,
+                             const void *sendbuf, const int sendcounts[], const int displs[],
+                             MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                             MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    double t0 = aapc_report_begin();
+    aapc_coll_layout_t *l = NULL;
+    enum way way = LIBRARY;
+    const char *why = "arguments for the library";
+    int size = 0, rank = -1, rc = MPI_SUCCESS;
+    int ok = valid_comm(comm) && valid_root(comm, root) &&
+             PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
+             PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS;
+    long long mine = ok && !(rank == root && recvbuf == MPI_IN_PLACE)
+                         ? bytes_of(comm, recvcount, recvtype)
+                         : 0;
+    ok = ok && mine >= 0 && (mine == 0 || (recvbuf != NULL && recvbuf != MPI_IN_PLACE));
+    if (ok && rank == root) {
+        ok = sendcounts != NULL && displs != NULL && bytes_of(comm, 0, sendtype) == 0;
+        for (int q = 0; ok && q < size; q++)
+            ok = sendcounts[q] >= 0 && (sendcounts[q] == 0 || sendbuf != NULL);
+    }
+    if (ok)
+        rc = choose(SCATTERV, cluster, name, comm, 0, &l, &way, &why);
+    int ours = rc != MPI_SUCCESS || way != LIBRARY;
+    if (rc == MPI_SUCCESS)
+        rc = way != LIBRARY ? aapc_coll_scatterv(l, sendbuf, sendcounts, displs, sendtype,
+                                                 recvbuf, recvcount, recvtype, root, mine)
+                            : PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                                            recvcount, recvtype, root, comm);
+    return done(t0, SCATTERV, way, why, l, ours, rc, mine, comm);
 }

@@ -1,12 +1,15 @@
 /*
- * coll_check.c: the library's MPI_Bcast, MPI_Allgather, MPI_Allreduce, MPI_Reduce and
- * MPI_Barrier (runtime_c/coll/, compiled in with -DAAPC_INTERCEPT and a generated directory)
- * against the MPI library's own (PMPI_*) or the closed-form result, on MPI_COMM_WORLD, a dup,
+ * coll_check.c: the library's MPI_Bcast, MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier,
+ * MPI_Scatter and MPI_Scatterv (runtime_c/coll/, compiled in with -DAAPC_INTERCEPT and a
+ * generated directory) against the MPI library's own (PMPI_*) or the closed-form result, on
+ * MPI_COMM_WORLD, a dup,
  * the ranks split by parity (round robin over the machines), halves, a reversed split and a
- * subset without rank 0: every root, zero counts, MPI_IN_PLACE, a strided datatype, predefined
+ * subset without rank 0: every root, zero counts, MPI_IN_PLACE, strided datatypes, Scatterv's
+ * blocks in reverse rank order with gaps and empty blocks, predefined
  * operations on int, double and double-int pairs, a non-commutative user operation (2x2
  * matrix products), and the barrier's ordering (no rank leaves before every rank entered).
- * Where the ranks run is set by AAPC_MACHINE per rank; AAPC_BCAST=hier ... force ours.
+ * Where the ranks run is set by AAPC_MACHINE per rank; AAPC_BCAST=hier ... force ours;
+ * COLL_CHECK_ONLY=bcast,allgather,reductions,barrier,scatter,scatterv runs only those cases.
  * Output: "coll_check: N passed, M failed" on rank 0 of MPI_COMM_WORLD; exit status 1 on any
  * failure.
  */
@@ -228,6 +231,108 @@ static void test_reductions(MPI_Comm comm)
     MPI_Op_free(&matop);
 }
 
+static void test_scatter(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const int counts[] = {0, 1, 5, 300, 5000};
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+        int n = counts[c];
+        int *all = malloc(sizeof *all * (size_t)(n * size + 1));
+        int *mine = malloc(sizeof *mine * (size_t)(n + 1));
+        for (int root = 0; root < size; root++) {
+            if (n > 5 && root != size - 1 && root != 0)
+                continue; /* larger blocks: two roots */
+            for (int inplace = 0; inplace < 2; inplace++) {
+                for (int i = 0; i < n * size; i++)
+                    all[i] = rank == root ? value(i / n, i % n, n + root) : -1;
+                for (int i = 0; i <= n; i++)
+                    mine[i] = -7;
+                if (inplace && rank == root)
+                    MPI_Scatter(all, n, MPI_INT, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, comm);
+                else
+                    MPI_Scatter(all, n, MPI_INT, mine, n, MPI_INT, root, comm);
+                int ok = mine[n] == -7;
+                for (int i = 0; i < n && ok; i++)
+                    ok = inplace && rank == root ? mine[i] == -7 && all[rank * n + i] ==
+                                                                      value(rank, i, n + root)
+                                                 : mine[i] == value(rank, i, n + root);
+                check(comm, ok, "scatter count, root", n, root);
+            }
+        }
+        free(all);
+        free(mine);
+    }
+    /* sent as every other int of a strided type (extent 79 ints), received as 40 ints */
+    MPI_Datatype every_other;
+    MPI_Type_vector(40, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    int *strided = malloc(sizeof *strided * (size_t)(79 * size)), got[41];
+    for (int root = 0; root < size; root++) {
+        for (int i = 0; i < 79 * size; i++)
+            strided[i] = rank == root ? value(i / 79, i % 79, 5) : -1;
+        got[40] = -7;
+        MPI_Scatter(strided, 1, every_other, got, 40, MPI_INT, root, comm);
+        int ok = got[40] == -7;
+        for (int j = 0; j < 40 && ok; j++)
+            ok = got[j] == value(rank, 2 * j, 5);
+        check(comm, ok, "scatter strided, root", 40, root);
+    }
+    free(strided);
+    MPI_Type_free(&every_other);
+}
+
+/* Scatterv: rank q gets len(q) ints (zeros among them), its block placed at decreasing
+   addresses with a gap of 3 ints, from every root, in place at the root; then large blocks. */
+static int vlen(int q, int salt)
+{
+    return q % 3 == 1 ? 0 : (q * 7 + salt) % 11 + salt / 10 * 1000;
+}
+
+static void test_scatterv(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *counts = malloc(sizeof *counts * (size_t)size * 2), *displs = counts + size;
+    for (int salt = 1; salt <= 21; salt += 10) { /* 1: short blocks; 21: about 2000 ints */
+        int total = 0;
+        for (int q = size - 1; q >= 0; q--) { /* the last rank's block first */
+            counts[q] = vlen(q, salt);
+            displs[q] = total;
+            total += counts[q] + 3;
+        }
+        int *all = malloc(sizeof *all * (size_t)(total + 1));
+        int want = vlen(rank, salt), *mine = malloc(sizeof *mine * (size_t)(want + 1));
+        for (int root = 0; root < size; root++) {
+            if (salt > 1 && root != size - 1 && root != 0)
+                continue;
+            for (int inplace = 0; inplace < 2; inplace++) {
+                for (int q = 0; q < size; q++)
+                    for (int i = 0; i < counts[q]; i++)
+                        all[displs[q] + i] = rank == root ? value(q, i, salt + root) : -1;
+                for (int i = 0; i <= want; i++)
+                    mine[i] = -7;
+                if (inplace && rank == root)
+                    MPI_Scatterv(all, counts, displs, MPI_INT, MPI_IN_PLACE, 0, MPI_INT, root,
+                                 comm);
+                else
+                    MPI_Scatterv(all, counts, displs, MPI_INT, want ? mine : NULL, want, MPI_INT,
+                                 root, comm);
+                int ok = mine[want] == -7;
+                for (int i = 0; i < want && ok; i++)
+                    ok = inplace && rank == root ? mine[i] == -7
+                                                 : mine[i] == value(rank, i, salt + root);
+                check(comm, ok, "scatterv salt, root", salt, root);
+            }
+        }
+        free(all);
+        free(mine);
+    }
+    free(counts);
+}
+
 /* A clock every process of the host shares (Open MPI's MPI_Wtime counts from each process's
    start). */
 static double now(void)
@@ -254,14 +359,35 @@ static void test_barrier(MPI_Comm comm)
     }
 }
 
+/* COLL_CHECK_ONLY=bcast,allgather,...: only those groups of cases (every rank the same). */
+static int wanted(const char *name)
+{
+    const char *only = getenv("COLL_CHECK_ONLY");
+    if (only == NULL || only[0] == '\0')
+        return 1;
+    size_t len = strlen(name);
+    for (const char *p = only; (p = strstr(p, name)) != NULL; p += len)
+        if ((p == only || p[-1] == ',') && (p[len] == ',' || p[len] == '\0'))
+            return 1;
+    return 0;
+}
+
 static void test_all(MPI_Comm comm)
 {
     if (comm == MPI_COMM_NULL)
         return;
-    test_bcast(comm);
-    test_allgather(comm);
-    test_reductions(comm);
-    test_barrier(comm);
+    if (wanted("bcast"))
+        test_bcast(comm);
+    if (wanted("allgather"))
+        test_allgather(comm);
+    if (wanted("reductions"))
+        test_reductions(comm);
+    if (wanted("barrier"))
+        test_barrier(comm);
+    if (wanted("scatter"))
+        test_scatter(comm);
+    if (wanted("scatterv"))
+        test_scatterv(comm);
 }
 
 int main(int argc, char **argv)

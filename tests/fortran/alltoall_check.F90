@@ -12,6 +12,7 @@
 !   alltoallv-bottom  MPI_BOTTOM on both sides, one struct type per rank's block
 !   errors-return     a negative count on a duplicate with MPI_ERRORS_RETURN: ierr is an error
 !                     on every rank (and the program goes on)
+!   scatter, scatterv MPI_SCATTER and MPI_SCATTERV from the last rank (world only)
 ! Rank 0 prints the failures, then
 !   calls: MPI_Alltoall <world> <split> MPI_Alltoallv <world> <split>
 ! (the calls each rank made on each communicator, for the test to compare with AAPC_REPORT) and
@@ -256,6 +257,45 @@ contains
 
   ! A negative count on a duplicate returning errors: an error code on every rank
   ! (its calls count as the world's: the report merges communicators of one group)
+  ! MPI_SCATTER of 2000 integers per rank and MPI_SCATTERV of mod(q, 3) * 700 (zeros among
+  ! them) from the last rank, on MPI_COMM_WORLD: the other collectives' Fortran names
+  subroutine scatter_cases(comm)
+    COMM_T, intent(in) :: comm
+    integer, parameter :: n = 2000, m = 700
+    integer, allocatable :: sbuf(:), rbuf(:), counts(:), displs(:)
+    integer :: p, r, root, j, k, ierr
+    logical :: ok
+    call MPI_COMM_SIZE(comm, p, ierr)
+    call MPI_COMM_RANK(comm, r, ierr)
+    root = p - 1
+    allocate(sbuf(n * p), rbuf(n + 1), counts(0:p-1), displs(0:p-1))
+    do j = 0, p - 1
+      do k = 1, n
+        sbuf(j * n + k) = val(root, j, k)
+      end do
+    end do
+    rbuf = FILL
+    call MPI_SCATTER(sbuf, n, MPI_INTEGER, rbuf, n, MPI_INTEGER, root, comm, ierr)
+    ok = ierr == MPI_SUCCESS .and. rbuf(n + 1) == FILL
+    do k = 1, n
+      ok = ok .and. rbuf(k) == val(root, r, k)
+    end do
+    call verdict('world scatter', ok)
+    do j = 0, p - 1 ! rank j's block at j * n, mod(j, 3) * m integers
+      counts(j) = mod(j, 3) * m
+      displs(j) = j * n
+    end do
+    rbuf = FILL
+    call MPI_SCATTERV(sbuf, counts, displs, MPI_INTEGER, rbuf, counts(r), MPI_INTEGER, root, &
+                      comm, ierr)
+    ok = ierr == MPI_SUCCESS .and. rbuf(counts(r) + 1) == FILL
+    do k = 1, counts(r)
+      ok = ok .and. rbuf(k) == val(root, r, k)
+    end do
+    call verdict('world scatterv', ok)
+    deallocate(sbuf, rbuf, counts, displs)
+  end subroutine scatter_cases
+
   subroutine error_cases(comm, label)
     COMM_T, intent(in) :: comm
     character(len=*), intent(in) :: label
@@ -299,6 +339,7 @@ program alltoall_check
   call alltoallv_cases(half, 2, 'split')
   call bottom_cases(half, 2, 'split')
   call error_cases(MPI_COMM_WORLD, 'world')
+  call scatter_cases(MPI_COMM_WORLD)
   call MPI_COMM_FREE(half, ierr)
   calls = [a2a_calls(1), a2a_calls(2), a2av_calls(1), a2av_calls(2)]
   call MPI_REDUCE(calls, most, 4, MPI_INTEGER, MPI_MAX, 0, MPI_COMM_WORLD, ierr)
