@@ -137,20 +137,29 @@ def run_in_netns(exe: Path, machines: list[str], env: dict[str, str], loss: int 
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=full)
 
 
-MCAST = {"AAPC_REPORT": "1", "AAPC_BCAST": "mcast", "AAPC_ALLGATHER": "mcast"}
+MCAST = {
+    "AAPC_REPORT": "1",
+    "AAPC_BCAST": "mcast",
+    "AAPC_ALLGATHER": "mcast",
+    "AAPC_SCATTER": "mcast",
+}
 MCAST_ROUTINE = "leader-based, shared segment, multicast among the leaders"
+MCAST_SCATTER = "leader-based, one multicast to the leaders"
 
 
 @pytest.mark.root
 def test_multicast_among_the_leaders(exe):
     """AAPC_BCAST=mcast, AAPC_ALLGATHER=mcast: only the leaders join the multicast group of
     their communicator, the other ranks of a machine read from the shared segment (seed 004
-    section 6.3); over the loopback of a private network namespace (root)."""
+    section 6.3); AAPC_SCATTER=mcast: the root's leader multicasts the other machines' blocks
+    to the leaders (seed 000's aggregate); over the loopback of a private network namespace
+    (root)."""
     proc = run_in_netns(exe, BLOCKS, MCAST)
     passed(proc, 600)
     served = routines(proc.stderr)
     for c in ("MPI_Bcast", "MPI_Allgather"):
         assert MCAST_ROUTINE in served[c], served
+    assert MCAST_SCATTER in served["MPI_Scatter"], served
 
 
 @pytest.mark.root
@@ -158,10 +167,10 @@ def test_multicast_among_the_leaders(exe):
 def test_multicast_among_the_leaders_under_loss(exe, loss):
     """The leaders' multicast with nftables dropping 1, 5 or 20 % of the UDP datagrams (the
     leaders retransmit; at 20 % in 1472-byte fragments, as the multicast tests do): every
-    Bcast and Allgather of the harness right, no hang (the run's timeout), on round-robin and
+    Bcast, Allgather and Scatter of the harness right, no hang (the run's timeout), on round-robin and
     unequal placements."""
     assert shutil.which("nft"), "nftables missing: make nftables"
-    env = {**MCAST, "COLL_CHECK_ONLY": "bcast,allgather"}
+    env = {**MCAST, "COLL_CHECK_ONLY": "bcast,allgather,scatter"}
     if loss == 20:
         env["AAPC_MCAST_FRAG"] = "1472"
     proc = run_in_netns(exe, MIXED, env, loss=loss)
@@ -169,6 +178,7 @@ def test_multicast_among_the_leaders_under_loss(exe, loss):
     served = routines(proc.stderr)
     for c in ("MPI_Bcast", "MPI_Allgather"):
         assert MCAST_ROUTINE in served[c], served
+    assert MCAST_SCATTER in served["MPI_Scatter"], served  # unequal machines: Scatterv's
 
 
 def test_native_and_disable_hand_every_call_to_the_library(exe):

@@ -1,11 +1,11 @@
-"""The collectives other than the all-to-all on an emulated switch tree: MPI_Bcast,
-MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier, MPI_Scatter and MPI_Scatterv, MPICH's (its
-default and a few of its algorithms forced with MPIR_CVAR_<OP>_INTRA_ALGORITHM) beside ours
-(AAPC_<OP>=hier: the machine's ranks through shared memory, the leaders across machines with the
-library's collective; ring: the leaders in a ring over the tree; phased: Allgather's leaders in
-the tree's phases; mcast: the leaders over IP multicast; AAPC_<OP>=auto: the selection), per
-size, in one table per operation. Scatter and Scatterv (root 0) send every rank a block of the
-size, Scatterv with every count the same.
+"""The collectives other than the all-to-all on an emulated switch tree, or (--one-machine) with
+every rank on this host: MPI_Bcast, MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier,
+MPI_Scatter and MPI_Scatterv, MPICH's (its default and a few of its algorithms forced with
+MPIR_CVAR_<OP>_INTRA_ALGORITHM) beside ours (AAPC_<OP>=hier: the machine's ranks through shared
+memory, the leaders across machines with the library's collective; ring: the leaders in a ring
+over the tree; phased: Allgather's leaders in the tree's phases; mcast: the leaders over IP
+multicast; AAPC_<OP>=auto: the selection), per size, in one table per operation. Scatter and
+Scatterv (root 0) send every rank a block of the size, Scatterv with every count the same.
 
     sudo flock -x /tmp/aapc-cpu.lock flock /tmp/aapc-mpi.lock .venv/bin/python \\
         tuning/bench_coll.py [topologies/two-switch-4-4.yaml] [--rate 100Mbit] \\
@@ -34,11 +34,30 @@ than the network's), or the heading says every point did; "(fb)" a forced MPICH 
 MPICH could not apply at that size (it ran its own choice). Progress goes to stderr; with -o DIR
 every measurement goes to DIR/bench_coll.json. Exit status 1 when a job failed (its cells say
 "failed", the reason is printed below the table).
+
+With --one-machine RANKS: RANKS ranks all on this host, one machine (seed 003's regime: the
+library serves every collective through its shared memory, runtime_c/shm/), typically more
+ranks than cores. No emulation and no root: every job is `mpiexec -n RANKS coll_timer ...`
+with the candidate's environment, MPICH with its shared memory, no AAPC_MACHINE. Of ours only
+hier and auto run (ring, phased and mcast are between machines); the topology is used only to
+generate the routines the timer is built with; --rate, --ranks-per-machine and --prefix are
+refused with it. The calls per size come from a CPU-based expectation instead of a link rate:
+max(2 ms, the bytes the call copies at 200 MB/s) x RANKS / cores when oversubscribed (MPICH
+busy-polls then: 8 ranks on 2 cores take ~20 ms per MPICH barrier). MPICH's barrier after
+every timed call would then be most of a small call's time (milliseconds): the timer's barrier
+after each call is the library's shared-memory one instead (COLL_TIMER_SYNC=mpi), the same for
+every candidate, and the heading gives it alone. This takes
+about four minutes (an estimate from 4 ranks' 27 s for barrier and bcast at 8 and 64K):
+
+    flock -x /tmp/aapc-cpu.lock flock /tmp/aapc-mpi.lock .venv/bin/python \\
+        tuning/bench_coll.py --one-machine 8 --ops barrier,bcast,allreduce \\
+        --sizes 8,4K,64K,256K --repeats 3 -o DIR
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -68,7 +87,7 @@ from aapcgen.measure.bench import (  # noqa: E402
 )
 from aapcgen.measure.mpi import mpi_flavour  # noqa: E402
 from aapcgen.measure.timer import parse_timer_lines  # noqa: E402
-from aapcgen.platforms.emulate import DEFAULT_QUEUE  # noqa: E402
+from aapcgen.platforms import emulate  # noqa: E402
 
 OPS = ("bcast", "allgather", "allreduce", "reduce", "barrier", "scatter", "scatterv")
 MPI_NAMES = {
@@ -103,15 +122,19 @@ OURS_BY_OP = {  # ours forced (AAPC_<OP>=...), then the selection
     "allreduce": ("hier", "ring", "auto"),
     "reduce": ("hier", "auto"),
     "barrier": ("hier", "auto"),
-    "scatter": ("hier", "auto"),
+    "scatter": ("hier", "mcast", "auto"),
     "scatterv": ("hier", "auto"),
 }
 OURS = ("hier", "ring", "phased", "mcast", "auto")
+OURS_ONE_MACHINE = ("hier", "auto")  # ring, phased, mcast: between machines
 DEFAULT_TOPOLOGY = "topologies/two-switch-4-4.yaml"
 DEFAULT_SIZES = "8,64,512,4K,32K,256K,1M,4M"
 MIN_CALL_S = 2e-3  # the least a call is expected to take (latency, 16 ranks on 2 cores)
 EXPENSIVE_S = 0.5  # expected seconds per call from which a size gets no warm-up call (the
 # checked call before the timed ones warms it up already)
+MIN_CALL_ONE_MACHINE_S = 5e-6  # a small call on one machine whose ranks have a core each
+MACHINE_BPS = 2e8  # bytes per second a call copies on one machine, for choosing the calls: low
+# (oversubscribed MPICH, busy-polling: a bcast of 256 KB of 8 ranks on 2 cores takes 50-150 ms)
 
 
 @dataclass(frozen=True)
@@ -120,8 +143,9 @@ class Candidate:
     env: tuple[tuple[str, str], ...]
 
 
-def candidates(op: str, algorithms: tuple[str, ...]) -> list[Candidate]:
-    """MPICH's default, its forced algorithms, then ours: the environment of each."""
+def candidates(op: str, algorithms: tuple[str, ...], ours: tuple[str, ...]) -> list[Candidate]:
+    """MPICH's default, its forced algorithms, then those of ``ours`` that ``op`` has: the
+    environment of each."""
     var = f"AAPC_{op.upper()}"
     out = [Candidate("native-default", ((var, "native"),))]
     cvar = f"MPIR_CVAR_{op.upper()}_INTRA_ALGORITHM"
@@ -135,7 +159,7 @@ def candidates(op: str, algorithms: tuple[str, ...]) -> list[Candidate]:
             ("COLL_TIMER_FALLBACKS", "1"),
         )
         out.append(Candidate(f"native-{alg}", env))
-    out += [Candidate(way, ((var, way),)) for way in OURS_BY_OP[op]]
+    out += [Candidate(way, ((var, way),)) for way in OURS_BY_OP[op] if way in ours]
     return out
 
 
@@ -158,6 +182,31 @@ def link_volume(op: str, size: int, topo: Topology) -> float:
 
 def expected_seconds(op: str, size: int, topo: Topology, rate: float) -> float:
     return max(MIN_CALL_S, link_volume(op, size, topo) / rate)
+
+
+def machine_volume(op: str, size: int, ranks: int) -> float:
+    """Bytes one call copies on one machine, roughly: every rank's result (an allgather's is
+    every rank's block), none for a barrier."""
+    if op == "barrier":
+        return 0.0
+    return float(size * ranks * (ranks if op == "allgather" else 1))
+
+
+def expected_seconds_one_machine(op: str, size: int, ranks: int, cpus: int) -> float:
+    """A call of ``ranks`` ranks on one machine of ``cpus`` cores: at least MIN_CALL_S and slower
+    by ranks / cpus when oversubscribed (the ranks wait for a core in turn), at least
+    MIN_CALL_ONE_MACHINE_S when every rank has a core (calls of microseconds: raise
+    --max-iters to time enough of them)."""
+    over = ranks > cpus
+    least = MIN_CALL_S if over else MIN_CALL_ONE_MACHINE_S
+    seconds = max(least, machine_volume(op, size, ranks) / MACHINE_BPS)
+    return seconds * (ranks / cpus if over else 1.0)
+
+
+def ms(value: float) -> str:
+    """Milliseconds for a table: three decimals, five below 0.1 ms (calls of microseconds on
+    one machine)."""
+    return f"{value:.5f}" if value < 0.1 else f"{value:.3f}"
 
 
 def choose_calls(seconds: float, target_s: float, max_iters: int) -> tuple[int, int]:
@@ -277,30 +326,44 @@ class Collected:
         return 1e3 * statistics.median(b) if b else None
 
 
+def setting_emulated(topo: Topology, rate: float) -> str:
+    """Where an emulated run ran, for the tables' headings."""
+    ranks = topo.n_machines * topo.ranks_per_machine
+    return (
+        f"{topo.name}: {topo.n_machines} machines x {topo.ranks_per_machine} ranks = {ranks} "
+        f"ranks on {os.cpu_count() or 1} cores, {format_bandwidth(rate)} links"
+    )
+
+
+def setting_one_machine(ranks: int) -> str:
+    """Where a --one-machine run ran, for the tables' headings."""
+    cores = os.cpu_count() or 1
+    over = " (oversubscribed)" if ranks > cores else ""
+    return f"one machine: {ranks} ranks on {cores} cores{over}"
+
+
 def table(
     op: str,
     names: list[str],
     summary: list[Summary],
     got: Collected,
-    topo: Topology,
-    rate: float,
+    setting: str,
+    ranks: int,
     hooked: bool,
     slow_s: float,
+    sync: str = "MPICH",
 ) -> str:
     """One operation's table: median ms per call per size and candidate, the best of MPICH's in
-    bold, and the ratios (above 1: ours faster)."""
-    ranks = topo.n_machines * topo.ranks_per_machine
+    bold, and the ratios (above 1: ours faster). ``setting`` says where it ran (setting_*)."""
     cores = os.cpu_count() or 1
     mine = [s for s in summary if s.op == op]
     failed = {c: why for (o, c), why in got.failed.items() if o == op}
     skipped = {(c, b) for (o, c), bs in got.skipped.items() if o == op for b in bs}
     fell = {(c, b) for (o, c), bs in got.fallbacks.items() if o == op for b in bs}
-    head = f"{MPI_NAMES[op]} on {topo.name}: {topo.n_machines} machines x "
-    head += f"{topo.ranks_per_machine} ranks = {ranks} ranks on {cores} cores"
-    head += f", {format_bandwidth(rate)} links; median ms per call"
+    head = f"{MPI_NAMES[op]} on {setting}; median ms per call"
     baseline = got.baseline_ms(op)
     if op != "barrier" and baseline is not None:
-        head += f", each with one MPICH MPI_Barrier after it ({baseline:.3f} ms alone)"
+        head += f", each with one {sync} MPI_Barrier after it ({ms(baseline)} ms alone)"
     every_cpu = bool(mine) and all(s.cpu_bound for s in mine)
     if every_cpu:  # one note rather than a mark in every cell
         head += f"; every point CPU-bound (at least {CPU_BOUND:.0%} of the cores busy"
@@ -318,7 +381,7 @@ def table(
             if s is None:
                 cells.append("failed" if n in failed else "skipped" if (n, size) in skipped else "")
                 continue
-            text = f"{1e3 * s.median_s:.3f}" + (" (cpu)" if s.cpu_bound and not every_cpu else "")
+            text = ms(1e3 * s.median_s) + (" (cpu)" if s.cpu_bound and not every_cpu else "")
             text += " (fb)" if (n, size) in fell else ""
             cells.append(f"**{text}**" if s is best else text)
         cells += [
@@ -381,11 +444,39 @@ def failure(res: cleanup.JobResult, cand: Candidate, timeout: float) -> str | No
     return f"exit {res.returncode}: {why}"
 
 
+def one_machine_help() -> str:
+    """The docstring's paragraph on --one-machine and its command (the --help epilog)."""
+    paras = (__doc__ or "").split("\n\n")
+    at = next((i for i, t in enumerate(paras) if t.startswith("With --one-machine")), len(paras))
+    return "\n\n".join(paras[at : at + 2])
+
+
+EMULATION_ONLY = {"rate": "100Mbit", "ranks_per_machine": 2, "prefix": "aapcc"}  # the defaults
+
+
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY)
-    p.add_argument("--rate", default="100Mbit", help="every emulated link's rate")
-    p.add_argument("--ranks-per-machine", type=int, default=2)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=one_machine_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "topology",
+        nargs="?",
+        default=DEFAULT_TOPOLOGY,
+        help="the emulated tree; with --one-machine only what the timer's routines are "
+        f"generated for (default {DEFAULT_TOPOLOGY})",
+    )
+    p.add_argument(
+        "--one-machine",
+        type=int,
+        default=None,
+        metavar="RANKS",
+        help="RANKS ranks (at least 2) all on this host, no emulation, no root; of ours hier and "
+        "auto (see below); an error with --rate, --ranks-per-machine or --prefix",
+    )
+    p.add_argument("--rate", help="every emulated link's rate (default 100Mbit)")
+    p.add_argument("--ranks-per-machine", type=int, help="in the emulation (default 2)")
     p.add_argument("--ops", default=",".join(OPS), help="comma-separated, from: " + ", ".join(OPS))
     p.add_argument(
         "--sizes",
@@ -399,7 +490,8 @@ def parse_args() -> argparse.Namespace:
         "--target-seconds",
         type=float,
         default=0.25,
-        help="timed seconds per size and candidate a job aims at (the calls: from the link rate)",
+        help="timed seconds per size and candidate a job aims at (the calls: from the link "
+        "rate, or with --one-machine from the cores)",
     )
     p.add_argument("--max-iters", type=int, default=100, help="most timed calls per size")
     p.add_argument(
@@ -410,7 +502,7 @@ def parse_args() -> argparse.Namespace:
         "larger ones",
     )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per MPI job")
-    p.add_argument("--prefix", default="aapcc", help="emulation namespace name prefix")
+    p.add_argument("--prefix", help="emulation namespace name prefix (default aapcc)")
     p.add_argument("-o", "--output", default=None, help="write DIR/bench_coll.json")
     a = p.parse_args()
     path = Path(a.topology)
@@ -423,6 +515,13 @@ def parse_args() -> argparse.Namespace:
     bad = [o for o in a.op_list if o not in OPS]
     if bad or not a.op_list:
         p.error(f"--ops: '{(bad or [a.ops])[0]}' is not one of {', '.join(OPS)}")
+    given = [k for k in EMULATION_ONLY if getattr(a, k) is not None]
+    if a.one_machine is not None and given:
+        p.error(f"--{given[0].replace('_', '-')} is for the emulation, not with --one-machine")
+    if a.one_machine is not None and a.one_machine < 2:
+        p.error("--one-machine: give at least 2 ranks")
+    for k, default in EMULATION_ONLY.items():
+        setattr(a, k, default if getattr(a, k) is None else getattr(a, k))
     if a.ranks_per_machine < 1:
         p.error("--ranks-per-machine must be at least 1")
     if min(a.repeats, a.max_iters) < 1 or min(a.target_seconds, a.slow_seconds, a.timeout) <= 0:
@@ -440,15 +539,82 @@ def parse_args() -> argparse.Namespace:
     return a
 
 
+def call_plan(
+    op: str, a: argparse.Namespace, topo: Topology
+) -> tuple[tuple[int, ...], list[tuple[int, int]]]:
+    """The sizes of ``op`` and (timed calls, warm-up calls) at each: from the time a call should
+    take at the link rate, or on one machine from the cores."""
+    op_sizes = (0,) if op == "barrier" else a.size_list
+    if a.one_machine is None:
+        seconds = [expected_seconds(op, s, topo, a.rate_bps) for s in op_sizes]
+    else:
+        cpus = os.cpu_count() or 1
+        seconds = [expected_seconds_one_machine(op, s, a.one_machine, cpus) for s in op_sizes]
+    return op_sizes, [choose_calls(t, a.target_seconds, a.max_iters) for t in seconds]
+
+
+def job_command(
+    em: emulate.Emulation | None,
+    mpiexec: str,
+    argv: list[str],
+    cand: Candidate,
+    base_env: dict[str, str],
+    a: argparse.Namespace,
+) -> tuple[list[str], dict[str, str]]:
+    """One job's command and environment: on one machine (``em`` None) mpiexec -n RANKS with the
+    candidate's environment added to ``base_env``; in the emulation emulate.mpiexec_command's
+    (the candidate's environment in -genv)."""
+    if em is None:
+        return [mpiexec, "-n", str(a.one_machine), *argv], {**base_env, **dict(cand.env)}
+    cmd = emulate.mpiexec_command(em, mpiexec, argv, dict(cand.env), a.ranks_per_machine)
+    return cmd, base_env
+
+
+def emulation(
+    a: argparse.Namespace, topo: Topology
+) -> contextlib.AbstractContextManager[emulate.Emulation | None]:
+    """The emulated tree the jobs run in, or nothing on one machine."""
+    if a.one_machine is not None:
+        return contextlib.nullcontext()
+    return emulate.emulated(topo, rate=a.rate_bps, queue=emulate.DEFAULT_QUEUE, prefix=a.prefix)
+
+
+def environment(
+    a: argparse.Namespace, topo: Topology, version: str, hooked: dict[str, bool], got: Collected
+) -> dict[str, object]:
+    """The JSON's "environment": where and how the run ran."""
+    if a.one_machine is not None:
+        where: dict[str, object] = {"one_machine": a.one_machine, "ranks": a.one_machine}
+    else:
+        where = {
+            "topology": topo.name,
+            "machines": topo.n_machines,
+            "ranks_per_machine": topo.ranks_per_machine,
+            "rate": format_bandwidth(a.rate_bps),
+            "queue_bytes": emulate.DEFAULT_QUEUE,
+        }
+    where.update({"cpus": os.cpu_count(), "host": platform.node(), "mpi": version})
+    if a.one_machine is None:
+        where["tcp_congestion_control"] = tcp_congestion_control()
+    return {
+        **where,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "repeats": a.repeats,
+        "slow_seconds": a.slow_seconds,
+        "intercepted": {op: hooked[op] for op in a.op_list},
+        "barrier_baseline_ms": {op: got.baseline_ms(op) for op in a.op_list},
+    }
+
+
 def main() -> int:
     a = parse_args()
-    ops, rate = a.op_list, a.rate_bps
+    ops = a.op_list
     topo = replace(load_topology(a.topology_path), ranks_per_machine=a.ranks_per_machine)
-    ranks = topo.n_machines * topo.ranks_per_machine
-
-    from aapcgen.platforms import emulate
-
-    emulate.require_root()
+    one = a.one_machine is not None
+    ranks = a.one_machine if one else topo.n_machines * topo.ranks_per_machine
+    setting = setting_one_machine(ranks) if one else setting_emulated(topo, a.rate_bps)
+    if not one:
+        emulate.require_root()
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -456,24 +622,23 @@ def main() -> int:
     mpicc, mpiexec = bin_path("mpicc"), bin_path("mpiexec")
     flavour, version = mpi_flavour(mpicc)
     if flavour != "mpich":
-        raise AapcError(f"{mpicc} is not MPICH's ({version}): the emulation runs MPICH's mpiexec")
-    per_op = {op: candidates(op, MPICH_ALGORITHMS[op]) for op in ops}
-    plans: dict[str, tuple[tuple[int, ...], list[tuple[int, int]]]] = {}
-    for op in ops:
-        op_sizes = (0,) if op == "barrier" else a.size_list
-        seconds = [expected_seconds(op, s, topo, rate) for s in op_sizes]
-        plans[op] = (op_sizes, [choose_calls(t, a.target_seconds, a.max_iters) for t in seconds])
+        raise AapcError(f"{mpicc} is not MPICH's ({version}): this runs MPICH's mpiexec and CVARs")
+    ours = OURS_ONE_MACHINE if one else OURS
+    per_op = {op: candidates(op, MPICH_ALGORITHMS[op], ours) for op in ops}
+    plans = {op: call_plan(op, a, topo) for op in ops}
     got = Collected()
     base_env = {**os.environ, "AAPC_QUIET": "1"}
+    if a.one_machine is not None:  # MPICH's barrier, oversubscribed, would hide small calls
+        base_env["COLL_TIMER_SYNC"] = "mpi"
     start = time.monotonic()
     with cleanup.workdir("aapc-bench-coll-", say) as work:
-        say(f"building coll_timer for {topo.name} ({ranks} ranks) ...")
+        say(f"building coll_timer (routines for {topo.name}); jobs on {setting} ...")
         exe = build_timer(mpicc, topo, work.path)
         hooked = intercepted(exe)
         say(f"{exe.name}: the library's own " + ", ".join(
             f"{MPI_NAMES[op]} {'yes' if hooked[op] else 'no (MPICH)'}" for op in ops
         ))  # fmt: skip
-        with emulate.emulated(topo, rate=rate, queue=DEFAULT_QUEUE, prefix=a.prefix) as em:
+        with emulation(a, topo) as em:
             total, done = sum(map(len, per_op.values())) * a.repeats, 0
             for repeat in range(a.repeats):
                 for op in ops:
@@ -485,11 +650,9 @@ def main() -> int:
                             continue
                         op_sizes, plan = plans[op]
                         argv = job_argv(exe, op, op_sizes, plan, cand.name, a.slow_seconds)
-                        cmd = emulate.mpiexec_command(
-                            em, mpiexec, argv, dict(cand.env), topo.ranks_per_machine
-                        )
+                        cmd, env = job_command(em, mpiexec, argv, cand, base_env, a)
                         t0 = time.monotonic()
-                        res = cleanup.run_job(cmd, base_env, a.timeout, work)
+                        res = cleanup.run_job(cmd, env, a.timeout, work)
                         took = time.monotonic() - t0
                         why = failure(res, cand, a.timeout)
                         if why is not None:
@@ -506,7 +669,15 @@ def main() -> int:
     summary = summarize(got.points)
     report = [
         table(
-            op, [c.name for c in per_op[op]], summary, got, topo, rate, hooked[op], a.slow_seconds
+            op,
+            [c.name for c in per_op[op]],
+            summary,
+            got,
+            setting,
+            ranks,
+            hooked[op],
+            a.slow_seconds,
+            "MPICH" if a.one_machine is None else "shared-memory (the library's)",
         )
         for op in ops
     ]
@@ -516,22 +687,7 @@ def main() -> int:
         out = Path(a.output)
         out.mkdir(parents=True, exist_ok=True)
         doc = {
-            "environment": {
-                "topology": topo.name,
-                "machines": topo.n_machines,
-                "ranks_per_machine": topo.ranks_per_machine,
-                "rate": format_bandwidth(rate),
-                "queue_bytes": DEFAULT_QUEUE,
-                "cpus": os.cpu_count(),
-                "host": platform.node(),
-                "mpi": version,
-                "tcp_congestion_control": tcp_congestion_control(),
-                "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-                "repeats": a.repeats,
-                "slow_seconds": a.slow_seconds,
-                "intercepted": {op: hooked[op] for op in ops},
-                "barrier_baseline_ms": {op: got.baseline_ms(op) for op in ops},
-            },
+            "environment": environment(a, topo, version, hooked, got),
             "candidates": {
                 op: [{"name": c.name, "env": dict(c.env)} for c in per_op[op]] for op in ops
             },

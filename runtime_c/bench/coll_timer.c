@@ -25,7 +25,9 @@
  * then ITERS x { call; PMPI_Barrier } timed with MPI_Wtime (alltoall_timer.c's method, seed 002
  * Figure 5: the barrier keeps a root that returns early, bcast's, or late, reduce's, from
  * overlapping its calls); the time per call is the slowest rank's elapsed / ITERS and includes
- * one barrier of the MPI library's. For barrier the loop is ITERS x { call } alone. Every
+ * one barrier of the MPI library's (with COLL_TIMER_SYNC=mpi in the environment, the program's
+ * MPI_Barrier: the library's own where it serves barriers). For barrier the loop is
+ * ITERS x { call } alone. Every
  * synchronisation and reduction of the harness itself goes to the MPI library (PMPI_*), so only
  * the timed calls change from one candidate to the next. Rank 0 prints one line per size in
  * the timers' protocol (timer_common.h, aapcgen/measure/timer.py):
@@ -73,6 +75,11 @@ static const char *const MPI_NAMES[] = {"MPI_Bcast",   "MPI_Allgather", "MPI_All
 #define BARRIER_MIN_S (BARRIER_HOLD_S / 2)
 
 static int rank, nranks;
+
+/* The barrier after every timed call: the MPI library's (PMPI_Barrier), or with
+   COLL_TIMER_SYNC=mpi the program's MPI_Barrier (the library's own where it serves barriers:
+   on one oversubscribed machine MPICH's takes milliseconds and would hide every small call). */
+static int (*sync_barrier)(MPI_Comm) = PMPI_Barrier;
 
 /* COLL_TIMER_FALLBACKS=1 (an MPI library's algorithm forced: MPIR_CVAR_<OP>_INTRA_ALGORITHM with
    MPIR_CVAR_COLLECTIVE_FALLBACK=print): while a size runs, this process's stderr goes to a
@@ -350,7 +357,7 @@ static struct timing measure(struct bufs *b, int iters, int warmup, int reporter
         if (!baseline)
             one_call(b);
         if (sync)
-            PMPI_Barrier(MPI_COMM_WORLD);
+            sync_barrier(MPI_COMM_WORLD);
     }
     double busy0 = 0, total0 = 0, busy1 = 0, total1 = 0;
     int have_cpu = rank == 0 && cpu_jiffies(&busy0, &total0);
@@ -363,7 +370,7 @@ static struct timing measure(struct bufs *b, int iters, int warmup, int reporter
         if (!baseline)
             one_call(b);
         if (sync)
-            PMPI_Barrier(MPI_COMM_WORLD);
+            sync_barrier(MPI_COMM_WORLD);
     }
     double elapsed = MPI_Wtime() - start;
     long long q1 = runq_wait_ns();
@@ -429,6 +436,9 @@ static int parse_list(const char *text, long long *out, int max)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    const char *sync = getenv("COLL_TIMER_SYNC");
+    if (sync != NULL && strcmp(sync, "mpi") == 0)
+        sync_barrier = MPI_Barrier;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* one_call says which call */

@@ -104,6 +104,11 @@ int aapc_coll_leaders_mcast_bcast(const aapc_coll_layout_t *l, void *buf, int co
                                   MPI_Datatype type, int root_machine);
 int aapc_coll_leaders_mcast_allgather(const aapc_coll_layout_t *l, void *buf, int count,
                                       MPI_Datatype type);
+/* The leaders' Scatter over IP multicast from the leader of root_machine (aapc_coll_mcast.c):
+   machine k's part is count[k] * block bytes, at first[k] * block of agg on the sender; the
+   other leaders receive theirs into part. */
+int aapc_coll_leaders_mcast_scatter(const aapc_coll_layout_t *l, const char *agg, char *part,
+                                    long long block, int root_machine);
 /* The leaders' Allgather of one part of count elements each, in place in buf (part k at
    k * count elements), as an MPI_Alltoall of one send part (aapc_coll_allgather_phased.c). */
 int aapc_coll_leaders_phased(const aapc_coll_layout_t *l, void *buf, int count,
@@ -116,12 +121,13 @@ int aapc_coll_allreduce(const aapc_coll_layout_t *l, enum aapc_coll_step step,
 int aapc_coll_reduce(const aapc_coll_layout_t *l, const void *sendbuf, void *recvbuf, int count,
                      MPI_Datatype type, MPI_Op op, int root);
 int aapc_coll_barrier(const aapc_coll_layout_t *l);
-/* One message per machine from the root to its leader, then the library's scatter on each
-   machine (aapc_coll_scatter.c). Scatter: block, the bytes of every block (> 0, P blocks
-   within INT_MAX bytes); Scatterv: mine, this rank's bytes (0 at a root in place). */
-int aapc_coll_scatter(const aapc_coll_layout_t *l, const void *sendbuf, int sendcount,
-                      MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                      int root, long long block);
+/* One message per machine from the root to its leader (AAPC_STEP_MCAST, Scatter: one multicast
+   of them all), then the library's scatter on each machine (aapc_coll_scatter.c). Scatter:
+   block, the bytes of every block (> 0, P blocks within INT_MAX bytes); Scatterv: mine, this
+   rank's bytes (0 at a root in place). */
+int aapc_coll_scatter(const aapc_coll_layout_t *l, enum aapc_coll_step step, const void *sendbuf,
+                      int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, int root, long long block);
 int aapc_coll_scatterv(const aapc_coll_layout_t *l, const void *sendbuf, const int *sendcounts,
                        const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                        MPI_Datatype recvtype, int root, long long mine);

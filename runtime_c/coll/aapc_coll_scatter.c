@@ -17,6 +17,12 @@
  *   The parts travel packed (MPI_PACKED: a message of any type may be received as packed
  *   bytes, and packed bytes received with any type of the same signature), so every rank's
  *   own datatype and count describe its block, as in the library's routine.
+ * With AAPC_SCATTER=mcast (Scatter only), step 2 is seed 000's aggregate over IP multicast
+ * among the leaders (aapc_coll_mcast.c): the root packs the other machines' blocks in machine
+ * order, hands them to its leader (one message on the machine) when it is not the leader, and
+ * that leader multicasts the aggregate once; each leader keeps its machine's part. Cost: one
+ * reliable multicast of (P - R) b bytes (every leader receives all of it), 2 alpha + the ACK
+ * round, against N - 1 messages: it wins while (P - R) b is small (seed 000 section 4.1).
  * Cost: the root's link carries the other machines' bytes once, sum_{q off the root's machine}
  * b_q beta, in N - 1 messages ((N - 1) o + alpha) instead of P - 1 (linear: MPICH's Scatterv)
  * or log2 P sequential steps with forwarding (binomial: MPICH's Scatter, the same bytes leave
@@ -204,23 +210,63 @@ static int scatter_from_root(const aapc_coll_layout_t *l, const void *sendbuf,
     return rc;
 }
 
-int aapc_coll_scatter(const aapc_coll_layout_t *l, const void *sendbuf, int sendcount,
-                      MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                      int root, long long block)
+/* Multicast's step 2 on the root's machine, after its own scatter: the root packs every other
+   machine's blocks at first[k] * block of the aggregate (the root machine's part left empty)
+   and hands it to its leader, which multicasts it to the other leaders. */
+static int mcast_from_root_machine(const aapc_coll_layout_t *l, const void *sendbuf,
+                                   int sendcount, MPI_Datatype sendtype, int root,
+                                   long long block)
 {
-    int rc = MPI_SUCCESS;
+    int total = (int)(block * l->size), rc = MPI_SUCCESS, root_local = aapc_coll_local_of(l, root);
+    if (l->rank != root && l->local != 0)
+        return MPI_SUCCESS;
+    char *agg = calloc((size_t)total + 1, 1);
+    if (agg == NULL)
+        return MPI_ERR_NO_MEM;
+    for (int k = 0; k < l->n && rc == MPI_SUCCESS && l->rank == root; k++) {
+        MPI_Datatype view;
+        int at = (int)(l->first[k] * block);
+        if (k != l->mine &&
+            (rc = machine_view(l, k, NULL, NULL, sendcount, sendtype, &view)) == MPI_SUCCESS) {
+            rc = PMPI_Pack(sendbuf, 1, view, agg, total, &at, l->dup);
+            PMPI_Type_free(&view);
+        }
+    }
+    if (rc == MPI_SUCCESS && root_local != 0)
+        rc = l->rank == root ? PMPI_Send(agg, total, MPI_PACKED, 0, TAG_PART, l->node)
+                             : PMPI_Recv(agg, total, MPI_PACKED, root_local, TAG_PART, l->node,
+                                         MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && l->local == 0)
+        rc = aapc_coll_leaders_mcast_scatter(l, agg, NULL, block, l->mine);
+    free(agg);
+    return rc;
+}
+
+int aapc_coll_scatter(const aapc_coll_layout_t *l, enum aapc_coll_step step, const void *sendbuf,
+                      int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, int root, long long block)
+{
+    int rc = MPI_SUCCESS, mcast = step == AAPC_STEP_MCAST;
     if (l->mine == l->machine[root]) {
         struct sends s = {NULL, NULL, 0};
-        if (l->rank == root && (rc = sends_start(l, &s, sendbuf, NULL, NULL, sendcount,
-                                                  sendtype)) != MPI_SUCCESS)
+        if (l->rank == root && !mcast &&
+            (rc = sends_start(l, &s, sendbuf, NULL, NULL, sendcount, sendtype)) != MPI_SUCCESS)
             return rc;
         rc = scatter_from_root(l, sendbuf, NULL, NULL, sendcount, sendtype, recvbuf, recvcount,
                                recvtype, root);
+        if (mcast)
+            return rc != MPI_SUCCESS ? rc
+                                     : mcast_from_root_machine(l, sendbuf, sendcount, sendtype,
+                                                               root, block);
         return l->rank == root ? sends_finish(l, &s, rc) : rc;
     }
     char *part = NULL;
+    if (l->local == 0 && mcast &&
+        (part = malloc((size_t)(block * l->count[l->mine]) + 1)) == NULL)
+        return MPI_ERR_NO_MEM;
     if (l->local == 0 &&
-        (rc = receive_part(l, root, block * l->count[l->mine], &part)) != MPI_SUCCESS) {
+        (rc = mcast ? aapc_coll_leaders_mcast_scatter(l, NULL, part, block, l->machine[root])
+                    : receive_part(l, root, block * l->count[l->mine], &part)) != MPI_SUCCESS) {
         free(part);
         return rc;
     }

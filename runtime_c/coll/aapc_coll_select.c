@@ -9,8 +9,8 @@
  *       native: the MPI library's routine; hier: the leader-based one wherever its arguments
  *       allow, the leaders' step the library's collective; ring (Bcast, Allgather,
  *       Allreduce): the leaders in a ring over the tree; phased (Allgather): the leaders in
- *       the tree's phases; mcast (Bcast, Allgather): the leaders over IP multicast; auto
- *       (unset): the rule below.
+ *       the tree's phases; mcast (Bcast, Allgather, Scatter): the leaders over IP multicast;
+ *       auto (unset): the rule below.
  *   AAPC_DISABLE=bcast,allreduce,...  the named entries are the MPI library's (as native).
  *   AAPC_COLL_MIN_<COLL>, AAPC_COLL_RING_MIN, AAPC_COLL_PHASED_MIN, AAPC_COLL_MAX_BYTES: the
  *       rule's sizes (rule() below).
@@ -103,13 +103,13 @@ static void parse_settings(enum way way[NCOLL])
             way[c] = RING;
         } else if (strcmp(v, "phased") == 0 && c == ALLGATHER) {
             way[c] = PHASED;
-        } else if (strcmp(v, "mcast") == 0 && (c == BCAST || c == ALLGATHER)) {
+        } else if (strcmp(v, "mcast") == 0 && (c == BCAST || c == ALLGATHER || c == SCATTER)) {
             way[c] = MCAST;
         } else {
             fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s%s, auto; using auto\n",
                     setting_of[c], v, has_ring(c) ? ", ring" : "",
                     c == ALLGATHER ? ", phased" : "",
-                    c == BCAST || c == ALLGATHER ? ", mcast" : "");
+                    c == BCAST || c == ALLGATHER || c == SCATTER ? ", mcast" : "");
             way[c] = AUTO;
         }
     }
@@ -361,8 +361,10 @@ static int done(double t0, enum coll c, enum way way, const char *why,
     if (way == LIBRARY)
         snprintf(what, sizeof what, "library: %s", why != NULL ? why : "arguments for the library");
     else if (is_scatter(c))
-        snprintf(what, sizeof what, "%s", l->n > 1 ? "leader-based, one message per machine"
-                                                   : "one machine: the library's Scatterv on it");
+        snprintf(what, sizeof what, "%s",
+                 l->n == 1       ? "one machine: the library's Scatterv on it"
+                 : way == MCAST ? "leader-based, one multicast to the leaders"
+                                : "leader-based, one message per machine");
     else
         snprintf(what, sizeof what, "%s%s", l->n == 1   ? "shared memory"
                                             : l->shared ? "leader-based, shared segment"
@@ -509,8 +511,8 @@ int aapc_coll_scatter_entry(const aapc_cluster_t *cluster, const char *name, con
                                         root's N - 1 sends cost latency, not a tree's log P */
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
-        rc = way != LIBRARY ? aapc_coll_scatter(l, sendbuf, sendcount, sendtype, recvbuf,
-                                                recvcount, recvtype, root, block)
+        rc = way != LIBRARY ? aapc_coll_scatter(l, step_of(way), sendbuf, sendcount, sendtype,
+                                                recvbuf, recvcount, recvtype, root, block)
                             : PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                            recvtype, root, comm);
     return done(t0, SCATTER, way, why, l, ours, rc, block, comm);
