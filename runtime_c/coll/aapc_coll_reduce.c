@@ -14,7 +14,8 @@
  *   reduce-scatter/allgather among N senders instead of R N for long ones.
  * Reduce: steps 1 and 2 with the library's Reduce among the leaders to the root's machine,
  *   whose leader sends the result to the root when the root is not the leader (one more
- *   message inside the machine). On one machine: the shared-memory Reduce to the root.
+ *   message inside the machine, through seed 003's lock-free channel: runtime_c/shm/). On
+ *   one machine: the shared-memory Reduce to the root.
  *   Cost: T_shmreduce,R(n) + T_reduce,N(n) (+ alpha + n beta_m).
  * Order of the operands: a machine's ranks are combined in rank order, then the machines in
  * machine order (the order of their lowest rank): rank order when the ranks are placed in
@@ -70,10 +71,10 @@ int aapc_coll_reduce(const aapc_coll_layout_t *l, const void *sendbuf, void *rec
                  ? PMPI_Reduce(MPI_IN_PLACE, into, count, type, op, root_machine, l->leaders)
                  : PMPI_Reduce(into, NULL, count, type, op, root_machine, l->leaders);
     if (rc == MPI_SUCCESS && l->mine == root_machine && root_local != 0) {
-        if (l->local == 0)
-            rc = PMPI_Send(into, count, type, root_local, 0, l->node);
+        if (l->local == 0) /* seed 003's lock-free channel (runtime_c/shm/) */
+            rc = aapc_shm_chan_send(into, count, type, root_local, l->node);
         else if (l->rank == root)
-            rc = PMPI_Recv(recvbuf, count, type, 0, 0, l->node, MPI_STATUS_IGNORE);
+            rc = aapc_shm_chan_recv(recvbuf, count, type, 0, l->node);
     }
     free(tmp);
     return rc;

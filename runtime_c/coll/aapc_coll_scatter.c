@@ -5,15 +5,16 @@
  *
  * Algorithm (N machines, R_k ranks on machine k, P ranks, b_q bytes for rank q):
  *   1. Scatterv only: on every machine but the root's, the leader gathers its ranks' byte
- *      counts (the MPI library's Gather on the machine's ranks);
+ *      counts (seed 003's lock-free channels in the machine's segment, runtime_c/shm/);
  *   2. the root sends every other machine its ranks' blocks, in the machine's local order, as
  *      one message to the machine's leader, straight from the send buffer (an indexed datatype
  *      per machine, no copy at the root; the N - 1 messages in flight at once);
  *   3. on the root's machine the root scatters the machine's blocks from the send buffer with
  *      the MPI library's Scatterv on the machine's ranks; on every other machine the leader
  *      scatters the part it received: the library's Scatter (equal blocks), or one message
- *      per rank (Scatterv, as MPICH's linear Scatterv; a rank's block may exceed INT_MAX bytes
- *      there, which one count of bytes could not say).
+ *      per rank (Scatterv, as MPICH's linear Scatterv, through the lock-free channels; a block
+ *      beyond INT_MAX bytes goes through the library's send, as one count of bytes could not
+ *      say it).
  *   The parts travel packed (MPI_PACKED: a message of any type may be received as packed
  *   bytes, and packed bytes received with any type of the same signature), so every rank's
  *   own datatype and count describe its block, as in the library's routine.
@@ -34,6 +35,7 @@
 
 #include "aapc_coll.h"
 #include "aapc_mpi.h" /* aapc_statuses_ignore */
+#include "aapc_shm.h" /* aapc_shm_chan_send, aapc_shm_chan_recv */
 
 #define TAG_PART 0x5ca7
 
@@ -170,7 +172,9 @@ static int hand_out(const aapc_coll_layout_t *l, const char *part, const long lo
     for (int i = 1; i < R && rc == MPI_SUCCESS; at += bytes[i], i++) {
         int count;
         if ((rc = bytes_type(bytes[i], &count, &t[i])) == MPI_SUCCESS)
-            rc = PMPI_Isend(part + at, count, t[i], i, TAG_PART, l->node, &req[i]);
+            rc = bytes[i] <= INT_MAX /* seed 003's lock-free channel (runtime_c/shm/) */
+                     ? aapc_shm_chan_send(part + at, count, MPI_PACKED, i, l->node)
+                     : PMPI_Isend(part + at, count, t[i], i, TAG_PART, l->node, &req[i]);
     }
     int count;
     if (rc == MPI_SUCCESS && (rc = bytes_type(bytes[0], &count, &t[0])) == MPI_SUCCESS)
@@ -232,10 +236,9 @@ static int mcast_from_root_machine(const aapc_coll_layout_t *l, const void *send
             PMPI_Type_free(&view);
         }
     }
-    if (rc == MPI_SUCCESS && root_local != 0)
-        rc = l->rank == root ? PMPI_Send(agg, total, MPI_PACKED, 0, TAG_PART, l->node)
-                             : PMPI_Recv(agg, total, MPI_PACKED, root_local, TAG_PART, l->node,
-                                         MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && root_local != 0) /* seed 003's lock-free channel (runtime_c/shm/) */
+        rc = l->rank == root ? aapc_shm_chan_send(agg, total, MPI_PACKED, 0, l->node)
+                             : aapc_shm_chan_recv(agg, total, MPI_PACKED, root_local, l->node);
     if (rc == MPI_SUCCESS && l->local == 0)
         rc = aapc_coll_leaders_mcast_scatter(l, agg, NULL, block, l->mine);
     free(agg);
@@ -290,17 +293,21 @@ int aapc_coll_scatterv(const aapc_coll_layout_t *l, const void *sendbuf, const i
         return l->rank == root ? sends_finish(l, &s, rc) : rc;
     }
     if (l->local != 0) {
-        if ((rc = PMPI_Gather(&mine, 1, MPI_LONG_LONG, NULL, 0, MPI_LONG_LONG, 0, l->node)) !=
-            MPI_SUCCESS)
+        if ((rc = aapc_shm_chan_send(&mine, 1, MPI_LONG_LONG, 0, l->node)) != MPI_SUCCESS)
             return rc;
-        return PMPI_Recv(recvbuf, recvcount, recvtype, 0, TAG_PART, l->node, MPI_STATUS_IGNORE);
+        return mine <= INT_MAX
+                   ? aapc_shm_chan_recv(recvbuf, recvcount, recvtype, 0, l->node)
+                   : PMPI_Recv(recvbuf, recvcount, recvtype, 0, TAG_PART, l->node,
+                               MPI_STATUS_IGNORE);
     }
     int R = l->count[l->mine];
     long long *bytes = malloc(sizeof *bytes * (size_t)R), total = 0;
     char *part = NULL;
     if (bytes == NULL)
         return MPI_ERR_NO_MEM; /* a leader short of memory fails alone, as elsewhere */
-    rc = PMPI_Gather(&mine, 1, MPI_LONG_LONG, bytes, 1, MPI_LONG_LONG, 0, l->node);
+    bytes[0] = mine;
+    for (int i = 1; i < R && rc == MPI_SUCCESS; i++)
+        rc = aapc_shm_chan_recv(&bytes[i], 1, MPI_LONG_LONG, i, l->node);
     for (int i = 0; i < R; i++)
         total += bytes[i];
     if (rc == MPI_SUCCESS && (rc = receive_part(l, root, total, &part)) == MPI_SUCCESS)

@@ -55,6 +55,18 @@ int aapc_shm_release(MPI_Comm comm);
    its heap (a plain MPI program shows it), so under Open MPI with MPI_THREAD_MULTIPLE the
    layers above make none (hier/aapc_hier_segment.c, coll/aapc_coll_select.c). */
 int aapc_shm_windows_unsafe(void);
+/* Seed 003's lock-free channels between comm's rank 0 and each other rank
+   (aapc_shm_channel.c). open: collective over comm, once (later calls return at once); without
+   it, or on a communicator that spans machines, or between two ranks neither of which is rank
+   0, send and receive are the MPI library's (PMPI_Send/PMPI_Recv on comm), so they are always
+   correct to call; so are they when the machine's ranks outnumber its cores (AAPC_SHM_CHANNELS
+   unset or auto; 1: channels always, 0: never). A receive takes one message of at most count
+   elements (MPI_ERR_TRUNCATE for a longer one, which is taken off the channel all the same). */
+int aapc_shm_channels_open(MPI_Comm comm);
+/* 1 when comm's rank 0 and its other ranks exchange through the channels (local). */
+int aapc_shm_channels_on(MPI_Comm comm);
+int aapc_shm_chan_send(const void *buf, int count, MPI_Datatype type, int to, MPI_Comm comm);
+int aapc_shm_chan_recv(void *buf, int count, MPI_Datatype type, int from, MPI_Comm comm);
 int aapc_shm_barrier(MPI_Comm comm);
 int aapc_shm_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 int aapc_shm_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,

@@ -36,6 +36,7 @@ static void state_free(aapc_shm_state *st)
     if (st == NULL) {
         return;
     }
+    aapc_shm_channels_free(st);
     if (st->win != MPI_WIN_NULL) {
         PMPI_Win_unlock_all(st->win);
         PMPI_Win_free(&st->win);
@@ -120,6 +121,7 @@ static int state_create(MPI_Comm comm, aapc_shm_state **out)
     }
     st->node = MPI_COMM_NULL;
     st->win = MPI_WIN_NULL;
+    st->chan_win = MPI_WIN_NULL;
     st->cma = 0;
     int rc, inter = 0;
     PMPI_Comm_test_inter(comm, &inter);

@@ -69,6 +69,9 @@ typedef struct aapc_shm_state {
     MPI_Comm node;            /* ranks in the same order as the user communicator */
     MPI_Win win;
     char *base;               /* this rank's mapping of the window */
+    MPI_Win chan_win;         /* the channels' window (aapc_shm_channel.c), MPI_WIN_NULL until
+                                 aapc_shm_channels_open */
+    char *chan_base;
     size_t slot_bytes;
     size_t off_bar, off_release, off_flags, off_info, off_slots;
     /* barrier combining tree: node i has bar_fanin[i] children, parent bar_parent[i] (-1: root) */
@@ -96,6 +99,9 @@ static inline aapc_shm_cma_info *aapc_shm_info(const aapc_shm_state *st, int r)
 {
     return (aapc_shm_cma_info *)(void *)(st->base + st->off_info + (size_t)r * AAPC_SHM_LINE);
 }
+
+/* aapc_shm_channel.c: free the channels' window (collective, with the state). */
+void aapc_shm_channels_free(aapc_shm_state *st);
 
 /* aapc_shm_wait.c */
 /* Wait until *w >= v: spin, then sched_yield, then block on a futex (Linux) or sleep with
