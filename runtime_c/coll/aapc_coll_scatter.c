@@ -249,7 +249,7 @@ int aapc_coll_scatter(const aapc_coll_layout_t *l, enum aapc_coll_step step, con
                       int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, int root, long long block)
 {
-    int rc = MPI_SUCCESS, mcast = step == AAPC_STEP_MCAST;
+    int rc = MPI_SUCCESS, mcast = step == AAPC_STEP_MCAST && l->n > 1;
     if (l->mine == l->machine[root]) {
         struct sends s = {NULL, NULL, 0};
         if (l->rank == root && !mcast &&
