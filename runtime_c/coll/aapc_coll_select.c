@@ -484,6 +484,13 @@ int aapc_coll_barrier_entry(const aapc_cluster_t *cluster, const char *name, MPI
     return done(t0, BARRIER, way, why, l, ours, rc, 0, comm);
 }
 
+/* An intra-communicator, a valid root, and this rank's place in comm (size, rank). */
+static int rooted(MPI_Comm comm, int root, int *size, int *rank)
+{
+    return valid_comm(comm) && valid_root(comm, root) &&
+           PMPI_Comm_size(comm, size) == MPI_SUCCESS && PMPI_Comm_rank(comm, rank) == MPI_SUCCESS;
+}
+
 /* Scatter: every block b bytes on every rank (the root's send blocks, the others' receive
    blocks: MPI requires them equal), all P blocks within INT_MAX bytes. */
 int aapc_coll_scatter_entry(const aapc_cluster_t *cluster, const char *name, const void *sendbuf,
@@ -494,10 +501,7 @@ int aapc_coll_scatter_entry(const aapc_cluster_t *cluster, const char *name, con
     aapc_coll_layout_t *l = NULL;
     enum way way = LIBRARY;
     const char *why = "arguments for the library";
-    int size = 0, rank = -1, rc = MPI_SUCCESS;
-    int ok = valid_comm(comm) && valid_root(comm, root) &&
-             PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
-             PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS;
+    int size = 0, rank = -1, rc = MPI_SUCCESS, ok = rooted(comm, root, &size, &rank);
     long long block = !ok ? -1
                       : rank == root ? bytes_of(comm, sendcount, sendtype)
                                      : bytes_of(comm, recvcount, recvtype);
@@ -530,10 +534,7 @@ int aapc_coll_scatterv_entry(const aapc_cluster_t *cluster, const char *name,
     aapc_coll_layout_t *l = NULL;
     enum way way = LIBRARY;
     const char *why = "arguments for the library";
-    int size = 0, rank = -1, rc = MPI_SUCCESS;
-    int ok = valid_comm(comm) && valid_root(comm, root) &&
-             PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
-             PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS;
+    int size = 0, rank = -1, rc = MPI_SUCCESS, ok = rooted(comm, root, &size, &rank);
     long long mine = ok && !(rank == root && recvbuf == MPI_IN_PLACE)
                          ? bytes_of(comm, recvcount, recvtype)
                          : 0;
