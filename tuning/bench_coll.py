@@ -43,11 +43,11 @@ hier and auto run (ring, phased and mcast are between machines); the topology is
 generate the routines the timer is built with; --rate, --ranks-per-machine and --prefix are
 refused with it. The calls per size come from a CPU-based expectation instead of a link rate:
 max(2 ms, the bytes the call copies at 200 MB/s) x RANKS / cores when oversubscribed (MPICH
-busy-polls then: 8 ranks on 2 cores take ~20 ms per MPICH barrier). MPICH's barrier after
+busy-polls then: 8 ranks on 2 cores take ~20 ms per MPICH barrier), max(5 us, the same bytes)
+when every rank has a core (calls of microseconds: give --max-iters 20000 to time enough). MPICH's barrier after
 every timed call would then be most of a small call's time (milliseconds): the timer's barrier
 after each call is the library's shared-memory one instead (COLL_TIMER_SYNC=mpi), the same for
-every candidate, and the heading gives it alone. This takes
-about four minutes (an estimate from 4 ranks' 27 s for barrier and bcast at 8 and 64K):
+every candidate, and the heading gives it alone. This took 4.6 minutes here (51 jobs):
 
     flock -x /tmp/aapc-cpu.lock flock /tmp/aapc-mpi.lock .venv/bin/python \\
         tuning/bench_coll.py --one-machine 8 --ops barrier,bcast,allreduce \\
