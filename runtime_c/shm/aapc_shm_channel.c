@@ -195,11 +195,13 @@ int aapc_shm_chan_send(const void *buf, int count, MPI_Datatype type, int to, MP
     int rank = 0, err = MPI_SUCCESS;
     PMPI_Comm_rank(comm, &rank);
     int c = channel_for(comm, rank, to, &st);
-    aapc_shm_type t;
-    if (c < 0 || aapc_shm_type_info(type, &t) != MPI_SUCCESS)
+    if (c < 0) /* the same answer on both sides: it reads only the state and the pair */
         return PMPI_Send(buf, count, type, to, TAG_CHANNEL, comm);
+    aapc_shm_type t;
     void *scratch = NULL;
-    const char *data = aapc_shm_pack(buf, count, type, &t, &scratch, &err);
+    const char *data = (err = aapc_shm_type_info(type, &t)) == MPI_SUCCESS
+                           ? aapc_shm_pack(buf, count, type, &t, &scratch, &err)
+                           : NULL;
     if (data != NULL)
         put_chunks(st, c, data, (uint64_t)count * (uint64_t)t.size);
     else /* the receiver waits for a message: an empty one says nothing came (the error is
@@ -215,15 +217,20 @@ int aapc_shm_chan_recv(void *buf, int count, MPI_Datatype type, int from, MPI_Co
     int rank = 0, err = MPI_SUCCESS;
     PMPI_Comm_rank(comm, &rank);
     int c = channel_for(comm, from, rank, &st);
-    aapc_shm_type t;
-    if (c < 0 || aapc_shm_type_info(type, &t) != MPI_SUCCESS)
+    if (c < 0)
         return PMPI_Recv(buf, count, type, from, TAG_CHANNEL, comm, MPI_STATUS_IGNORE);
+    aapc_shm_type t;
     void *scratch = NULL;
-    uint64_t room = (uint64_t)count * (uint64_t)t.size, total = 0;
-    char *into = aapc_shm_unpack_target(buf, count, &t, &scratch, &err);
-    if (into == NULL) { /* the message must still be taken off the ring */
+    uint64_t room = 0, total = 0;
+    char *into = NULL;
+    if ((err = aapc_shm_type_info(type, &t)) == MPI_SUCCESS) {
+        room = (uint64_t)count * (uint64_t)t.size;
+        into = aapc_shm_unpack_target(buf, count, &t, &scratch, &err);
+    }
+    if (into == NULL) { /* an error, or nothing to receive into: the message is taken off the
+                           ring all the same */
         take_chunks(st, c, NULL, 0, &total);
-        return err;
+        return err != MPI_SUCCESS ? err : total > room ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
     }
     take_chunks(st, c, into, room, &total);
     if (total > room) { /* longer than the receive: MPI's truncation */
