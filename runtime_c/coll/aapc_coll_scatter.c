@@ -72,21 +72,29 @@ static void free_bytes(MPI_Datatype *t)
         PMPI_Type_free(t);
 }
 
-/* The blocks of machine k's ranks in sendbuf as one datatype, in local order: counts[q]
-   elements of t at displs[q] (counts NULL: `count` each at q * count). */
+/* The counts and displacements (in elements of the send type) of machine k's ranks' blocks in
+   the send buffer, in local order: counts[q] at displs[q] (counts NULL: `count` each at
+   q * count). A new array of 2 R_k ints (lengths, then displacements), NULL without memory. */
+static int *machine_blocks(const aapc_coll_layout_t *l, int k, const int *counts,
+                           const int *displs, int count)
+{
+    int R = l->count[k], *len = malloc(sizeof *len * (size_t)R * 2 + 1);
+    for (int i = 0; len != NULL && i < R; i++) {
+        int q = l->order[l->first[k] + i];
+        len[i] = counts != NULL ? counts[q] : count;
+        len[R + i] = displs != NULL ? displs[q] : q * count;
+    }
+    return len;
+}
+
+/* The blocks of machine k's ranks in sendbuf as one datatype, in local order. */
 static int machine_view(const aapc_coll_layout_t *l, int k, const int *counts, const int *displs,
                         int count, MPI_Datatype t, MPI_Datatype *view)
 {
-    int R = l->count[k], *len = malloc(sizeof *len * (size_t)R * 2 + 1);
+    int R = l->count[k], *len = machine_blocks(l, k, counts, displs, count);
     if (len == NULL)
         return MPI_ERR_NO_MEM;
-    int *at = len + R;
-    for (int i = 0; i < R; i++) {
-        int q = l->order[l->first[k] + i];
-        len[i] = counts != NULL ? counts[q] : count;
-        at[i] = displs != NULL ? displs[q] : q * count;
-    }
-    int rc = PMPI_Type_indexed(R, len, at, t, view);
+    int rc = PMPI_Type_indexed(R, len, len + R, t, view);
     if (rc == MPI_SUCCESS && (rc = PMPI_Type_commit(view)) != MPI_SUCCESS)
         PMPI_Type_free(view);
     free(len);
@@ -199,17 +207,11 @@ static int scatter_from_root(const aapc_coll_layout_t *l, const void *sendbuf,
     if (l->rank != root)
         return PMPI_Scatterv(NULL, NULL, NULL, MPI_BYTE, recvbuf, recvcount, recvtype,
                              root_local, l->node);
-    int *len = malloc(sizeof *len * (size_t)R * 2 + 1);
+    int *len = machine_blocks(l, l->mine, counts, displs, count);
     if (len == NULL)
         return MPI_ERR_NO_MEM;
-    int *at = len + R;
-    for (int i = 0; i < R; i++) {
-        int q = l->order[l->first[l->mine] + i];
-        len[i] = counts != NULL ? counts[q] : count;
-        at[i] = displs != NULL ? displs[q] : q * count;
-    }
-    int rc = PMPI_Scatterv(sendbuf, len, at, sendtype, recvbuf, recvcount, recvtype, root_local,
-                           l->node);
+    int rc = PMPI_Scatterv(sendbuf, len, len + R, sendtype, recvbuf, recvcount, recvtype,
+                           root_local, l->node);
     free(len);
     return rc;
 }
