@@ -32,6 +32,7 @@
 #include "aapc_shm_impl.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,7 +132,13 @@ static int channels_wanted(const aapc_shm_state *st)
     static int setting = -2; /* -1 auto */
     if (setting == -2) {
         const char *v = getenv("AAPC_SHM_CHANNELS");
-        setting = v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0 ? -1 : strcmp(v, "0") != 0;
+        int known = v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0 ||
+                    strcmp(v, "0") == 0 || strcmp(v, "1") == 0;
+        if (!known)
+            fprintf(stderr, "aapcgen: AAPC_SHM_CHANNELS=%s is not one of 0, 1, auto; using auto\n",
+                    v);
+        setting = !known || v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0 ? -1
+                                                                              : v[0] == '1';
     }
     return setting < 0 ? !st->oversubscribed : setting;
 }
