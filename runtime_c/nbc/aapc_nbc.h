@@ -33,13 +33,14 @@ extern "C" {
 #define AAPC_HAVE_PERSISTENT_COLL 1
 #endif
 
-/* The tags of the next non-blocking or persistent call of ours on cc's private duplicate: 3 per
-   call (data, syncs, the own block), slots cycling over a counter per communicator that every
-   rank advances alike (the calls begin in the same order everywhere). */
-enum { AAPC_NBC_TAG0 = 64, AAPC_NBC_SLOTS = 10000 };
+/* The tags of the next non-blocking or persistent call of ours on cc's private duplicate: 4 per
+   call (data, syncs, the own block, MPI_Ialltoallv's rows of the byte matrix), slots cycling
+   over a counter per communicator that every rank advances alike (the calls begin in the same
+   order everywhere); the last tag, 64 + 4 * 8000 - 1, is below MPI's least MPI_TAG_UB, 32767. */
+enum { AAPC_NBC_TAG0 = 64, AAPC_NBC_SLOTS = 8000 };
 static inline int aapc_nbc_tag(aapc_cluster_comm_t *cc)
 {
-    return AAPC_NBC_TAG0 + 3 * (int)(cc->nb_calls++ % AAPC_NBC_SLOTS);
+    return AAPC_NBC_TAG0 + 4 * (int)(cc->nb_calls++ % AAPC_NBC_SLOTS);
 }
 
 /* ---- requests (aapc_nbc_request.c) ------------------------------------------------------- */

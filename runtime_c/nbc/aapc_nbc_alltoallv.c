@@ -5,17 +5,21 @@
  * Algorithm. The way of an Alltoallv depends on every rank's counts (the busiest rank's
  * block, and the schedule itself), which no rank knows when the call begins, and the call must
  * not wait. So:
- *   1. the call posts MPI_Iallgather of its row of the byte matrix (N 64-bit counts) on the
- *      user's communicator, in its place in the collective order (MPI_Alltoallv_init: once, at
- *      init; the counts of a persistent request do not change), and, on the communicator's
- *      first use, the gather of its machines (aapc_nbc_alltoall.c);
- *   2. when the matrix has arrived (inside a completion call), every rank decides the same:
- *      the cost model's choice with the busiest rank's block (as the blocking level 1/2,
- *      alltoallv/aapc_alltoallv_cluster.c; AAPC_WAY forces it); the phases schedule the matrix on
- *      the job tree (aapc_alltoallv_cluster_plan: the level-1 program of the default routine,
- *      owned by the request) and run with the test-driven executor (aapc_nbc_exec.c: pieces of
- *      messages as bytes, dense types only);
- *   3. otherwise (the model picks the library, derived types with gaps, a rank on an unknown
+ *   1. the call posts MPI_Iallreduce (MAX) of four numbers on the user's communicator, in its
+ *      place in the collective order (MPI_Alltoallv_init: once, at init; the counts of a
+ *      persistent request do not change): the bytes it sends and receives beyond its own block,
+ *      and whether its datatypes have gaps or its counts are not ints (the lowest such rank);
+ *      and, on the communicator's first use, the gather of its machines (aapc_nbc_alltoall.c);
+ *   2. when they have arrived (inside a completion call), every rank decides the same: the
+ *      cost model's choice with the busiest rank's block (as the blocking level 1,
+ *      alltoallv/aapc_alltoallv_cluster.c; AAPC_WAY forces it);
+ *   3. only where that is the phases, the ranks send each other their rows of the byte matrix
+ *      (point to point on the private duplicate, this call's fourth tag: a collective cannot be
+ *      posted inside a completion call without breaking the collective order), the phases
+ *      schedule the matrix on the job tree (aapc_alltoallv_cluster_plan: the level-1 program
+ *      of the default routine, owned by the request) and run with the test-driven executor
+ *      (aapc_nbc_exec.c: pieces of messages as bytes, dense types only);
+ *   4. otherwise (the model picks the library, derived types with gaps, a rank on an unknown
  *      machine, the scheduler's refusal) a linear exchange: every receive and send posted at
  *      once on the private duplicate, which is the MPI libraries' own non-blocking algorithm
  *      (Open MPI's libnbc; MPICH's for up to its block of 32 pairs); a library call cannot be
@@ -24,10 +28,11 @@
  *   starts post the receives and take a first progress step, nothing else.
  * AAPC_WAY=library (a setting every rank shares) hands the call to the library's own
  * MPI_Ialltoallv / MPI_Alltoallv_init and nothing else happens here.
- * Cost: the gather (lg N alpha + 8 N (N - 1) beta) per MPI_Ialltoallv, once per persistent
- * request; scheduling as aapc_vsched_run per MPI_Ialltoallv (once per persistent request);
- * then the phases' sum over phases of (alpha + max piece bytes beta) plus syncs, or the linear
- * exchange's N - 1 messages at once.
+ * Cost: the agreement (lg N alpha, 32 bytes) per MPI_Ialltoallv, once per persistent request;
+ * where the phases run, the rows (N - 1 messages of 8 N bytes each way, alpha + 8 N beta each
+ * in flight at once) and scheduling as aapc_vsched_run per MPI_Ialltoallv (once per persistent
+ * request), then the phases' sum over phases of (alpha + max piece bytes beta) plus syncs; or
+ * the linear exchange's N - 1 messages at once.
  */
 #include <limits.h>
 #include <stdatomic.h>
@@ -47,8 +52,10 @@
 
 enum { UNDECIDED = -1, LINEAR = 0, PHASES = 1 };
 
-/* A rank's diagonal of the gathered matrix when its datatypes have gaps (-1: aapc_nbc.h's mark). */
-enum { GAPS = -2 };
+/* What the ranks agree on (MAX over them): the bytes a rank sends and receives beyond its own
+   block, and N - r for the lowest rank r whose datatypes have gaps or whose arguments are not
+   int counts of one dense datatype (aapc_nbc.h's large-count entries); 0: none. */
+enum { SENT, RECEIVED, GAPS_AT, NOT_INT_AT, AGREED };
 
 
 static _Atomic long long decided[2];
@@ -68,8 +75,10 @@ struct vcall {
     const int *scounts, *sdispls, *rcounts, *rdispls;
     MPI_Datatype stype, rtype;
     int n, me, persistent, tag, way;
-    long long *row, *m; /* this rank's row and the gathered matrix */
-    MPI_Request gather;
+    long long *row, *m; /* this rank's row and the matrix (its rows, where the phases run) */
+    double agree[AGREED];
+    MPI_Request gather; /* the agreement */
+    MPI_Request *rreq;  /* the rows: 2 n, from j at j, to j at n + j */
     aapc_vplan_t *plan;
     aapc_nbexec_t ex;
     int exec_ready;
@@ -158,46 +167,86 @@ static int run(struct vcall *c)
     return start_linear(c, sbuf, sc, sd, st);
 }
 
-/* Step 2: the way, the same on every rank (from the same matrix and the same settings). */
-static int decide(struct vcall *c)
+/* Why every rank takes the linear exchange whatever the sizes, from what they agreed (NULL:
+   nothing stops the phases); *nomem on a shortage. */
+static const char *beyond_phases(struct vcall *c, char *text, size_t len, int *nomem)
 {
     aapc_cluster_comm_t *cc = c->cc;
-    const char *why = NULL;
-    char text[256] = "";
-    char beyond[160] = "";
-    int rc, nomem = 0, way = LINEAR; /* c->way is set last: undecided until it all holds */
-    for (int a = 0; a < c->n; a++) { /* the diagonal is the local copy's, or a mark: GAPS or -1
-                                          (aapc_nbc.h) */
-        long long *d = &c->m[(size_t)a * (size_t)c->n + (size_t)a];
-        if (*d == GAPS && beyond[0] == '\0')
-            snprintf(beyond, sizeof beyond,
-                     "rank %d's datatypes have gaps (pieces of their messages travel packed only "
-                     "in blocking calls)",
-                     a);
-        else if (*d < 0 && beyond[0] == '\0')
-            snprintf(beyond, sizeof beyond,
-                     "rank %d's arguments are not int counts of one dense datatype "
-                     "(MPI_Ialltoallv_c, MPI_Ialltoallw)",
-                     a);
-        *d = 0;
+    int gaps = c->n - (int)c->agree[GAPS_AT], not_int = c->n - (int)c->agree[NOT_INT_AT];
+    if (c->agree[GAPS_AT] > 0) {
+        snprintf(text, len,
+                 "rank %d's datatypes have gaps (pieces of their messages travel packed only in "
+                 "blocking calls)",
+                 gaps);
+        return text;
     }
-    const aapc_job_shape_t *shape = cc->all_known ? aapc_cluster_comm_shape(cc, &nomem) : NULL;
+    if (c->agree[NOT_INT_AT] > 0) {
+        snprintf(text, len,
+                 "rank %d's arguments are not int counts of one dense datatype (MPI_Ialltoallv_c, "
+                 "MPI_Ialltoallw)",
+                 not_int);
+        return text;
+    }
+    const aapc_job_shape_t *shape = cc->all_known ? aapc_cluster_comm_shape(cc, nomem) : NULL;
+    if (!cc->all_known || shape == NULL)
+        return *nomem ? NULL : aapc_cluster_comm_why(cc);
+    if (cc->family != NULL)
+        return "a recorded sibling (the siblings' union runs in blocking calls only)";
+    return NULL;
+}
+
+/* The rows of the byte matrix, point to point on the private duplicate (this call's fourth
+   tag): every receive and send at once. */
+static int post_rows(struct vcall *c)
+{
+    int rc = MPI_SUCCESS;
+    size_t n = (size_t)c->n;
+    if ((c->m = malloc(n * n * sizeof *c->m)) == NULL ||
+        (c->rreq = malloc(2 * n * sizeof *c->rreq)) == NULL)
+        return MPI_ERR_NO_MEM;
+    for (size_t j = 0; j < 2 * n; j++)
+        c->rreq[j] = MPI_REQUEST_NULL;
+    memcpy(c->m + (size_t)c->me * n, c->row, n * sizeof *c->m);
+    for (int j = 0; j < c->n && rc == MPI_SUCCESS; j++)
+        if (j != c->me)
+            rc = PMPI_Irecv(c->m + (size_t)j * n, c->n, MPI_LONG_LONG, j, c->tag + 3, c->cc->dup,
+                            &c->rreq[j]);
+    for (int k = 1; k < c->n && rc == MPI_SUCCESS; k++) {
+        int j = (c->me + k) % c->n;
+        rc = PMPI_Isend(c->row, c->n, MPI_LONG_LONG, j, c->tag + 3, c->cc->dup,
+                        &c->rreq[n + (size_t)j]);
+    }
+    return rc;
+}
+
+/* Steps 2 and 3: the way, the same on every rank (from the same agreed numbers, rows and
+   settings). Called when the agreement has arrived, and again when the rows have; *wait = 1
+   while the rows are on their way. */
+static int decide(struct vcall *c, int *wait)
+{
+    aapc_cluster_comm_t *cc = c->cc;
+    char text[256] = "", beyond[160] = "";
+    int rc, nomem = 0, way = LINEAR; /* c->way is set last: undecided until it all holds */
+    const char *why = beyond_phases(c, beyond, sizeof beyond, &nomem);
+    *wait = 0;
     if (nomem)
         return MPI_ERR_NO_MEM;
-    if (beyond[0] != '\0')
-        why = beyond;
-    else if (!cc->all_known || shape == NULL)
-        why = aapc_cluster_comm_why(cc);
-    else if (cc->family != NULL)
-        why = "a recorded sibling (the siblings' union runs in blocking calls only)";
     if (why == NULL) {
         int forced = aapc_way_forced(aapc_setting(c->comm, "AAPC_WAY"));
-        double b = aapc_alltoallv_busiest(c->m, c->n);
+        double most = c->agree[SENT] > c->agree[RECEIVED] ? c->agree[SENT] : c->agree[RECEIVED];
+        double b = most / (c->n - 1);
+        const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
         int choice = forced == AAPC_WAY_LIBRARY || forced == AAPC_WAY_PHASES
                          ? forced
                          : aapc_way_choose(c->prog->cluster->model, shape, b,
                                            (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES));
+        if (choice == AAPC_WAY_PHASES && c->plan == NULL && c->rreq == NULL) {
+            *wait = 1; /* step 3: the rows first */
+            return post_rows(c);
+        }
         if (choice == AAPC_WAY_PHASES && c->plan == NULL) {
+            for (int a = 0; a < c->n; a++) /* the diagonal is the local copy's */
+                c->m[(size_t)a * (size_t)c->n + (size_t)a] = 0;
             if ((rc = aapc_alltoallv_cluster_plan(c->prog, cc, c->m, &c->plan, text,
                                                   sizeof text)) != MPI_SUCCESS)
                 return rc;
@@ -240,11 +289,17 @@ static int op_progress(void *ctx, int *done)
         if (c->cc->pending != NULL &&
             (rc = aapc_cluster_comm_adopt(c->cc, 0, &settled)) != MPI_SUCCESS)
             return rc;
-        if ((rc = PMPI_Test(&c->gather, &flag, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+        if (c->rreq == NULL) { /* step 1's agreement */
+            if ((rc = PMPI_Test(&c->gather, &flag, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+                return rc;
+        } else if ((rc = PMPI_Testall(2 * c->n, c->rreq, &flag, aapc_statuses_ignore())) !=
+                   MPI_SUCCESS) { /* step 3's rows */
             return rc;
-        if (!flag || !settled)
-            return MPI_SUCCESS;
-        if ((rc = decide(c)) != MPI_SUCCESS || (rc = run(c)) != MPI_SUCCESS)
+        }
+        int wait = 0;
+        if (!flag || !settled || (rc = decide(c, &wait)) != MPI_SUCCESS || wait)
+            return rc;
+        if ((rc = run(c)) != MPI_SUCCESS)
             return rc;
     }
     if (c->way == PHASES) {
@@ -261,6 +316,9 @@ static void op_release(void *ctx)
     struct vcall *c = ctx;
     if (c->gather != MPI_REQUEST_NULL) /* every rank posted it: it completes */
         PMPI_Wait(&c->gather, MPI_STATUS_IGNORE);
+    if (c->rreq != NULL) /* every rank decided the same: they complete */
+        PMPI_Waitall(2 * c->n, c->rreq, aapc_statuses_ignore());
+    free(c->rreq);
     if (c->exec_ready)
         aapc_nbexec_free(&c->ex);
     aapc_alltoallv_plan_free(c->plan);
@@ -297,9 +355,11 @@ static int library(const void *sendbuf, const int sendcounts[], const int sdispl
                            recvtype, comm, request);
 }
 
-/* Local checks; the row of the byte matrix this rank sends. */
+/* Local checks; the row of the byte matrix this rank sends, and the bytes it receives beyond
+   its own block (me). */
 static int check_row(const void *sendbuf, const int sendcounts[], MPI_Datatype sendtype,
-                     const int recvcounts[], MPI_Datatype recvtype, int n, long long *row)
+                     const int recvcounts[], MPI_Datatype recvtype, int n, int me, long long *row,
+                     double *received)
 {
     int inplace = sendbuf == MPI_IN_PLACE;
     const int *sc = inplace ? recvcounts : sendcounts;
@@ -313,6 +373,7 @@ static int check_row(const void *sendbuf, const int sendcounts[], MPI_Datatype s
         if (s < 0 || r < 0)
             return MPI_ERR_TYPE;
         row[j] = s;
+        *received += j != me ? (double)r : 0;
     }
     return MPI_SUCCESS;
 }
@@ -329,36 +390,38 @@ static int begin(const aapc_vprog_t *prog, const void *sendbuf, const int sendco
             own->release(own);
         return aapc_args_raise_alone(comm, MPI_ERR_NO_MEM);
     }
-    *c = (struct vcall){prog, comm, cc, sendbuf, recvbuf, sendcounts, sdispls, recvcounts,
-                        rdispls, sendtype, recvtype, n, cc->rank, persistent,
-                        aapc_nbc_tag(cc), UNDECIDED, NULL, NULL,
-                        MPI_REQUEST_NULL, NULL, {0}, 0, NULL, NULL, own, sendtype, recvtype};
+    *c = (struct vcall){.prog = prog, .comm = comm, .cc = cc, .sendbuf = sendbuf,
+                        .recvbuf = recvbuf, .scounts = sendcounts, .sdispls = sdispls,
+                        .rcounts = recvcounts, .rdispls = rdispls, .stype = sendtype,
+                        .rtype = recvtype, .n = n, .me = cc->rank, .persistent = persistent,
+                        .tag = aapc_nbc_tag(cc), .way = UNDECIDED, .gather = MPI_REQUEST_NULL,
+                        .own = own, .user_stype = sendtype, .user_rtype = recvtype};
     aapc_cluster_comm_hold(cc);
-    size_t nn = (size_t)n * (size_t)n;
     c->row = malloc((size_t)n * sizeof *c->row);
-    c->m = malloc(nn * sizeof *c->m);
-    if (c->row == NULL || c->m == NULL)
+    if (c->row == NULL)
         rc = MPI_ERR_NO_MEM;
     else
-        rc = check_row(sendbuf, sendcounts, sendtype, recvcounts, recvtype, n, c->row);
+        rc = check_row(sendbuf, sendcounts, sendtype, recvcounts, recvtype, n, c->me, c->row,
+                       &c->agree[RECEIVED]);
     if (rc == MPI_SUCCESS && (rc = aapc_nbc_type_hold(sendtype, &c->stype)) == MPI_SUCCESS)
         rc = aapc_nbc_type_hold(recvtype, &c->rtype);
     if (rc == MPI_SUCCESS && own != NULL && own->row != NULL) /* not said by the int arguments */
         memcpy(c->row, own->row, (size_t)n * sizeof *c->row);
+    for (int j = 0; rc == MPI_SUCCESS && j < n; j++)
+        c->agree[SENT] += j != c->me ? (double)c->row[j] : 0;
     /* datatypes with gaps are this rank's own finding; the way must be every rank's: it says so
-       on its diagonal, and every rank takes the linear exchange */
+       in the agreement, and every rank takes the linear exchange */
     int dense = aapc_dense(recvtype) && (sendbuf == MPI_IN_PLACE || aapc_dense(sendtype));
-    if (rc == MPI_SUCCESS && !dense)
-        c->row[c->me] = GAPS;
-    if (rc == MPI_SUCCESS && own != NULL && own->linear != NULL)
-        c->row[c->me] = -1;
+    c->agree[GAPS_AT] = dense ? 0 : n - c->me;
+    c->agree[NOT_INT_AT] = own != NULL && own->linear != NULL ? n - c->me : 0;
     if (rc == MPI_SUCCESS)
-        rc = PMPI_Iallgather(c->row, n, MPI_LONG_LONG, c->m, n, MPI_LONG_LONG, comm, &c->gather);
+        rc = PMPI_Iallreduce(MPI_IN_PLACE, c->agree, AGREED, MPI_DOUBLE, MPI_MAX, comm,
+                             &c->gather);
     if (rc != MPI_SUCCESS) {
         op_release(c);
         return aapc_args_raise_alone(comm, rc); /* the others would wait for this rank */
     }
-    aapc_report_served("run-time, non-blocking, way from the gathered counts");
+    aapc_report_served("run-time, non-blocking, way from the agreed sizes");
     rc = aapc_nbc_request_make(&ops, c, comm, persistent, request);
     return rc == MPI_SUCCESS ? rc : aapc_args_raise_alone(comm, rc);
 }
