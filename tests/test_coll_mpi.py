@@ -1,10 +1,10 @@
 """One library, every collective: the generated MPI_Bcast, MPI_Allgather, MPI_Allreduce,
 MPI_Reduce, MPI_Barrier, MPI_Scatter and MPI_Scatterv (runtime_c/coll/) against the MPI
 library's, with the ranks placed on the cluster's machines by AAPC_MACHINE (blocks, round robin
-and unequal counts at once), on MPI_COMM_WORLD, dups, splits and a subset
-(tests/c/coll_check.c), under MPICH (also with ASan/UBSan) and Open MPI; the settings that force
-a way or turn an entry off, the multicast leaders under packet loss, and the report of what
-ran."""
+and unequal counts at once, 1 to 4 ranks per machine), on MPI_COMM_WORLD, dups, splits, a subset
+and the rows and columns of a process grid (tests/c/coll_check.c), under MPICH (also with
+ASan/UBSan) and Open MPI; the settings that force a way or turn an entry off, the multicast
+leaders under packet loss, and the report of what ran."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ HIER = {f"AAPC_{c[4:].upper()}": "hier" for c in COLLECTIVES + SCATTERS}
 PER_MACHINE = "leader-based, one message per machine"
 BLOCKS = n(0, 0, 5, 5)  # 2 machines x 2 ranks, each machine's ranks consecutive
 MIXED = n(3, 7, 3, 11, 3)  # n3 runs ranks 0, 2, 4 (round robin, unequal); n7 and n11 one each
+FOURS = n(2, 2, 2, 2, 12, 12, 12, 12)  # 2 machines x 4 ranks in blocks: a 4 x 2 grid
 RING_LESS = ("AAPC_REDUCE", "AAPC_BARRIER", "AAPC_SCATTER", "AAPC_SCATTERV")  # no ring way
 
 pytestmark = pytest.mark.mpi
@@ -61,6 +62,13 @@ def routines(report: str) -> dict[str, set[str]]:
         if "no data" not in m[2] or m[1] == "MPI_Barrier":
             out.setdefault(m[1], set()).add(m[2].split(" (")[0])
     return out
+
+
+def sections(report: str) -> dict[str, dict[str, set[str]]]:
+    """routines() per section of the report (AAPC_REPORT), keyed by the section's heading: the
+    communicator(s), their world ranks, machines and ranks per machine."""
+    parts = re.split(r"^((?:communicator|\d+ communicators) of .*)$", report, flags=re.M)
+    return {head: routines(body) for head, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +114,28 @@ def test_forced_ours_on_round_robin_and_unequal_placements(exe):
         assert PER_MACHINE in served[c], (c, served.get(c))
     # the matrices on round-robin communicators
     assert "library: the operation and datatype" in served["MPI_Allreduce"], served
+
+
+def test_forced_ours_with_four_ranks_per_machine(exe):
+    """Four ranks on each of 2 machines, ours forced: on MPI_COMM_WORLD (blocks of 4) and on the
+    columns of the 4 x 2 process grid (MPI_Cart_sub: ranks 0, 2, 4, 6 and 1, 3, 5, 7, 2 ranks on
+    each machine) every call with data served by the leaders, the matrices too (the ranks in
+    blocks), every result right. Only those two communicators (COLL_CHECK_COMMS; the others'
+    shapes run above): 8 processes on CI's 2 cores, about 20 s (the whole harness: 70 s)."""
+    env = {"AAPC_REPORT": "1", "COLL_CHECK_COMMS": "world,columns", **HIER}
+    proc = run(exe, FOURS, env=env)
+    passed(proc, 550)  # WORLD alone: 258
+    served = sections(proc.stderr)
+    world = "communicator of 8 ranks (MPI_COMM_WORLD), world ranks 0-7: 2 machines, 4 ranks"
+    columns = "2 communicators of 4 ranks, world ranks 0,2,4,6; 1,3,5,7: 2 machines, 2 ranks"
+    heads = sorted(served, key=lambda h: not h.startswith(world))
+    assert len(heads) == 2, heads  # no other communicator called a collective
+    assert heads[0].startswith(world) and heads[1].startswith(columns), heads
+    for head in heads:
+        for c in COLLECTIVES:
+            assert served[head][c] == {"leader-based, shared segment"}, (head, c, served[head])
+        for c in SCATTERS:
+            assert served[head][c] == {PER_MACHINE}, (head, c, served[head])
 
 
 def test_rings_among_the_leaders(exe):

@@ -2,14 +2,17 @@
  * coll_check.c: the library's MPI_Bcast, MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Barrier,
  * MPI_Scatter and MPI_Scatterv (runtime_c/coll/, compiled in with -DAAPC_INTERCEPT and a
  * generated directory) against the MPI library's own (PMPI_*) or the closed-form result, on
- * MPI_COMM_WORLD, a dup,
- * the ranks split by parity (round robin over the machines), halves, a reversed split and a
- * subset without rank 0: every root, zero counts, MPI_IN_PLACE, strided datatypes, Scatterv's
- * blocks in reverse rank order with gaps and empty blocks, predefined
- * operations on int, double and double-int pairs, a non-commutative user operation (2x2
- * matrix products), and the barrier's ordering (no rank leaves before every rank entered).
+ * MPI_COMM_WORLD, a dup, the ranks split by parity (round robin over the machines), halves, a
+ * reversed split, a subset without rank 0, and on 4 or more ranks the rows and the columns of a
+ * 2-D process grid (MPI_Cart_create, MPI_Cart_sub; a prime number of ranks leaves the last
+ * out): every root, zero counts, MPI_IN_PLACE, strided datatypes, Scatterv's blocks in reverse
+ * rank order with gaps and empty blocks, predefined operations on int, double and double-int
+ * pairs, a non-commutative user operation (2x2 matrix products), and the barrier's ordering (no
+ * rank leaves before every rank entered).
  * Where the ranks run is set by AAPC_MACHINE per rank; AAPC_BCAST=hier ... force ours;
- * COLL_CHECK_ONLY=bcast,allgather,reductions,barrier,scatter,scatterv runs only those cases.
+ * COLL_CHECK_ONLY=bcast,allgather,reductions,barrier,scatter,scatterv runs only those cases,
+ * COLL_CHECK_COMMS=world,dup,parity,half,reversed,subset,rows,columns only on those
+ * communicators (the others are still made and freed).
  * Output: "coll_check: N passed, M failed" on rank 0 of MPI_COMM_WORLD; exit status 1 on any
  * failure.
  */
@@ -359,10 +362,11 @@ static void test_barrier(MPI_Comm comm)
     }
 }
 
-/* COLL_CHECK_ONLY=bcast,allgather,...: only those groups of cases (every rank the same). */
-static int wanted(const char *name)
+/* COLL_CHECK_ONLY=bcast,allgather,...: only those groups of cases; COLL_CHECK_COMMS=world,...:
+   only on those communicators (every rank the same). */
+static int listed(const char *var, const char *name)
 {
-    const char *only = getenv("COLL_CHECK_ONLY");
+    const char *only = getenv(var);
     if (only == NULL || only[0] == '\0')
         return 1;
     size_t len = strlen(name);
@@ -372,9 +376,15 @@ static int wanted(const char *name)
     return 0;
 }
 
-static void test_all(MPI_Comm comm)
+static int wanted(const char *name)
 {
-    if (comm == MPI_COMM_NULL)
+    return listed("COLL_CHECK_ONLY", name);
+}
+
+/* Every wanted group of cases on comm, which COLL_CHECK_COMMS calls name. */
+static void test_all(MPI_Comm comm, const char *name)
+{
+    if (comm == MPI_COMM_NULL || !listed("COLL_CHECK_COMMS", name))
         return;
     if (wanted("bcast"))
         test_bcast(comm);
@@ -390,6 +400,34 @@ static void test_all(MPI_Comm comm)
         test_scatterv(comm);
 }
 
+/* The rows and then the columns of a 2-D grid (MPI_Dims_create) over MPI_COMM_WORLD's ranks in
+   their order, on 4 or more ranks; a prime number of ranks would make a 1-wide grid (rows of one
+   rank, columns the whole world), so the grid leaves the last rank out (MPI_COMM_NULL there). */
+static void test_grid(int size)
+{
+    if (size < 4)
+        return;
+    int dims[2] = {0, 0}, periods[2] = {0, 0};
+    MPI_Dims_create(size, 2, dims);
+    if (dims[1] == 1) {
+        dims[0] = 0;
+        dims[1] = 0;
+        MPI_Dims_create(size - 1, 2, dims);
+    }
+    MPI_Comm grid;
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
+    if (grid == MPI_COMM_NULL)
+        return;
+    for (int d = 0; d < 2; d++) {
+        int remain[2] = {d == 1, d == 0}; /* d 0: a row (the second coordinate varies) */
+        MPI_Comm sub;
+        MPI_Cart_sub(grid, remain, &sub);
+        test_all(sub, d == 0 ? "rows" : "columns");
+        MPI_Comm_free(&sub);
+    }
+    MPI_Comm_free(&grid);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -397,17 +435,18 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm dup, parity, half, reversed, subset;
-    test_all(MPI_COMM_WORLD);
+    test_all(MPI_COMM_WORLD, "world");
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
-    test_all(dup);
+    test_all(dup, "dup");
     MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &parity);
-    test_all(parity);
+    test_all(parity, "parity");
     MPI_Comm_split(MPI_COMM_WORLD, wrank < size / 2, wrank, &half);
-    test_all(half);
+    test_all(half, "half");
     MPI_Comm_split(MPI_COMM_WORLD, 0, -wrank, &reversed);
-    test_all(reversed);
+    test_all(reversed, "reversed");
     MPI_Comm_split(MPI_COMM_WORLD, wrank == 0 ? MPI_UNDEFINED : 0, wrank, &subset);
-    test_all(subset);
+    test_all(subset, "subset");
+    test_grid(size);
     int totals[2] = {passed, failed}, sums[2];
     PMPI_Reduce(totals, sums, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (wrank == 0)
