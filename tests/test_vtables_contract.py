@@ -16,8 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_vsched_c import DRIVER, VSCHED, WARN, _input
-from trees import make_topology
+from trees import make_topology, switch_trees
 
 from aapcgen.core.errors import VerificationError
 from aapcgen.core.topology import load_topology
@@ -260,3 +262,56 @@ def test_windowed_rows_are_the_planners_syncs(rows_driver, name, label):
     c_syncs = sorted(zip(*(a.tolist() for a in syncs_of(t, KIND[sync]))))
     py_syncs = sorted(zip(py.frm.tolist(), py.trigger.tolist(), py.to.tolist(), py.target.tolist()))
     assert c_syncs == py_syncs and len(c_syncs) > 0
+
+
+def _rows_text(driver: Path, text: str, sync: int, window: int, seed: bool) -> list[str]:
+    args = ["--rows", str(sync), "--window", str(window), *(["--seed", "1"] if seed else [])]
+    proc = subprocess.run(
+        [str(driver), *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"ASAN_OPTIONS": "detect_leaks=1"},
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    return proc.stdout.splitlines()
+
+
+@st.composite
+def seed_jobs(draw: st.DrawFn) -> tuple[str, int, int]:
+    """A random tree with one link speed (seed 002's phases), a random job on it (1-3 ranks on
+    each of a subset of machines, in any order), a sync kind and a window."""
+    topo = draw(switch_trees(min_machines=2, max_machines=40))
+    machines = draw(st.permutations(range(topo.n_machines)))[: draw(st.integers(2, 24))]
+    ranks = [m for m in machines for _ in range(draw(st.integers(1, 3)))]
+    ranks = draw(st.permutations(ranks))
+    return rows_input(topo, list(ranks)), draw(st.sampled_from([1, 2, 3])), draw(st.integers(1, 4))
+
+
+@pytest.mark.mpi
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed_jobs())
+def test_streamed_rows_are_the_stored_rows(rows_driver, job):
+    """aapc_rows_build_seed (seed 002's phases streamed, none stored: the first call of large
+    jobs) gives every rank exactly the rows and syncs of aapc_rows_build on the stored phases."""
+    text, sync, window = job
+    stored = _rows_text(rows_driver, text, sync, window, seed=False)
+    streamed = _rows_text(rows_driver, text, sync, window, seed=True)
+    assert streamed[-1] == "b seed"  # one link speed: the streamed build took every rank
+    assert streamed[:-1] == stored
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("case", range(len(JOBS)))
+def test_streamed_rows_on_the_shipped_jobs(rows_driver, case):
+    """The same on the contract's jobs: with faster switch links (fat-4-4, two-level-1024) the
+    phases are the capacity-aware ones and the stored build serves every rank."""
+    name, ranks = JOBS[case]
+    topo = load_topology(ROOT / "topologies" / f"{name}.yaml")
+    text = rows_input(topo, ranks)
+    for sync in (1, 2):
+        streamed = _rows_text(rows_driver, text, sync, 2, seed=True)
+        assert streamed[:-1] == _rows_text(rows_driver, text, sync, 2, seed=False)
+        uniform = len({*topo.machine_bandwidth, *(ln.bandwidth for ln in topo.links)}) == 1
+        assert streamed[-1] == ("b seed" if uniform else "b stored"), (name, streamed[-1])

@@ -4,9 +4,10 @@ cluster + the receiver-all tables of runtime_c/alltoallv/aapc_vtables.c), one ra
 Jobs: 64 machines of topologies/two-level-256.yaml (its first 64), all of two-level-256,
 all of two-level-1024, and 2048 of three-level-4096. It compiles tests/c/cluster_driver.c with
 -O2 (mpicc: the executor's header includes mpi.h; no MPI call is made) and times, per job, the
-phases alone and the phases plus the job tree and one rank's executor rows with their
-receiver-all syncs (runtime_c/alltoall/aapc_alltoall_rows.c: everything aapc_alltoall_cluster.c
-does on a rank after its one Allgather), minimum and median of several
+phases alone, and the job tree and one rank's executor rows with their receiver-all syncs
+(runtime_c/alltoall/aapc_alltoall_rows.c: everything aapc_alltoall_cluster.c does on a rank
+after its one Allgather: seed 002's phases streamed into the rows where they are the job's, else
+the phases computed whole and the rows read off them), minimum and median of several
 calls, with the peak resident memory of the process. Prints a Markdown table; record it in
 docs/measurements/runtime-scheduling.md. Take the exclusive CPU lock while measuring:
 
@@ -85,7 +86,7 @@ def main() -> None:
         print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}")
         print(
             "| ranks (1 per machine) | tree | link speeds | phases only, ms (min / median) "
-            "| + one rank's receiver-all rows, ms (min / median) | peak RSS, MiB | target |"
+            "| all a rank computes: its receiver-all rows, ms (min / median) | peak RSS, MiB | target |"
         )
         print("|---|---|---|---|---|---|---|")
         for name, ranks, speeds in JOBS:

@@ -25,11 +25,15 @@ sys.path.insert(0, str(ROOT))
 
 from aapcgen.core.topology import load_topology  # noqa: E402
 
-JOBS = [("two-level-1024", 256, 16), ("two-level-1024", 1024, 16), ("two-level-1024", 1024, 64),
-        ("three-level-4096", 4096, 16)]  # fmt: skip
+# (topology, machines, ranks per machine, with the file's link speeds): without them every link
+# has one speed, so the phases are seed 002's (a leader streams them: none stored); with them the
+# faster switch links make them the capacity-aware ones (computed whole, then the rows)
+JOBS = [("two-level-1024", 256, 16, False), ("two-level-1024", 1024, 16, False),
+        ("two-level-1024", 1024, 64, False), ("three-level-4096", 4096, 16, False),
+        ("two-level-1024", 1024, 16, True), ("three-level-4096", 4096, 16, True)]  # fmt: skip
 
 
-def driver_input(name: str, machines: int, r: int) -> str:
+def driver_input(name: str, machines: int, r: int, speeds: bool = False) -> str:
     topo = load_topology(ROOT / "topologies" / f"{name}.yaml")
     index = {s: i for i, s in enumerate(topo.switches)}
     ranks = [m for m in range(machines) for _ in range(r)]
@@ -37,6 +41,10 @@ def driver_input(name: str, machines: int, r: int) -> str:
     lines.append(" ".join(str(index[s]) for s in topo.machine_switch))
     lines += [f"{index[ln.a]} {index[ln.b]}" for ln in topo.links]
     lines.append(" ".join(map(str, ranks)))
+    if speeds:
+        lines.append(
+            " ".join(map(repr, [*topo.machine_bandwidth, *(ln.bandwidth for ln in topo.links)]))
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -55,25 +63,29 @@ def main() -> int:
                str(ROOT / "tests" / "c" / "cluster_driver.c"), *map(str, sources), "-lm", "-o", str(exe)]  # fmt: skip
         subprocess.run(cmd, check=True, timeout=300)
 
-        def measure(name: str, machines: int, r: int) -> dict[str, list[str]]:
-            out = subprocess.run([str(exe), "--first-call", "5"], input=driver_input(name, machines, r),
+        def measure(name: str, machines: int, r: int, speeds: bool = False) -> dict[str, list[str]]:
+            out = subprocess.run([str(exe), "--first-call", "5"], input=driver_input(name, machines, r, speeds),
                                  capture_output=True, text=True, timeout=3600, check=True).stdout  # fmt: skip
             return {ln.split()[0]: ln.split()[1:] for ln in out.splitlines()}
 
         base = int(measure("two-level-1024", 2, 1)["maxrss_kib"][0]) / 1024  # the process alone
         print(f"host {platform.node()}, {platform.processor() or platform.machine()}; "
               f"memory above the driver's own {base:.1f} MiB")  # fmt: skip
-        print("| job | ranks | shape ms | tree order ms | leader's phases + rows ms | peak MiB |")
-        print("|---|---|---|---|---|---|")
-        for name, machines, r in JOBS:
-            got = measure(name, machines, r)
+        print(
+            "| job | links | ranks | shape ms | tree order ms | leader's phases + rows ms | leader's build | peak MiB |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for name, machines, r, speeds in JOBS:
+            got = measure(name, machines, r, speeds)
             ms = {
                 k: "/".join(f"{1e3 * float(x):.2f}" for x in got[k])
                 for k in ("shape", "order", "leader")
             }
+            links = "the file's speeds" if speeds else "one speed"
             print(
-                f"| {machines} machines x {r} of {name} | {machines * r:,} | {ms['shape']} | "
-                f"{ms['order']} | {ms['leader']} | {int(got['maxrss_kib'][0]) / 1024 - base:.1f} |"
+                f"| {machines} machines x {r} of {name} | {links} | {machines * r:,} | {ms['shape']} | "
+                f"{ms['order']} | {ms['leader']} | {got['leader_build'][0]} | "
+                f"{int(got['maxrss_kib'][0]) / 1024 - base:.1f} |"
             )
     return 0
 

@@ -10,7 +10,8 @@
  *   3. the job tree and seed 002's optimal contention-free phases (cluster/aapc_cluster_tree.c,
  *      aapc_cluster_phases.c): any subset of machines, rank order and ranks per machine;
  *   4. this rank's rows and the synchronisation of the variant (no-sync, sender-all,
- *      receiver-all, barrier-all) from the phases on the job tree (aapc_alltoall_rows.c), for
+ *      receiver-all, barrier-all) from the phases on the job tree (aapc_alltoall_rows.c; seed
+ *      002's phases are streamed into the rows, none stored, unless rank 0 dumps them), for
  *      a window of AAPC_WINDOW phases that every rank agrees on (one MPI_Allreduce of 2 ints;
  *      disagreement runs 1);
  *   5. AAPC_DUMP_SCHEDULE=DIR: rank 0 writes the schedule as JSON (docs/scheduling.md contract,
@@ -292,6 +293,20 @@ static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
         if (rc != MPI_SUCCESS || e->usable)
             return rc;
     }
+    /* seed 002's phases streamed (none stored) where they are the job's, unless rank 0 is to
+       dump the schedule; else the stored build, which says why a job cannot run */
+    const char *dump = getenv("AAPC_DUMP_SCHEDULE");
+    int streamed = cc->rank == 0 && dump != NULL && dump[0] != '\0'
+                       ? 1
+                       : aapc_rows_build_seed(cc->cluster, cc->rank_machine, cc->size, tree, sync,
+                                              window, cc->rank, name, &e->rows);
+    if (streamed < 0)
+        return MPI_ERR_NO_MEM;
+    if (streamed == 0) {
+        e->info = (aapc_comm_info_t){1, cc->dup, cc->rank, NULL, NULL, NULL, 0};
+        e->usable = 1;
+        return MPI_SUCCESS;
+    }
     aapc_job_phases_t ph;
     int rc = aapc_job_phases(cc->cluster, cc->rank_machine, cc->size, &ph);
     if (rc == AAPC_JOB_ERANGE || rc == AAPC_JOB_EINVAL) {
@@ -567,10 +582,15 @@ static int leader_rows(struct leader_entry *le, const aapc_cluster_comm_t *cc, i
     char err[160];
     memset(&ph, 0, sizeof ph);
     memset(&tree, 0, sizeof tree);
-    int jr = aapc_job_phases(cc->cluster, le->lm, le->n, &ph);
-    if (jr == AAPC_JOB_OK)
-        jr = aapc_job_tree(cc->cluster, le->lm, le->n, &tree, err, (int)sizeof err);
-    if (jr == AAPC_JOB_OK &&
+    int jr = aapc_job_tree(cc->cluster, le->lm, le->n, &tree, err, (int)sizeof err);
+    int streamed = jr != AAPC_JOB_OK ? 1
+                                     : aapc_rows_build_seed(cc->cluster, le->lm, le->n, &tree, sync,
+                                                            window, le->mine, name, &le->rows);
+    if (streamed < 0)
+        jr = AAPC_JOB_ENOMEM;
+    if (streamed > 0 && jr == AAPC_JOB_OK) /* the capacity-aware phases: stored */
+        jr = aapc_job_phases(cc->cluster, le->lm, le->n, &ph);
+    if (streamed > 0 && jr == AAPC_JOB_OK &&
         aapc_rows_build(&ph, &tree, sync, window, le->mine, name, &le->rows) != 0)
         jr = AAPC_JOB_ENOMEM;
     aapc_job_phases_free(&ph);

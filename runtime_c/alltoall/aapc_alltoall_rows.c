@@ -20,6 +20,9 @@
  * Cost: O(P^2 d) time for P ranks and tree depth d (plus O(P d w c) lane steps for a window w
  * on links of capacity c), 4 P^2 d bytes for the edge lists (the largest allocation) plus
  * O(P d) for this rank's rows; no communication.
+ * Where the job's phases are seed 002's (one message per link and phase), aapc_rows_build_seed
+ * (at the end of this file) gives the same rows without storing the phases or the edge lists:
+ * O(P^2 d) time, O(n_nodes w + P d) memory (tests/test_vtables_contract.py compares the two).
  */
 #include "aapc_alltoall_rows.h"
 
@@ -188,6 +191,127 @@ static int32_t entry_of(const int32_t *phases, int32_t n, int32_t phase)
     return lo;
 }
 
+/* Every node's depth (the top 0); returns the largest. */
+static int32_t depths(const int32_t *parent, int32_t nn, int32_t *depth)
+{
+    int32_t max_depth = 0;
+    for (int32_t v = 0; v < nn; v++)
+        depth[v] = -1;
+    for (int32_t v = 0; v < nn; v++) { /* walk up to a known node, then back down */
+        int32_t u = v, d = 0;
+        while (u >= 0 && depth[u] < 0) {
+            u = parent[u];
+            d++;
+        }
+        int32_t base = u < 0 ? -1 : depth[u];
+        for (u = v; u >= 0 && depth[u] < 0; u = parent[u])
+            depth[u] = base + d--;
+        max_depth = depth[v] > max_depth ? depth[v] : max_depth;
+    }
+    return max_depth;
+}
+
+/* This rank's rows, to fill (the schedule's are read-only). */
+struct own_rows {
+    int32_t *send_phase, *send_peer, *recv_phase, *recv_peer;
+};
+
+/* The schedule's header and this rank's rows of ns sends and nr receives (*o to fill); only
+   rank me's rows are non-empty. Returns 0, or -1 when out of memory. */
+static int setup_rows(aapc_rows_t *out, const char *name, int32_t P, int32_t nphases, int sync,
+                      int32_t window, int me, int32_t ns, int32_t nr, struct own_rows *o)
+{
+    aapc_schedule_t *s = &out->sched;
+    s->name = name;
+    s->nmachines = P;
+    s->nphases = nphases;
+    s->sync_kind = sync == AAPC_VSYNC_SENDER     ? AAPC_SYNC_SENDER
+                   : sync == AAPC_VSYNC_RECEIVER ? AAPC_SYNC_RECEIVER
+                                                 : AAPC_SYNC_NONE;
+    s->barrier_every = sync == AAPC_VSYNC_BARRIER ? 1 : 0;
+    s->window = window > 1 && sync != AAPC_VSYNC_BARRIER ? window : 1;
+    int32_t *send_off = take(out, (size_t)P + 1, sizeof *send_off);
+    int32_t *recv_off = take(out, (size_t)P + 1, sizeof *recv_off);
+    s->send_phase = o->send_phase = take(out, (size_t)ns, sizeof *o->send_phase);
+    s->send_peer = o->send_peer = take(out, (size_t)ns, sizeof *o->send_peer);
+    s->recv_phase = o->recv_phase = take(out, (size_t)nr, sizeof *o->recv_phase);
+    s->recv_peer = o->recv_peer = take(out, (size_t)nr, sizeof *o->recv_peer);
+    if (!send_off || !recv_off || !o->send_phase || !o->send_peer || !o->recv_phase ||
+        !o->recv_peer)
+        return -1;
+    for (int32_t m = me + 1; m <= P; m++) {
+        send_off[m] = ns;
+        recv_off[m] = nr;
+    }
+    s->send_off = send_off;
+    s->recv_off = recv_off;
+    return 0;
+}
+
+/* The syncs this rank fires (fo) and waits for (in), deduplicated, as the executor's lists of
+   s (whose rows are set); frees fo and in. Returns 0, or -1 when out of memory. */
+static int finish_syncs(aapc_rows_t *out, struct ysync *fo, int64_t nfo, struct ysync *in,
+                        int64_t nin, int32_t ns, int32_t nr, int me)
+{
+    aapc_schedule_t *s = &out->sched;
+    int32_t P = s->nmachines;
+    int receiver = s->sync_kind == AAPC_SYNC_RECEIVER;
+    int32_t nev = receiver ? nr : ns;
+    const int32_t *send_phase = s->send_phase, *recv_phase = s->recv_phase;
+    nfo = sort_unique(fo, nfo, by_trigger_peer_target); /* the firing order */
+    nin = sort_unique(in, nin, by_peer_trigger_target); /* the posting order */
+
+    /* fire lists per event entry; postings in (source, trigger, target) order; waits */
+    int32_t *fire_off = take(out, (size_t)nev + 1, sizeof *fire_off);
+    int32_t *fire_peer = take(out, (size_t)nfo, sizeof *fire_peer);
+    int32_t *syncin_off = take(out, (size_t)P + 1, sizeof *syncin_off);
+    int32_t *syncin_peer = take(out, (size_t)nin, sizeof *syncin_peer);
+    int32_t *wait_off = take(out, (size_t)ns + 1, sizeof *wait_off);
+    int32_t *wait_idx = take(out, (size_t)nin, sizeof *wait_idx);
+    if (!fire_off || !fire_peer || !syncin_off || !syncin_peer || !wait_off || !wait_idx) {
+        free(fo);
+        free(in);
+        return -1;
+    }
+    const int32_t *ev_phase = receiver ? recv_phase : send_phase;
+    for (int64_t i = 0; i < nfo; i++) {
+        fire_off[entry_of(ev_phase, nev, fo[i].trigger) + 1]++;
+        fire_peer[i] = fo[i].peer; /* fo is in (trigger, peer, target) order: entry order */
+    }
+    for (int32_t e = 0; e < nev; e++)
+        fire_off[e + 1] += fire_off[e];
+    for (int32_t m = me + 1; m <= P; m++)
+        syncin_off[m] = (int32_t)nin;
+    for (int64_t j = 0; j < nin; j++)
+        syncin_peer[j] = in[j].peer;
+    for (int64_t j = 0; j < nin; j++) /* count waits per send entry (by target phase) */
+        wait_off[entry_of(send_phase, ns, in[j].target) + 1]++;
+    for (int32_t e = 0; e < ns; e++)
+        wait_off[e + 1] += wait_off[e];
+    int32_t *wfill = calloc((size_t)ns + 1, sizeof *wfill);
+    if (!wfill) {
+        free(fo);
+        free(in);
+        return -1;
+    }
+    for (int64_t j = 0; j < nin; j++) { /* posting order within each send entry's list */
+        int32_t e = entry_of(send_phase, ns, in[j].target);
+        wait_idx[wait_off[e] + wfill[e]++] = (int32_t)j;
+    }
+    free(wfill);
+    free(fo);
+    free(in);
+    s->fire_off = fire_off;
+    s->fire_peer = fire_peer;
+    s->syncin_off = syncin_off;
+    s->syncin_peer = syncin_peer;
+    s->wait_off = wait_off;
+    s->wait_idx = wait_idx;
+    out->n_syncs_in = nin;
+    out->n_syncs_out = nfo;
+    return 0;
+}
+
 int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, int sync,
                     int32_t window, int me, const char *name, aapc_rows_t *out)
 {
@@ -200,20 +324,7 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
     int32_t *buf = take(out, (size_t)2 * (size_t)nn + 2, sizeof *buf);
     if (!depth || !buf)
         goto nomem;
-    int32_t max_depth = 0;
-    for (int32_t v = 0; v < nn; v++)
-        depth[v] = -1;
-    for (int32_t v = 0; v < nn; v++) { /* depths: walk up to a known node, then back down */
-        int32_t u = v, d = 0;
-        while (u >= 0 && depth[u] < 0) {
-            u = parent[u];
-            d++;
-        }
-        int32_t base = u < 0 ? -1 : depth[u];
-        for (u = v; u >= 0 && depth[u] < 0; u = parent[u])
-            depth[u] = base + d--;
-        max_depth = depth[v] > max_depth ? depth[v] : max_depth;
-    }
+    int32_t max_depth = depths(parent, nn, depth);
 
     /* this rank's sends and receives, in phase order (the messages are sorted by phase) */
     int32_t ns = 0, nr = 0;
@@ -223,7 +334,9 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
     }
     int64_t *mine_s = take(out, (size_t)ns, sizeof *mine_s);
     int64_t *mine_r = take(out, (size_t)nr, sizeof *mine_r);
-    if (!mine_s || !mine_r)
+    struct own_rows o;
+    if (!mine_s || !mine_r ||
+        setup_rows(out, name, P, ph->n_phases, sync, window, me, ns, nr, &o) != 0)
         goto nomem;
     ns = nr = 0;
     for (int64_t k = 0; k < M; k++) {
@@ -232,41 +345,15 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
         if (ph->dst[k] == me)
             mine_r[nr++] = k;
     }
-    s->name = name;
-    s->nmachines = P;
-    s->nphases = ph->n_phases;
-    s->sync_kind = sync == AAPC_VSYNC_SENDER     ? AAPC_SYNC_SENDER
-                   : sync == AAPC_VSYNC_RECEIVER ? AAPC_SYNC_RECEIVER
-                                                 : AAPC_SYNC_NONE;
-    s->barrier_every = sync == AAPC_VSYNC_BARRIER ? 1 : 0;
-    int32_t w = window > 1 && sync != AAPC_VSYNC_BARRIER ? window : 1;
-    s->window = w;
-    int32_t *send_off = take(out, (size_t)P + 1, sizeof *send_off);
-    int32_t *recv_off = take(out, (size_t)P + 1, sizeof *recv_off);
-    int32_t *send_phase = take(out, (size_t)ns, sizeof *send_phase);
-    int32_t *send_peer = take(out, (size_t)ns, sizeof *send_peer);
-    int32_t *recv_phase = take(out, (size_t)nr, sizeof *recv_phase);
-    int32_t *recv_peer = take(out, (size_t)nr, sizeof *recv_peer);
-    if (!send_off || !recv_off || !send_phase || !send_peer || !recv_phase || !recv_peer)
-        goto nomem;
-    for (int32_t m = me + 1; m <= P; m++) { /* only this rank's rows are non-empty */
-        send_off[m] = ns;
-        recv_off[m] = nr;
-    }
+    int32_t w = s->window;
     for (int32_t e = 0; e < ns; e++) {
-        send_phase[e] = ph->phase[mine_s[e]];
-        send_peer[e] = ph->dst[mine_s[e]];
+        o.send_phase[e] = ph->phase[mine_s[e]];
+        o.send_peer[e] = ph->dst[mine_s[e]];
     }
     for (int32_t e = 0; e < nr; e++) {
-        recv_phase[e] = ph->phase[mine_r[e]];
-        recv_peer[e] = ph->src[mine_r[e]];
+        o.recv_phase[e] = ph->phase[mine_r[e]];
+        o.recv_peer[e] = ph->src[mine_r[e]];
     }
-    s->send_off = send_off;
-    s->send_phase = send_phase;
-    s->send_peer = send_peer;
-    s->recv_off = recv_off;
-    s->recv_phase = recv_phase;
-    s->recv_peer = recv_peer;
     if (s->sync_kind == AAPC_SYNC_NONE)
         return 0;
 
@@ -338,58 +425,118 @@ int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, in
         }
     }
     free(list);
-    nfo = sort_unique(fo, nfo, by_trigger_peer_target); /* the firing order */
-    nin = sort_unique(in, nin, by_peer_trigger_target); /* the posting order */
+    if (finish_syncs(out, fo, nfo, in, nin, ns, nr, me) == 0)
+        return 0;
+nomem:
+    aapc_rows_free(out);
+    return -1;
+}
 
-    /* fire lists per event entry; postings in (source, trigger, target) order; waits */
-    int32_t *fire_off = take(out, (size_t)nev + 1, sizeof *fire_off);
-    int32_t *fire_peer = take(out, (size_t)nfo, sizeof *fire_peer);
-    int32_t *syncin_off = take(out, (size_t)P + 1, sizeof *syncin_off);
-    int32_t *syncin_peer = take(out, (size_t)nin, sizeof *syncin_peer);
-    int32_t *wait_off = take(out, (size_t)ns + 1, sizeof *wait_off);
-    int32_t *wait_idx = take(out, (size_t)nin, sizeof *wait_idx);
-    if (!fire_off || !fire_peer || !syncin_off || !syncin_peer || !wait_off || !wait_idx) {
-        free(fo);
-        free(in);
+/*
+ * The streamed build (aapc_rows_build_seed): seed 002's messages pass once each, in phase
+ * order (cluster/aapc_cluster_phases.c aapc_job_phases_each), and are not kept. Each directed
+ * edge keeps only its last w messages, so when a message passes, the message w places before
+ * it on each edge of its path is at hand: if this rank sends the passing one, it waits for that
+ * one's event; if that one is this rank's event, it fires to the passing one's source. These
+ * are the pairs the stored build finds by searching each edge's list (one lane per edge: seed
+ * 002's phases put at most one message on a link per phase; a second one falls back).
+ * Cost: O(P^2 d) time, O(n_nodes w + P d) memory, against the stored build's 12 P^2 bytes of
+ * messages, 4 P^2 d of edge lists and their sorts.
+ */
+struct stream {
+    struct own_rows o;
+    const int32_t *parent, *depth;
+    int32_t *buf;
+    int me, receiver, sync_none, contended;
+    int32_t w, ns, nr, cap; /* cap: the rows' length, P - 1 */
+    int32_t stride;         /* 2 + 3 w */
+    int32_t *edge;          /* per directed edge, stride ints: the messages so far, the ring's
+                               next slot, then its last w messages (phase, src, dst) */
+    struct ysync *fo, *in;
+    int64_t nfo, nin;
+};
+
+static void stream_sync(struct stream *t, int32_t e, int32_t phase, int32_t src, int32_t dst)
+{
+    int32_t *st = t->edge + (size_t)e * (size_t)t->stride, c = st[0], slot = st[1];
+    int32_t *x = st + 2 + 3 * slot; /* the message w places before this one, then its slot */
+    if (c > 0 && st[2 + 3 * (slot == 0 ? t->w - 1 : slot - 1)] == phase) {
+        t->contended = 1; /* two messages of a phase on one link */
+        return;
+    }
+    if (c >= t->w) {
+        int32_t x_event = t->receiver ? x[2] : x[1];
+        if (src == t->me && x_event != t->me)
+            t->in[t->nin++] = (struct ysync){x_event, x[0], phase};
+        if (x_event == t->me && src != t->me)
+            t->fo[t->nfo++] = (struct ysync){src, x[0], phase};
+    }
+    x[0] = phase;
+    x[1] = src;
+    x[2] = dst;
+    st[0] = c + 1;
+    st[1] = slot + 1 == t->w ? 0 : slot + 1;
+}
+
+static void stream_emit(void *ctx, int32_t phase, int32_t src, int32_t dst)
+{
+    struct stream *t = ctx;
+    if (src == t->me && t->ns < t->cap) {
+        t->o.send_phase[t->ns] = phase;
+        t->o.send_peer[t->ns++] = dst;
+    }
+    if (dst == t->me && t->nr < t->cap) {
+        t->o.recv_phase[t->nr] = phase;
+        t->o.recv_peer[t->nr++] = src;
+    }
+    if (t->sync_none || t->contended)
+        return;
+    int len = path(t->parent, t->depth, src, dst, t->buf);
+    for (int i = 0; i < len && !t->contended; i++)
+        stream_sync(t, t->buf[i], phase, src, dst);
+}
+
+int aapc_rows_build_seed(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                         const aapc_job_tree_t *tree, int sync, int32_t window, int me,
+                         const char *name, aapc_rows_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int32_t nn = tree->n_nodes;
+    struct stream t;
+    memset(&t, 0, sizeof t);
+    int32_t *depth = take(out, (size_t)nn, sizeof *depth);
+    t.buf = take(out, (size_t)2 * (size_t)nn + 2, sizeof *t.buf);
+    if (!depth || !t.buf || setup_rows(out, name, P, 0, sync, window, me, P - 1, P - 1, &t.o))
         goto nomem;
+    size_t per_message = 2 * (size_t)depths(tree->parent, nn, depth) + 1, edges = 2 * (size_t)nn;
+    aapc_schedule_t *s = &out->sched;
+    t.parent = tree->parent;
+    t.depth = depth;
+    t.me = me;
+    t.cap = P - 1;
+    t.receiver = s->sync_kind == AAPC_SYNC_RECEIVER;
+    t.sync_none = s->sync_kind == AAPC_SYNC_NONE;
+    t.w = s->window;
+    t.stride = 2 + 3 * t.w;
+    if (!t.sync_none) {
+        t.edge = calloc(edges * (size_t)t.stride, sizeof *t.edge);
+        t.fo = malloc((size_t)P * per_message * sizeof *t.fo);
+        t.in = malloc((size_t)P * per_message * sizeof *t.in);
     }
-    const int32_t *ev_phase = receiver ? recv_phase : send_phase;
-    for (int64_t i = 0; i < nfo; i++) {
-        fire_off[entry_of(ev_phase, nev, fo[i].trigger) + 1]++;
-        fire_peer[i] = fo[i].peer; /* fo is in (trigger, peer, target) order: entry order */
+    aapc_job_phases_t info;
+    int rc = AAPC_JOB_ENOMEM;
+    if (t.sync_none || (t.edge && t.fo && t.in))
+        rc = aapc_job_phases_each(c, rank_machine, P, stream_emit, &t, &info);
+    free(t.edge);
+    if (rc != AAPC_JOB_OK || t.contended || t.ns != P - 1 || t.nr != P - 1) {
+        free(t.fo);
+        free(t.in);
+        aapc_rows_free(out);
+        return rc == AAPC_JOB_ENOMEM ? -1 : 1;
     }
-    for (int32_t e = 0; e < nev; e++)
-        fire_off[e + 1] += fire_off[e];
-    for (int32_t m = me + 1; m <= P; m++)
-        syncin_off[m] = (int32_t)nin;
-    for (int64_t j = 0; j < nin; j++)
-        syncin_peer[j] = in[j].peer;
-    for (int64_t j = 0; j < nin; j++) /* count waits per send entry (by target phase) */
-        wait_off[entry_of(send_phase, ns, in[j].target) + 1]++;
-    for (int32_t e = 0; e < ns; e++)
-        wait_off[e + 1] += wait_off[e];
-    int32_t *wfill = calloc((size_t)ns + 1, sizeof *wfill);
-    if (!wfill) {
-        free(fo);
-        free(in);
-        goto nomem;
-    }
-    for (int64_t j = 0; j < nin; j++) { /* posting order within each send entry's list */
-        int32_t e = entry_of(send_phase, ns, in[j].target);
-        wait_idx[wait_off[e] + wfill[e]++] = (int32_t)j;
-    }
-    free(wfill);
-    free(fo);
-    free(in);
-    s->fire_off = fire_off;
-    s->fire_peer = fire_peer;
-    s->syncin_off = syncin_off;
-    s->syncin_peer = syncin_peer;
-    s->wait_off = wait_off;
-    s->wait_idx = wait_idx;
-    out->n_syncs_in = nin;
-    out->n_syncs_out = nfo;
-    return 0;
+    s->nphases = info.n_phases;
+    if (t.sync_none || finish_syncs(out, t.fo, t.nfo, t.in, t.nin, t.ns, t.nr, me) == 0)
+        return 0;
 nomem:
     aapc_rows_free(out);
     return -1;

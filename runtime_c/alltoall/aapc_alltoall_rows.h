@@ -25,6 +25,13 @@ typedef struct aapc_rows {
 int aapc_rows_build(const aapc_job_phases_t *ph, const aapc_job_tree_t *tree, int sync,
                     int32_t window, int me, const char *name, aapc_rows_t *out);
 void aapc_rows_free(aapc_rows_t *r);
+/* The same rows from seed 002's phases streamed, none stored (the job's phases computed here:
+   aapc_job_phases_each); for jobs far above what the stored schedule fits. Returns 0, -1 when
+   out of memory, or 1 when the job's phases are not seed 002's (the capacity-aware ones) or it
+   fails otherwise: then aapc_job_phases and aapc_rows_build serve it (and say why). */
+int aapc_rows_build_seed(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                         const aapc_job_tree_t *tree, int sync, int32_t window, int me,
+                         const char *name, aapc_rows_t *out);
 
 #ifdef __cplusplus
 }

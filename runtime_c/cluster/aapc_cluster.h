@@ -67,7 +67,8 @@ enum {
     AAPC_JOB_OK = 0,
     AAPC_JOB_EINVAL = 1, /* fewer than 2 ranks, a machine index out of range, a bad cluster */
     AAPC_JOB_ENOMEM = 2,
-    AAPC_JOB_ERANGE = 3 /* more than AAPC_JOB_MAX_RANKS ranks */
+    AAPC_JOB_ERANGE = 3,   /* more than AAPC_JOB_MAX_RANKS ranks */
+    AAPC_JOB_ECAPACITY = 4 /* aapc_job_phases_each: the job's phases are the capacity-aware ones */
 };
 
 /* The job tree (see above). */
@@ -107,6 +108,14 @@ void aapc_job_tree_free(aapc_job_tree_t *t);
 int aapc_job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
                     aapc_job_phases_t *out);
 void aapc_job_phases_free(aapc_job_phases_t *p);
+/* The same phases as aapc_job_phases streamed, none stored: emit(ctx, phase, src, dst) once per
+   message, in phase order (within a phase in no set order), when they are seed 002's;
+   AAPC_JOB_ECAPACITY (nothing emitted) when they would be the capacity-aware ones. info gets
+   everything of aapc_job_phases_t but the messages (n_messages 0, no memory). Returns 0 or an
+   AAPC_JOB_* code (info->error says why). O(P^2) time, O(subtrees of the root) memory. */
+typedef void (*aapc_job_emit_fn)(void *ctx, int32_t phase, int32_t src, int32_t dst);
+int aapc_job_phases_each(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                         aapc_job_emit_fn emit, void *ctx, aapc_job_phases_t *info);
 /* Seed 002's phases whatever the link speeds (one message per link and phase). */
 int aapc_job_phases_unit(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
                          aapc_job_phases_t *out);

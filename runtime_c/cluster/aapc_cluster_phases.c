@@ -229,3 +229,171 @@ int aapc_job_phases_unit(const aapc_cluster_t *c, const int32_t *rank_machine, i
 {
     return job_phases(c, rank_machine, P, out, 1);
 }
+
+/*
+ * Seed 002's phases streamed in phase order, none stored (aapc_job_phases_each).
+ *
+ * The messages Ti -> Tj of one sender subtree i and every j > i take consecutive phases
+ * [0, |Mi| (P - offs[i+1])) (block j after block j - 1), those of one receiver subtree j from
+ * every i > j the phases [L - |Mj| (P - offs[j+1]), L) (block i after block i + 1): one
+ * "group" each, which carries exactly one message in every phase of its range (the local
+ * messages of T0 in [0, |M0| (|M0| - 1)); of Ti, i >= 1, at most one in every phase of the
+ * window of Ti -> T(i-1)). Step 1 is the forward group of T0, step 2 the backward group of T0;
+ * both cover every phase, so the senders and receivers of T0 in a phase (send0, recv0 above)
+ * are read off their cursors. A sweep over the phases keeps the groups whose range holds the
+ * phase and advances each one's block cursor monotonically.
+ * Cost: O(P^2) time (one emit per message) and O(k) memory for k subtrees of the root.
+ */
+enum { G_FWD, G_BWD, G_LOCAL0, G_LOCAL };
+
+struct group {
+    int64_t start, end; /* phases [start, end) */
+    int kind, sub;      /* G_FWD: sender subtree; G_BWD: receiver subtree; G_LOCAL: subtree */
+    int cur;            /* G_FWD: receiver subtree j; G_BWD: sender subtree i */
+};
+
+struct sweep {
+    const int64_t *sizes, *offs;
+    const int32_t *mem;
+    int k;
+    int64_t load;
+};
+
+/* First phase of the block of the cursor of g (forward: Ti -> Tcur; backward: Tcur -> Tj). */
+static int64_t group_block(const struct sweep *w, const struct group *g)
+{
+    return g->kind == G_FWD ? block_start(w->sizes, w->offs, w->load, g->sub, g->cur)
+                            : block_start(w->sizes, w->offs, w->load, g->cur, g->sub);
+}
+
+/* Move g's cursor to the block that holds phase p; q: p's place in it. */
+static int64_t group_seek(const struct sweep *w, struct group *g, int64_t p)
+{
+    for (;;) {
+        int64_t b = group_block(w, g), len = w->sizes[g->sub] * w->sizes[g->cur];
+        if (p < b + len)
+            return p - b;
+        g->cur += g->kind == G_FWD ? 1 : -1;
+    }
+}
+
+static int by_start(const void *x, const void *y)
+{
+    const struct group *a = x, *b = y;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+int aapc_job_phases_each(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
+                         aapc_job_emit_fn emit, void *ctx, aapc_job_phases_t *info)
+{
+    job_analysis a;
+    memset(info, 0, sizeof *info);
+    int rc = job_analyse(c, rank_machine, P, &a, info->error, (int)sizeof info->error);
+    if (rc != AAPC_JOB_OK)
+        return rc;
+    if (a.lower_bound < a.load) { /* faster links: the capacity-aware phases, stored */
+        job_analysis_free(&a);
+        return AAPC_JOB_ECAPACITY;
+    }
+    int k = a.n_subtrees;
+    int64_t *sizes = calloc((size_t)k, sizeof *sizes);
+    int64_t *offs = calloc((size_t)k + 1, sizeof *offs);
+    struct group *g = calloc(2 * (size_t)k + (size_t)k + 1, sizeof *g);
+    int *act = malloc((3 * (size_t)k + 1) * sizeof *act);
+    rc = AAPC_JOB_ENOMEM;
+    if (!sizes || !offs || !g || !act) {
+        snprintf(info->error, sizeof info->error, "out of memory for %d subtrees", k);
+        goto done;
+    }
+    for (int i = 0; i < k; i++) {
+        sizes[i] = a.sub_size[i];
+        offs[i + 1] = offs[i] + sizes[i];
+    }
+    int64_t n = offs[k], m0 = sizes[0], load = m0 * (n - m0), emitted = 0;
+    struct sweep w = {sizes, offs, a.members, k, load};
+    int ng = 0;
+    for (int i = 0; i < k; i++) {
+        if (i + 1 < k) /* Ti -> Tj, j > i; from T0 step 1 */
+            g[ng++] = (struct group){0, sizes[i] * (n - offs[i + 1]), G_FWD, i, i + 1};
+        if (i + 1 < k) /* Ti -> Tj, i > j; into T0 step 2 */
+            g[ng++] = (struct group){load - sizes[i] * (n - offs[i + 1]), load, G_BWD, i, k - 1};
+        if (i == 0 && m0 > 1)
+            g[ng++] = (struct group){0, m0 * (m0 - 1), G_LOCAL0, 0, 0};
+        if (i > 0 && sizes[i] > 1)
+            g[ng++] = (struct group){load - sizes[i - 1] * sizes[i], load, G_LOCAL, i, 0};
+    }
+    qsort(g, (size_t)ng, sizeof *g, by_start);
+    struct group *fwd0 = NULL, *bwd0 = NULL;
+    for (int x = 0; x < ng; x++) {
+        fwd0 = g[x].kind == G_FWD && g[x].sub == 0 ? &g[x] : fwd0;
+        bwd0 = g[x].kind == G_BWD && g[x].sub == 0 ? &g[x] : bwd0;
+    }
+    const int32_t *mem = a.members;
+    int nact = 0, next = 0;
+    for (int64_t p = 0; p < load; p++) {
+        while (next < ng && g[next].start <= p)
+            act[nact++] = next++;
+        /* T0's sender in step 1 and receiver in step 2 of this phase */
+        int64_t q1 = group_seek(&w, fwd0, p), q2 = group_seek(&w, bwd0, p);
+        int64_t mj = sizes[fwd0->cur], lcm = m0 / gcd64(m0, mj) * mj;
+        int64_t send0 = (q1 + q1 / lcm) % m0;
+        int64_t shift = m0 == 1 ? 0 : 1 + (p / m0) % (m0 - 1), recv0 = (send0 + shift) % m0;
+        for (int x = 0; x < nact; x++) {
+            struct group *h = &g[act[x]];
+            if (p >= h->end) { /* its range is over */
+                act[x--] = act[--nact];
+                continue;
+            }
+            int64_t s, d, q, si, mi;
+            switch (h->kind) {
+            case G_FWD:
+                q = h == fwd0 ? q1 : group_seek(&w, h, p);
+                mj = sizes[h->cur];
+                s = h == fwd0 ? send0 : offs[h->sub] + q / mj;
+                d = h == fwd0 ? offs[h->cur] + pmod(p - load, mj) : offs[h->cur] + q % mj;
+                break;
+            case G_BWD:
+                q = h == bwd0 ? q2 : group_seek(&w, h, p);
+                mj = sizes[h->sub];
+                s = offs[h->cur] + q / mj;
+                d = h == bwd0 ? recv0 : offs[h->sub] + q % mj;
+                break;
+            case G_LOCAL0:
+                s = recv0;
+                d = send0;
+                break;
+            default: /* G_LOCAL: q = sender mprev + w (w < mi), receiver q mod mi; the paper's
+                        sender receives (step 5 above) */
+                q = p - h->start;
+                mi = sizes[h->sub];
+                si = q / sizes[h->sub - 1];
+                if (q % sizes[h->sub - 1] >= mi || q % mi == si)
+                    continue;
+                s = offs[h->sub] + q % mi;
+                d = offs[h->sub] + si;
+                break;
+            }
+            emit(ctx, (int32_t)p, mem[s], mem[d]);
+            emitted++;
+        }
+    }
+    rc = AAPC_JOB_OK;
+    if (emitted != n * (n - 1)) { /* the construction always yields every ordered pair once */
+        snprintf(info->error, sizeof info->error, "internal: %lld messages, expected %lld",
+                 (long long)emitted, (long long)(n * (n - 1)));
+        rc = AAPC_JOB_EINVAL;
+    }
+    info->n_ranks = P;
+    info->n_phases = (int32_t)load;
+    info->lower_bound = (int32_t)load;
+    info->root = a.root;
+    info->bottleneck_a = a.bottleneck_a;
+    info->bottleneck_b = a.bottleneck_b;
+done:
+    free(sizes);
+    free(offs);
+    free(g);
+    free(act);
+    job_analysis_free(&a);
+    return rc;
+}

@@ -23,22 +23,28 @@
 #include "aapc_alltoall_rows.h"
 #include "aapc_vtables.h"
 
-/* --rows SYNC [--window W]: every rank's rows (aapc_alltoall_rows.c) with globally numbered
-   entries, in the format of vsched_driver --vtables, and the messages as "p PHASE SRC DST". */
-static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync, int window)
+/* --rows SYNC [--window W] [--seed 1]: every rank's rows (aapc_alltoall_rows.c) with globally
+   numbered entries, in the format of vsched_driver --vtables, and the messages as "p PHASE SRC
+   DST". --seed 1: the rows of the streamed build (aapc_rows_build_seed) where it takes the job,
+   and a first line "b seed" (else "b stored"). */
+static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync, int window,
+                      int seed)
 {
     aapc_job_phases_t ph;
     aapc_job_tree_t tree;
     char err[160];
     if (aapc_job_phases(c, rm, P, &ph) != 0 || aapc_job_tree(c, rm, P, &tree, err, 160) != 0)
         return 1;
+    int streamed = 0;
     for (long long k = 0; k < ph.n_messages; k++)
         printf("p %d %d %d\n", (int)ph.phase[k], (int)ph.src[k], (int)ph.dst[k]);
     int bs = 0, br = 0;
     for (int me = 0; me < P; me++) {
         aapc_rows_t r;
-        if (aapc_rows_build(&ph, &tree, sync, window, me, "driver", &r) != 0)
+        int rc = seed ? aapc_rows_build_seed(c, rm, P, &tree, sync, window, me, "driver", &r) : 1;
+        if (rc < 0 || (rc > 0 && aapc_rows_build(&ph, &tree, sync, window, me, "driver", &r) != 0))
             return 1;
+        streamed += rc == 0;
         const aapc_schedule_t *s = &r.sched;
         int ns = s->send_off[P], nr = s->recv_off[P], be = sync == AAPC_VSYNC_SENDER ? bs : br;
         for (int e = 0; e < ns; e++)
@@ -58,6 +64,8 @@ static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int syn
         br += nr;
         aapc_rows_free(&r);
     }
+    if (seed)
+        printf("b %s\n", streamed == P ? "seed" : streamed == 0 ? "stored" : "mixed");
     aapc_job_tree_free(&tree);
     aapc_job_phases_free(&ph);
     return 0;
@@ -77,32 +85,38 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* One first-call scheduling: phases, and (sync > 0) the tables the executor runs. */
+/* One first-call scheduling: the phases; or (sync > 0) what one rank (rank 0) builds for its
+   executor, as aapc_alltoall_cluster.c: the job tree, then its rows with their syncs from seed
+   002's phases streamed, or (the capacity-aware phases) from the phases computed whole. */
 static int schedule_once(const aapc_cluster_t *c, const int32_t *rm, int P, int sync)
 {
     aapc_job_phases_t ph;
-    if (aapc_job_phases(c, rm, P, &ph) != 0)
-        return -1;
-    int rc = 0;
+    memset(&ph, 0, sizeof ph);
 #ifdef AAPC_WITH_VTABLES
-    if (sync > 0) { /* what one rank (rank 0) builds: the job tree and its rows with syncs */
+    if (sync > 0) {
         aapc_job_tree_t tree;
+        aapc_rows_t rows;
         char err[160];
-        rc = -1;
-        if (aapc_job_tree(c, rm, P, &tree, err, (int)sizeof err) == 0) {
-            aapc_rows_t rows;
-            if (aapc_rows_build(&ph, &tree, sync, 1, 0, "bench", &rows) == 0) {
-                aapc_rows_free(&rows);
-                rc = 0;
-            }
-            aapc_job_tree_free(&tree);
-        }
+        if (aapc_job_tree(c, rm, P, &tree, err, (int)sizeof err) != 0)
+            return -1;
+        int rc = aapc_rows_build_seed(c, rm, P, &tree, sync, 1, 0, "bench", &rows);
+        if (rc > 0)
+            rc = aapc_job_phases(c, rm, P, &ph) != 0 ? -1
+                 : aapc_rows_build(&ph, &tree, sync, 1, 0, "bench", &rows) != 0 ? -1
+                                                                                 : 0;
+        if (rc == 0)
+            aapc_rows_free(&rows);
+        aapc_job_tree_free(&tree);
+        aapc_job_phases_free(&ph);
+        return rc;
     }
 #else
     (void)sync;
 #endif
+    if (aapc_job_phases(c, rm, P, &ph) != 0)
+        return -1;
     aapc_job_phases_free(&ph);
-    return rc;
+    return 0;
 }
 
 /* --repeat R: time R first-call schedulings; their minimum and median, and the peak RSS. */
@@ -141,7 +155,7 @@ static int first_call(const aapc_cluster_t *c, const int32_t *rm, int P, int rep
         t[k] = calloc((size_t)repeat, sizeof **t);
     if (!pos || !lm || !rank_at || !seen || !t[0] || !t[1] || !t[2])
         return 2;
-    int n = 0;
+    int n = 0, streamed = 0;
     for (int r = 0; r < P; r++) /* the machines in the order of their lowest rank (the leaders) */
         if (!seen[rm[r]]++)
             lm[n++] = rm[r];
@@ -172,15 +186,22 @@ static int first_call(const aapc_cluster_t *c, const int32_t *rm, int P, int rep
         aapc_job_tree_t tree;
         aapc_rows_t rows;
         char err[160];
-        if (aapc_job_phases(c, lm, n, &ph) != 0 || aapc_job_tree(c, lm, n, &tree, err, 160) != 0 ||
-            aapc_rows_build(&ph, &tree, AAPC_VSYNC_RECEIVER, 1, 0, "driver", &rows) != 0)
+        memset(&ph, 0, sizeof ph); /* as aapc_alltoall_cluster.c: streamed, else stored */
+        if (aapc_job_tree(c, lm, n, &tree, err, 160) != 0)
             return 1;
+        int rc = aapc_rows_build_seed(c, lm, n, &tree, AAPC_VSYNC_RECEIVER, 1, 0, "driver", &rows);
+        if (rc < 0 || (rc > 0 && (aapc_job_phases(c, lm, n, &ph) != 0 ||
+                                  aapc_rows_build(&ph, &tree, AAPC_VSYNC_RECEIVER, 1, 0, "driver",
+                                                  &rows) != 0)))
+            return 1;
+        streamed += rc == 0;
         aapc_job_phases_free(&ph);
         aapc_job_tree_free(&tree);
         aapc_rows_free(&rows);
         t[2][it] = now() - t2;
 #endif
     }
+    printf("leader_build %s\n", streamed == repeat ? "streamed" : streamed ? "mixed" : "stored");
     const char *names[3] = {"shape", "order", "leader"};
     for (int k = 0; k < 3; k++) {
         qsort(t[k], (size_t)repeat, sizeof *t[k], cmp_double);
@@ -214,9 +235,10 @@ static int print_phases(const aapc_cluster_t *c, const int32_t *rm, int P)
 }
 
 #ifndef AAPC_WITH_VTABLES
-static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync, int window)
+static int print_rows(const aapc_cluster_t *c, const int32_t *rm, int P, int sync, int window,
+                      int seed)
 {
-    (void)c, (void)rm, (void)P, (void)sync, (void)window;
+    (void)c, (void)rm, (void)P, (void)sync, (void)window, (void)seed;
     fprintf(stderr, "cluster_driver: --rows needs a build with -DAAPC_WITH_VTABLES\n");
     return 2;
 }
@@ -232,7 +254,7 @@ static int read_ints(int32_t *a, int n)
 
 int main(int argc, char **argv)
 {
-    int S, M, L, P, repeat = 0, sync = 0, rows = 0, window = 1, first = 0;
+    int S, M, L, P, repeat = 0, sync = 0, rows = 0, window = 1, first = 0, seed = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--repeat"))
             repeat = atoi(argv[i + 1]);
@@ -244,6 +266,8 @@ int main(int argc, char **argv)
             window = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--first-call"))
             first = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seed"))
+            seed = atoi(argv[i + 1]);
     }
     if (scanf("%d %d %d %d", &S, &M, &L, &P) != 4 || S < 1 || M < 1 || L < 0 || P < 0)
         return 2;
@@ -267,7 +291,7 @@ int main(int argc, char **argv)
             lbw[i] = 12.5e6;
     aapc_cluster_t c = {"driver", M, S, L, NULL, NULL, msw, mbw, NULL, la, lb, lbw, 0, NULL};
     int rc = first > 0  ? first_call(&c, rm, P, first)
-             : rows > 0 ? print_rows(&c, rm, P, rows, window)
+             : rows > 0 ? print_rows(&c, rm, P, rows, window, seed)
              : repeat > 0 ? bench(&c, rm, P, repeat, sync)
                           : print_phases(&c, rm, P);
     free(msw);
