@@ -152,6 +152,35 @@ def test_rings_among_the_leaders(exe):
     assert "leader-based, shared segment" in served["MPI_Allreduce"], served  # the matrices
 
 
+def test_pipelined_chain_among_the_leaders(exe):
+    """Bcast's leaders as a pipelined chain over the tree (AAPC_BCAST=chain) in chunks of 1000
+    bytes (AAPC_COLL_CHAIN_CHUNK): messages of one chunk, of many with a short last one (20000
+    and 100000 ints), from every root's machine, on round-robin unequal machines."""
+    env = {"AAPC_REPORT": "1", "AAPC_BCAST": "chain", "AAPC_COLL_CHAIN_CHUNK": "1000"}
+    proc = run(exe, MIXED, env={**env, "COLL_CHECK_ONLY": "bcast"})
+    passed(proc, 100)
+    chain = "leader-based, shared segment, pipelined chain among the leaders"
+    assert chain in routines(proc.stderr)["MPI_Bcast"], proc.stderr[-3000:]
+
+
+def test_settings_that_differ_between_ranks_take_the_defaults(exe):
+    """Half the ranks ask for ours from 1 byte as a pipelined chain of 1000-byte chunks, half
+    set nothing: each rank's own sizes would make different choices (a rank in the library's
+    MPI_Bcast, its peer in the leaders' chain: a hang). The settings differ, so every rank takes
+    the default sizes and says so; every result right."""
+    mine = {"AAPC_COLL_MIN_BCAST": "1", "AAPC_COLL_CHAIN_MIN": "1", "AAPC_COLL_CHAIN_CHUNK": "1000"}
+    cmd = [str(BIN / "mpiexec")]
+    for r, m in enumerate(BLOCKS):
+        env = {"AAPC_MACHINE": m, **(mine if r < 2 else {})}
+        cmd += ([":"] if r else []) + ["-n", "1"]
+        cmd += [x for k, v in env.items() for x in ("-env", k, v)] + [str(exe)]
+    full = {**os.environ, "COLL_CHECK_ONLY": "bcast", "AAPC_REPORT": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=full)
+    passed(proc, 100)
+    assert "settings differ" in proc.stderr, proc.stderr[-3000:]
+    assert not any("chain" in r for r in routines(proc.stderr)["MPI_Bcast"]), proc.stderr[-3000:]
+
+
 def run_in_netns(exe: Path, machines: list[str], env: dict[str, str], loss: int = 0):
     """run() inside a private network namespace that has only ``lo`` (root), nftables dropping
     ``loss`` % of its incoming UDP datagrams."""
@@ -231,13 +260,17 @@ def test_native_and_disable_hand_every_call_to_the_library(exe):
 
 def test_phased_leaders_under_sanitizers(tmp_path):
     """ASan/UBSan: ours forced, Allgather's leaders in the tree's phases (AAPC_ALLGATHER=phased:
-    the library's MPI_Alltoall, run-time scheduled, with a send datatype of extent 0)."""
+    the library's MPI_Alltoall, run-time scheduled, with a send datatype of extent 0), Bcast's
+    as a pipelined chain of 4 KB chunks."""
     exe = build(tmp_path, extra=tuple(SANITIZE))
-    proc = run(exe, BLOCKS, env={**HIER, "AAPC_ALLGATHER": "phased", "AAPC_REPORT": "1"})
+    env = {**HIER, "AAPC_ALLGATHER": "phased", "AAPC_BCAST": "chain", "AAPC_REPORT": "1"}
+    proc = run(exe, BLOCKS, env={**env, "AAPC_COLL_CHAIN_CHUNK": "4096"})
     passed(proc, 600)
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+    served = routines(proc.stderr)
     phased = "leader-based, shared segment, phases among the leaders"
-    assert phased in routines(proc.stderr)["MPI_Allgather"], proc.stderr[-3000:]
+    assert phased in served["MPI_Allgather"], proc.stderr[-3000:]
+    assert "leader-based, shared segment, pipelined chain among the leaders" in served["MPI_Bcast"]
 
 
 @pytest.mark.openmpi

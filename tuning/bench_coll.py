@@ -117,7 +117,7 @@ MPICH_ALGORITHMS = {
     "scatterv": ("linear",),
 }
 OURS_BY_OP = {  # ours forced (AAPC_<OP>=...), then the selection
-    "bcast": ("hier", "ring", "mcast", "auto"),
+    "bcast": ("hier", "ring", "chain", "mcast", "auto"),
     "allgather": ("hier", "ring", "phased", "mcast", "auto"),
     "allreduce": ("hier", "ring", "auto"),
     "reduce": ("hier", "auto"),
@@ -125,7 +125,7 @@ OURS_BY_OP = {  # ours forced (AAPC_<OP>=...), then the selection
     "scatter": ("hier", "mcast", "auto"),
     "scatterv": ("hier", "auto"),
 }
-OURS = ("hier", "ring", "phased", "mcast", "auto")
+OURS = ("hier", "ring", "phased", "chain", "mcast", "auto")
 OURS_ONE_MACHINE = ("hier", "auto")  # ring, phased, mcast: between machines
 DEFAULT_TOPOLOGY = "topologies/two-switch-4-4.yaml"
 DEFAULT_SIZES = "8,64,512,4K,32K,256K,1M,4M"

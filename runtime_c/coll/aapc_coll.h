@@ -77,15 +77,27 @@ int aapc_coll_layout_connect(aapc_coll_layout_t *l);
 
 /* The leaders' step of an algorithm: the MPI library's collective among the leaders, a ring
    over the switch tree (aapc_coll_ring.c), the tree's phases (aapc_coll_allgather_phased.c,
-   Allgather only), or IP multicast (aapc_coll_mcast.c, Bcast and Allgather). */
-enum aapc_coll_step { AAPC_STEP_LIBRARY, AAPC_STEP_RING, AAPC_STEP_PHASED, AAPC_STEP_MCAST };
+   Allgather only), IP multicast (aapc_coll_mcast.c, Bcast and Allgather), or a pipelined
+   chain over the tree (aapc_coll_chain.c, Bcast only). */
+enum aapc_coll_step {
+    AAPC_STEP_LIBRARY,
+    AAPC_STEP_RING,
+    AAPC_STEP_PHASED,
+    AAPC_STEP_MCAST,
+    AAPC_STEP_CHAIN
+};
 
 /* The hierarchical algorithms on a layout: MPI semantics (MPI_IN_PLACE where MPI allows it,
    zero counts, derived datatypes), arguments valid (aapc_coll_select.c hands invalid ones to
    the MPI library, which raises the error). Return an MPI error code. */
 int aapc_coll_bcast(const aapc_coll_layout_t *l, enum aapc_coll_step step, void *buf, int count,
-                    MPI_Datatype type, int root);
-/* AAPC_STEP_PHASED needs every machine running the same number of ranks. */
+                    MPI_Datatype type, int root, long long chunk);
+/* The leaders' Bcast from the leader of root_machine as a pipelined chain in the ring's order,
+   in chunks of about `chunk` bytes (aapc_coll_chain.c; every leader the same chunk). */
+int aapc_coll_chain_bcast(const aapc_coll_layout_t *l, void *buf, int count, MPI_Datatype type,
+                          int root_machine, long long chunk);
+/* (aapc_coll_bcast: chunk, the bytes of AAPC_STEP_CHAIN's chunks, the same on every rank.)
+   AAPC_STEP_PHASED needs every machine running the same number of ranks. */
 int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step,
                         const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                         int recvcount, MPI_Datatype recvtype);

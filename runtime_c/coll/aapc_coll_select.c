@@ -69,7 +69,7 @@ static int is_scatter(int c)
 }
 /* LIBRARY: the MPI library's routine; ours with the leaders' step the library's (HIER), a ring
    (RING), the tree's phases (PHASED) or IP multicast (MCAST); AUTO: the rule decides. */
-enum way { LIBRARY, HIER, RING, PHASED, MCAST, AUTO };
+enum way { LIBRARY, HIER, RING, PHASED, MCAST, CHAIN, AUTO };
 
 /* The length of the name at p in a comma-separated list. */
 static size_t item_len(const char *p)
@@ -103,12 +103,14 @@ static void parse_settings(enum way way[NCOLL])
             way[c] = RING;
         } else if (strcmp(v, "phased") == 0 && c == ALLGATHER) {
             way[c] = PHASED;
+        } else if (strcmp(v, "chain") == 0 && c == BCAST) {
+            way[c] = CHAIN;
         } else if (strcmp(v, "mcast") == 0 && (c == BCAST || c == ALLGATHER || c == SCATTER)) {
             way[c] = MCAST;
         } else {
-            fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s%s, auto; using auto\n",
+            fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s%s%s, auto; using auto\n",
                     setting_of[c], v, has_ring(c) ? ", ring" : "",
-                    c == ALLGATHER ? ", phased" : "",
+                    c == ALLGATHER ? ", phased" : "", c == BCAST ? ", chain" : "",
                     c == BCAST || c == ALLGATHER || c == SCATTER ? ", mcast" : "");
             way[c] = AUTO;
         }
@@ -142,14 +144,25 @@ static enum way forced(MPI_Comm comm, enum coll c)
     return aapc_cluster_comm_agreed(comm) == 0 ? AUTO : w;
 }
 
-/* A size setting read once: its value, or dflt when unset or not a number >= 0. */
-static long long size_setting(const char *name, long long *cache, long long dflt)
+/* A size setting read once: its value, or dflt when unset or not a number >= 0, or when the
+   ranks of the communicator do not all have the same settings (`agreed` 0: each rank's own
+   value could make its own choice, and the ranks wait for each other in different calls). */
+static long long size_setting(const char *name, long long *cache, long long dflt, int agreed)
 {
     if (*cache < 0) {
         const char *v = getenv(name);
         *cache = v != NULL && v[0] >= '0' && v[0] <= '9' ? atoll(v) : dflt;
     }
-    return *cache;
+    return agreed ? *cache : dflt;
+}
+
+/* The bytes of the pipelined chain's chunks on comm (AAPC_COLL_CHAIN_CHUNK, default 8 KB). */
+static long long chain_chunk(MPI_Comm comm)
+{
+    static long long chunk = -1;
+    long long c = size_setting("AAPC_COLL_CHAIN_CHUNK", &chunk, 8192,
+                               aapc_cluster_comm_agreed(comm) != 0);
+    return c > 0 ? c : 8192;
 }
 
 /* Every machine of the layout runs the same number of ranks. */
@@ -185,9 +198,10 @@ static const char *const below[NCOLL] = {
    leaders' step a ring from AAPC_COLL_RING_MIN bytes (Bcast, Allgather, Allreduce), the tree's
    phases for Allgather from AAPC_COLL_PHASED_MIN bytes per machine (never by default: slower
    than the ring in every measured cell). */
-static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, const char **why)
+static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, int agreed,
+                     const char **why)
 {
-    static long long ring_min = -1, phased_min = -1, most = -1;
+    static long long ring_min = -1, phased_min = -1, chain_min = -1, most = -1;
     static long long least[NCOLL] = {-1, -1, -1, -1, -1, -1, -1};
     if (l->n < 2 && is_scatter(c)) {
         *why = "one machine"; /* the library's own on-machine scatter: ours would be it */
@@ -196,17 +210,20 @@ static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, 
     if (l->n < 2)
         return HIER;
     *why = l->r_max < 2 ? "one rank per machine"
-           : bytes > size_setting("AAPC_COLL_MAX_BYTES", &most, NEVER) ? "above AAPC_COLL_MAX_BYTES"
-           : bytes < size_setting(min_setting[c], &least[c], min_default[c]) ? below[c]
-                                                                             : NULL;
+           : bytes > size_setting("AAPC_COLL_MAX_BYTES", &most, NEVER, agreed)
+               ? "above AAPC_COLL_MAX_BYTES"
+           : bytes < size_setting(min_setting[c], &least[c], min_default[c], agreed) ? below[c]
+                                                                                     : NULL;
     if (*why != NULL)
         return LIBRARY;
     if (!has_ring(c))
         return HIER;
     if (c == ALLGATHER && equal_machines(l) &&
-        bytes / l->n >= size_setting("AAPC_COLL_PHASED_MIN", &phased_min, NEVER))
+        bytes / l->n >= size_setting("AAPC_COLL_PHASED_MIN", &phased_min, NEVER, agreed))
         return PHASED;
-    return bytes >= size_setting("AAPC_COLL_RING_MIN", &ring_min, 32768) ? RING : HIER;
+    if (c == BCAST && bytes >= size_setting("AAPC_COLL_CHAIN_MIN", &chain_min, NEVER, agreed))
+        return CHAIN;
+    return bytes >= size_setting("AAPC_COLL_RING_MIN", &ring_min, 32768, agreed) ? RING : HIER;
 }
 
 /* Ours when the settings or the rule say so and the layout exists: *l set; *why says why the
@@ -230,7 +247,7 @@ static int choose(enum coll c, const aapc_cluster_t *cluster, const char *name, 
         *why = "Open MPI under MPI_THREAD_MULTIPLE";
         return MPI_SUCCESS;
     }
-    *way = f == AUTO ? rule(c, *l, bytes, why) : f;
+    *way = f == AUTO ? rule(c, *l, bytes, aapc_cluster_comm_agreed(comm) != 0, why) : f;
     if ((*way == PHASED || (*way == MCAST && c == ALLGATHER)) && !equal_machines(*l))
         *way = RING; /* forced: the parts differ, the leaders' ring Allgatherv */
     int threads = MPI_THREAD_SINGLE;
@@ -341,6 +358,7 @@ static enum aapc_coll_step step_of(enum way way)
     return way == RING     ? AAPC_STEP_RING
            : way == PHASED ? AAPC_STEP_PHASED
            : way == MCAST  ? AAPC_STEP_MCAST
+           : way == CHAIN  ? AAPC_STEP_CHAIN
                            : AAPC_STEP_LIBRARY;
 }
 
@@ -372,6 +390,7 @@ static int done(double t0, enum coll c, enum way way, const char *why,
                  l->n == 1           ? ""
                  : way == PHASED     ? ", phases among the leaders"
                  : way == RING       ? ", ring among the leaders"
+                 : way == CHAIN      ? ", pipelined chain among the leaders"
                  : way == MCAST      ? ", multicast among the leaders"
                                      : "");
     return aapc_report_own(t0, routine_of[c], what, bytes < 0 ? 0 : bytes, comm, rc);
@@ -390,8 +409,9 @@ int aapc_coll_bcast_entry(const aapc_cluster_t *cluster, const char *name, void 
         rc = choose(BCAST, cluster, name, comm, bytes, &l, &way, &why);
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
-        rc = way != LIBRARY ? aapc_coll_bcast(l, step_of(way), buf, count, type, root)
-                         : PMPI_Bcast(buf, count, type, root, comm);
+        rc = way != LIBRARY ? aapc_coll_bcast(l, step_of(way), buf, count, type, root,
+                                              chain_chunk(comm))
+                            : PMPI_Bcast(buf, count, type, root, comm);
     return done(t0, BCAST, way, why, l, ours, rc, bytes, comm);
 }
 

@@ -72,6 +72,8 @@ typedef struct aapc_shm_state {
     MPI_Win chan_win;         /* the channels' window (aapc_shm_channel.c), MPI_WIN_NULL until
                                  aapc_shm_channels_open */
     char *chan_base;
+    int chan_on;              /* every rank of the machine wants the channels (agreed when the
+                                 window opened: AAPC_SHM_CHANNELS, the oversubscription) */
     size_t slot_bytes;
     size_t off_bar, off_release, off_flags, off_info, off_slots;
     /* barrier combining tree: node i has bar_fanin[i] children, parent bar_parent[i] (-1: root) */
