@@ -96,6 +96,10 @@ int aapc_coll_bcast(const aapc_coll_layout_t *l, enum aapc_coll_step step, void 
    in chunks of about `chunk` bytes (aapc_coll_chain.c; every leader the same chunk). */
 int aapc_coll_chain_bcast(const aapc_coll_layout_t *l, void *buf, int count, MPI_Datatype type,
                           int root_machine, long long chunk);
+/* The leaders' Reduce to the leader of root_machine as a pipelined chain, in place in buf
+   (every leader's operand; the result at the root's leader); commutative op. */
+int aapc_coll_chain_reduce(const aapc_coll_layout_t *l, void *buf, int count, MPI_Datatype type,
+                           MPI_Op op, int root_machine, long long chunk);
 /* (aapc_coll_bcast: chunk, the bytes of AAPC_STEP_CHAIN's chunks, the same on every rank.)
    AAPC_STEP_PHASED needs every machine running the same number of ranks. */
 int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step,
@@ -130,8 +134,11 @@ int aapc_coll_leaders_phased(const aapc_coll_layout_t *l, void *buf, int count,
 int aapc_coll_allreduce(const aapc_coll_layout_t *l, enum aapc_coll_step step,
                         const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
                         MPI_Op op);
-int aapc_coll_reduce(const aapc_coll_layout_t *l, const void *sendbuf, void *recvbuf, int count,
-                     MPI_Datatype type, MPI_Op op, int root);
+/* Reduce: AAPC_STEP_CHAIN for commutative operations (aapc_coll_chain.c), else the library's
+   step. */
+int aapc_coll_reduce(const aapc_coll_layout_t *l, enum aapc_coll_step step, const void *sendbuf,
+                     void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                     long long chunk);
 int aapc_coll_barrier(const aapc_coll_layout_t *l);
 /* One message per machine from the root to its leader (AAPC_STEP_MCAST, Scatter: one multicast
    of them all), then the library's scatter on each machine (aapc_coll_scatter.c). Scatter:

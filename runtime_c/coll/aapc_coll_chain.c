@@ -1,10 +1,10 @@
 /*
- * aapc_coll_chain.c: the leaders' step of a large MPI_Bcast as a pipelined chain over the
- * switch tree.
+ * aapc_coll_chain.c: the leaders' step of a large MPI_Bcast or MPI_Reduce as a pipelined chain
+ * over the switch tree.
  *
  * Algorithm: the leaders in the ring's order (aapc_coll_layout.c: the cluster's order, a
  * switch's machines together) starting at the root's machine form a chain; the message is cut
- * into chunks of about AAPC_COLL_CHAIN_CHUNK bytes (default 8192; at most 256 chunks, whole
+ * into chunks of about AAPC_COLL_CHAIN_CHUNK bytes (default 4096; at most 256 chunks, whole
  * elements), the root's leader sends them to the next leader one after another, and every
  * leader passes each chunk on as soon as it has arrived (all its receives posted at once, a send
  * started per chunk as it completes). The chain's hops are ring steps, so no link carries two
@@ -14,6 +14,12 @@
  * Cost (N leaders, n bytes, chunks of c bytes): (n/c + N - 2) (alpha + c beta), about
  * n beta + (N - 2) c beta for n >> c, against the scatter-ring's 2 (N - 1) alpha +
  * 2 n (N - 1)/N beta and a binomial tree's log2 N (alpha + n beta).
+ * Reduce: the same chain run the other way, ending at the root's leader: the leader farthest
+ * from it sends its vector's chunks, every other leader combines each chunk that arrives with
+ * its own (MPI_Reduce_local) and passes the sum on. Cost (n/c + N - 2)(alpha + c beta +
+ * c gamma), each link carrying n bytes, against reduce-scatter plus gather's about 2n
+ * (MPICH's choice for long vectors) or a binomial tree's log2 N (alpha + n beta + n gamma).
+ * The operands are combined in the chain's order (commutative operations only).
  */
 #include <stdlib.h>
 
@@ -24,6 +30,15 @@
 static int place(const aapc_coll_layout_t *l, int j)
 {
     return ((j % l->n) + l->n) % l->n;
+}
+
+/* The root's place in the ring and this leader's hops from it along the ring. */
+static int hops_from(const aapc_coll_layout_t *l, int root_machine)
+{
+    int root_pos = 0;
+    while (l->ring_at[root_pos] != root_machine)
+        root_pos++;
+    return place(l, l->ring_pos - root_pos);
 }
 
 /* Elements per chunk for count elements of `size` bytes each, chunk bytes wanted. */
@@ -44,10 +59,7 @@ int aapc_coll_chain_bcast(const aapc_coll_layout_t *l, void *buf, int count, MPI
     if ((rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS ||
         (rc = PMPI_Type_size(type, &size)) != MPI_SUCCESS)
         return rc;
-    int root_pos = 0;
-    while (l->ring_at[root_pos] != root_machine)
-        root_pos++;
-    int hop = place(l, l->ring_pos - root_pos); /* 0: the root's leader */
+    int hop = hops_from(l, root_machine); /* 0: the root's leader */
     int prev = l->ring_at[place(l, l->ring_pos - 1)], next = l->ring_at[place(l, l->ring_pos + 1)];
     int last = hop == l->n - 1, per = count > 0 ? chunk_elements(count, size, chunk) : 1;
     int nchunks = count > 0 ? (count + per - 1) / per : 0;
@@ -73,5 +85,47 @@ int aapc_coll_chain_bcast(const aapc_coll_layout_t *l, void *buf, int count, MPI
     if (rc == MPI_SUCCESS)
         rc = PMPI_Waitall(nchunks, send, aapc_statuses_ignore());
     free(req);
+    return rc;
+}
+
+int aapc_coll_chain_reduce(const aapc_coll_layout_t *l, void *buf, int count, MPI_Datatype type,
+                           MPI_Op op, int root_machine, long long chunk)
+{
+    MPI_Aint lb, extent;
+    int rc, size;
+    if ((rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_size(type, &size)) != MPI_SUCCESS)
+        return rc;
+    int hop = hops_from(l, root_machine); /* 0: the root's leader; N - 1 starts */
+    int from = l->ring_at[place(l, l->ring_pos + 1)], to = l->ring_at[place(l, l->ring_pos - 1)];
+    int first = hop == l->n - 1, per = count > 0 ? chunk_elements(count, size, chunk) : 1;
+    int nchunks = count > 0 ? (count + per - 1) / per : 0;
+    char *in = NULL, *tmp = first ? NULL : aapc_coll_vector(count, type, &in);
+    MPI_Request *req = malloc(2 * (size_t)(nchunks > 0 ? nchunks : 1) * sizeof *req);
+    if (req == NULL || (!first && tmp == NULL)) {
+        free(req);
+        free(tmp);
+        return MPI_ERR_NO_MEM;
+    }
+    MPI_Request *recv = req, *send = req + nchunks;
+    for (int k = 0; k < 2 * nchunks; k++)
+        req[k] = MPI_REQUEST_NULL;
+    for (int k = 0; k < nchunks && !first && rc == MPI_SUCCESS; k++) {
+        int len = k < nchunks - 1 ? per : count - k * per;
+        rc = PMPI_Irecv(in + (MPI_Aint)k * per * extent, len, type, from, 8, l->leaders,
+                        &recv[k]);
+    }
+    for (int k = 0; k < nchunks && rc == MPI_SUCCESS; k++) {
+        int len = k < nchunks - 1 ? per : count - k * per;
+        char *mine = (char *)buf + (MPI_Aint)k * per * extent;
+        if (!first && (rc = PMPI_Wait(&recv[k], MPI_STATUS_IGNORE)) == MPI_SUCCESS)
+            rc = PMPI_Reduce_local(in + (MPI_Aint)k * per * extent, mine, len, type, op);
+        if (rc == MPI_SUCCESS && hop > 0)
+            rc = PMPI_Isend(mine, len, type, to, 8, l->leaders, &send[k]);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Waitall(nchunks, send, aapc_statuses_ignore());
+    free(req);
+    free(tmp);
     return rc;
 }

@@ -12,7 +12,8 @@
  *   Cost: T_shmreduce,R(n) + T_allreduce,N(n) + T_shm(n), against the library's
  *   T_allreduce,P(n): log2 N instead of log2(R N) message steps for short vectors, and one
  *   reduce-scatter/allgather among N senders instead of R N for long ones.
- * Reduce: steps 1 and 2 with the library's Reduce among the leaders to the root's machine,
+ * Reduce: steps 1 and 2 with the library's Reduce among the leaders to the root's machine (or
+ *   for large vectors and commutative operations a pipelined chain: aapc_coll_chain.c),
  *   whose leader sends the result to the root when the root is not the leader (one more
  *   message inside the machine, through seed 003's lock-free channel: runtime_c/shm/). On
  *   one machine: the shared-memory Reduce to the root.
@@ -53,8 +54,9 @@ int aapc_coll_allreduce(const aapc_coll_layout_t *l, enum aapc_coll_step step,
     return aapc_shm_bcast(recvbuf, count, type, 0, l->node);
 }
 
-int aapc_coll_reduce(const aapc_coll_layout_t *l, const void *sendbuf, void *recvbuf, int count,
-                     MPI_Datatype type, MPI_Op op, int root)
+int aapc_coll_reduce(const aapc_coll_layout_t *l, enum aapc_coll_step step, const void *sendbuf,
+                     void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                     long long chunk)
 {
     int rc = MPI_SUCCESS, root_machine = l->machine[root];
     int root_local = aapc_coll_local_of(l, root);
@@ -66,7 +68,9 @@ int aapc_coll_reduce(const aapc_coll_layout_t *l, const void *sendbuf, void *rec
     if (l->local == 0 && l->rank != root && (tmp = aapc_coll_vector(count, type, &into)) == NULL)
         return MPI_ERR_NO_MEM; /* a leader short of memory fails alone, as elsewhere */
     rc = reduce_on_machine(l, sendbuf, into, count, type, op);
-    if (rc == MPI_SUCCESS && l->leaders != MPI_COMM_NULL)
+    if (rc == MPI_SUCCESS && l->leaders != MPI_COMM_NULL && step == AAPC_STEP_CHAIN)
+        rc = aapc_coll_chain_reduce(l, into, count, type, op, root_machine, chunk);
+    else if (rc == MPI_SUCCESS && l->leaders != MPI_COMM_NULL)
         rc = l->mine == root_machine
                  ? PMPI_Reduce(MPI_IN_PLACE, into, count, type, op, root_machine, l->leaders)
                  : PMPI_Reduce(into, NULL, count, type, op, root_machine, l->leaders);

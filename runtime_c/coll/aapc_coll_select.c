@@ -103,14 +103,14 @@ static void parse_settings(enum way way[NCOLL])
             way[c] = RING;
         } else if (strcmp(v, "phased") == 0 && c == ALLGATHER) {
             way[c] = PHASED;
-        } else if (strcmp(v, "chain") == 0 && c == BCAST) {
+        } else if (strcmp(v, "chain") == 0 && (c == BCAST || c == REDUCE)) {
             way[c] = CHAIN;
         } else if (strcmp(v, "mcast") == 0 && (c == BCAST || c == ALLGATHER || c == SCATTER)) {
             way[c] = MCAST;
         } else {
             fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s%s%s, auto; using auto\n",
                     setting_of[c], v, has_ring(c) ? ", ring" : "",
-                    c == ALLGATHER ? ", phased" : "", c == BCAST ? ", chain" : "",
+                    c == ALLGATHER ? ", phased" : "", c == BCAST || c == REDUCE ? ", chain" : "",
                     c == BCAST || c == ALLGATHER || c == SCATTER ? ", mcast" : "");
             way[c] = AUTO;
         }
@@ -156,13 +156,15 @@ static long long size_setting(const char *name, long long *cache, long long dflt
     return agreed ? *cache : dflt;
 }
 
-/* The bytes of the pipelined chain's chunks on comm (AAPC_COLL_CHAIN_CHUNK, default 8 KB). */
+/* The bytes of the pipelined chain's chunks on comm (AAPC_COLL_CHAIN_CHUNK, default 4 KB: on
+   the emulated 4+4 tree at 100 Mbit/s, Bcast of 64 KB in 5.9 ms with 4 KB chunks, 7.6 ms with
+   16 KB; from 128 KB the same; docs/measurements/collectives.md). */
 static long long chain_chunk(MPI_Comm comm)
 {
     static long long chunk = -1;
-    long long c = size_setting("AAPC_COLL_CHAIN_CHUNK", &chunk, 8192,
+    long long c = size_setting("AAPC_COLL_CHAIN_CHUNK", &chunk, 4096,
                                aapc_cluster_comm_agreed(comm) != 0);
-    return c > 0 ? c : 8192;
+    return c > 0 ? c : 4096;
 }
 
 /* Every machine of the layout runs the same number of ranks. */
@@ -173,14 +175,16 @@ static int equal_machines(const aapc_coll_layout_t *l)
 
 /* Across machines, the least bytes from which auto runs ours, per collective (AAPC_COLL_MIN_*
    overrides each): measured on the emulated 4+4 tree, 2 ranks per machine, 100 Mbit/s, against
-   MPICH's default (docs/measurements/collectives.md). Bcast and Allreduce gain from 32 and
-   64 KB (the ring: 1.1-4.3x MPICH's default), lose up to 0.7x below; Allgather gains or ties
-   at every size (1.0-12x); Reduce and Barrier did not gain (0.55-1.4x, 0.8x): the library's.
+   MPICH's default and forced algorithms (docs/measurements/collectives.md). Bcast and Reduce
+   with the leaders' pipelined chain: 1.56-2.74x the best MPICH algorithm from 16 KB, a tie at
+   4 KB, slower below (chain from 8 KB); Allreduce gains from 64 KB (the ring: 1.1-2x MPICH's
+   default), loses up to 0.7x below; Allgather gains or ties at every size (1.0-12x); Barrier
+   did not gain (0.8x): the library's.
    Scatter ties at 4 KB per block and gains from 16 KB (1.26-1.52x the best MPICH algorithm,
    the root's link the bound at 1 MB); Scatterv's counts are the root's alone, so its rule is
    the communicator's shape (ties or gains at every measured size). */
 #define NEVER ((long long)1 << 50)
-static const long long min_default[NCOLL] = {32768, 0, 65536, NEVER, NEVER, 4096, 0};
+static const long long min_default[NCOLL] = {8192, 0, 65536, 8192, NEVER, 4096, 0};
 static const char *const min_setting[NCOLL] = {
     "AAPC_COLL_MIN_BCAST",  "AAPC_COLL_MIN_ALLGATHER", "AAPC_COLL_MIN_ALLREDUCE",
     "AAPC_COLL_MIN_REDUCE", "AAPC_COLL_MIN_BARRIER",   "AAPC_COLL_MIN_SCATTER",
@@ -195,9 +199,10 @@ static const char *const below[NCOLL] = {
    can take, before the machine's segment is known; *why: the library's, why (for the
    report). On one machine: ours (the shared-memory collectives, faster than MPICH's in every
    cell measured: docs/multicore.md). Across machines: ours from min_default bytes, with the
-   leaders' step a ring from AAPC_COLL_RING_MIN bytes (Bcast, Allgather, Allreduce), the tree's
-   phases for Allgather from AAPC_COLL_PHASED_MIN bytes per machine (never by default: slower
-   than the ring in every measured cell). */
+   leaders' step a pipelined chain (Reduce; Bcast from AAPC_COLL_CHAIN_MIN bytes), a ring from
+   AAPC_COLL_RING_MIN bytes (Bcast, Allgather, Allreduce), the tree's phases for Allgather from
+   AAPC_COLL_PHASED_MIN bytes per machine (never by default: slower than the ring in every
+   measured cell). */
 static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, int agreed,
                      const char **why)
 {
@@ -216,12 +221,14 @@ static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, 
                                                                                      : NULL;
     if (*why != NULL)
         return LIBRARY;
+    if (c == REDUCE) /* commutative operations; the entry hands the others to the library */
+        return CHAIN;
     if (!has_ring(c))
         return HIER;
     if (c == ALLGATHER && equal_machines(l) &&
         bytes / l->n >= size_setting("AAPC_COLL_PHASED_MIN", &phased_min, NEVER, agreed))
         return PHASED;
-    if (c == BCAST && bytes >= size_setting("AAPC_COLL_CHAIN_MIN", &chain_min, NEVER, agreed))
+    if (c == BCAST && bytes >= size_setting("AAPC_COLL_CHAIN_MIN", &chain_min, 8192, agreed))
         return CHAIN;
     return bytes >= size_setting("AAPC_COLL_RING_MIN", &ring_min, 32768, agreed) ? RING : HIER;
 }
@@ -482,10 +489,20 @@ int aapc_coll_reduce_entry(const aapc_cluster_t *cluster, const char *name, cons
     if (ok && (rc = choose(REDUCE, cluster, name, comm, bytes, &l, &way, &why)) == MPI_SUCCESS &&
         way != LIBRARY && !reducible(op, type, l))
         way = LIBRARY, why = "the operation and datatype";
+    int commutative = 0;
+    if (way == CHAIN && (PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS || !commutative)) {
+        /* the chain combines in its own order: forced, the library's step among the leaders;
+           auto, the library's Reduce (ours with its step measured 0.71-1.14x) */
+        if (forced(comm, REDUCE) == AUTO)
+            way = LIBRARY, why = "a non-commutative operation";
+        else
+            way = HIER;
+    }
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
-        rc = way != LIBRARY ? aapc_coll_reduce(l, sendbuf, recvbuf, count, type, op, root)
-                         : PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+        rc = way != LIBRARY ? aapc_coll_reduce(l, step_of(way), sendbuf, recvbuf, count, type, op,
+                                               root, chain_chunk(comm))
+                            : PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
     return done(t0, REDUCE, way, why, l, ours, rc, bytes, comm);
 }
 
