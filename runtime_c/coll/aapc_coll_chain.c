@@ -129,3 +129,85 @@ int aapc_coll_chain_reduce(const aapc_coll_layout_t *l, void *buf, int count, MP
     free(tmp);
     return rc;
 }
+
+/*
+ * Allreduce on the same chain, both ways at once: the chain's Reduce runs towards the leader at
+ * place 0 of the ring while that leader's finished chunks run back along the chain (a Bcast),
+ * so every link carries n bytes each way at the same time (full duplex), against the ring's
+ * reduce-scatter and allgather, which send 2 n (N - 1)/N bytes one way round. Every leader
+ * acts on what has arrived (MPI_Waitsome), in chunk order: a partial chunk from the right is
+ * combined with its own and sent left (place 0: it is the result, sent right); once that send is
+ * out, the chunk's buffer receives the result from the left, which goes on to the right (each
+ * stream one tag, its messages sent and received in chunk order).
+ * Cost: (n/c + 2 (N - 1)) (alpha + c beta) + n gamma, against the ring's
+ * 2 (N - 1) (alpha + n/N beta) + n (N - 1)/N gamma. Every leader gets the same bits (the result
+ * is combined once, at place 0). Commutative operations only (combined in the chain's order).
+ */
+enum { PARTIAL_IN, PARTIAL_OUT, RESULT_IN, RESULT_OUT, STREAMS };
+
+int aapc_coll_chain_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
+                              MPI_Datatype type, MPI_Op op, long long chunk)
+{
+    MPI_Aint lb, extent;
+    int rc, size;
+    if ((rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_size(type, &size)) != MPI_SUCCESS)
+        return rc;
+    int pos = l->ring_pos, top = pos == 0, end = pos == l->n - 1;
+    int left = top ? -1 : l->ring_at[pos - 1], right = end ? -1 : l->ring_at[pos + 1];
+    int per = count > 0 ? chunk_elements(count, size, chunk) : 1;
+    int nk = count > 0 ? (count + per - 1) / per : 0;
+    char *in = NULL, *tmp = end ? NULL : aapc_coll_vector(count, type, &in);
+    MPI_Request *req = malloc((size_t)STREAMS * (size_t)(nk > 0 ? nk : 1) * sizeof *req);
+    int *done = malloc((size_t)STREAMS * (size_t)(nk > 0 ? nk : 1) * sizeof *done);
+    if (req == NULL || done == NULL || (!end && tmp == NULL)) {
+        free(req);
+        free(done);
+        free(tmp);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int k = 0; k < STREAMS * nk; k++)
+        req[k] = MPI_REQUEST_NULL;
+#define REQ(s, k) req[(s) * nk + (k)]
+#define LEN(k) ((k) < nk - 1 ? per : count - (k) * per)
+#define AT(p, k) ((p) + (MPI_Aint)(k) * per * extent)
+    char *mine = buf;
+    for (int k = 0; k < nk && !end && rc == MPI_SUCCESS; k++) /* the partials from the right */
+        rc = PMPI_Irecv(AT(in, k), LEN(k), type, right, 9, l->leaders, &REQ(PARTIAL_IN, k));
+    for (int k = 0; k < nk && end && rc == MPI_SUCCESS; k++) /* the chain's start: its own */
+        rc = PMPI_Isend(AT(mine, k), LEN(k), type, left, 9, l->leaders, &REQ(PARTIAL_OUT, k));
+    /* in chunk order, whatever order the requests complete in: np partials combined, nr result
+       receives posted, nf results passed on */
+    int np = 0, nr = 0, nf = 0;
+    for (;;) {
+        for (; !end && rc == MPI_SUCCESS && np < nk && REQ(PARTIAL_IN, np) == MPI_REQUEST_NULL;
+             np++) {
+            rc = PMPI_Reduce_local(AT(in, np), AT(mine, np), LEN(np), type, op);
+            if (rc == MPI_SUCCESS) /* place 0: the result, on to the right; else to the left */
+                rc = PMPI_Isend(AT(mine, np), LEN(np), type, top ? right : left, top ? 10 : 9,
+                                l->leaders, &REQ(top ? RESULT_OUT : PARTIAL_OUT, np));
+        }
+        for (; !top && rc == MPI_SUCCESS && nr < nk && (end || nr < np) &&
+               REQ(PARTIAL_OUT, nr) == MPI_REQUEST_NULL;
+             nr++) /* the chunk is out: its buffer takes the result */
+            rc = PMPI_Irecv(AT(mine, nr), LEN(nr), type, left, 10, l->leaders,
+                            &REQ(RESULT_IN, nr));
+        for (; !top && !end && rc == MPI_SUCCESS && nf < nr &&
+               REQ(RESULT_IN, nf) == MPI_REQUEST_NULL;
+             nf++)
+            rc = PMPI_Isend(AT(mine, nf), LEN(nf), type, right, 10, l->leaders,
+                            &REQ(RESULT_OUT, nf));
+        int n = 0;
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Waitsome(STREAMS * nk, req, &n, done, aapc_statuses_ignore());
+        if (rc != MPI_SUCCESS || n == MPI_UNDEFINED)
+            break;
+    }
+#undef REQ
+#undef LEN
+#undef AT
+    free(req);
+    free(done);
+    free(tmp);
+    return rc;
+}
