@@ -119,7 +119,7 @@ MPICH_ALGORITHMS = {
 OURS_BY_OP = {  # ours forced (AAPC_<OP>=...), then the selection
     "bcast": ("hier", "ring", "chain", "mcast", "auto"),
     "allgather": ("hier", "ring", "phased", "mcast", "auto"),
-    "allreduce": ("hier", "ring", "chain", "auto"),
+    "allreduce": ("hier", "ring", "auto"),
     "reduce": ("hier", "chain", "auto"),
     "barrier": ("hier", "auto"),
     "scatter": ("hier", "mcast", "auto"),

@@ -100,9 +100,6 @@ int aapc_coll_chain_bcast(const aapc_coll_layout_t *l, void *buf, int count, MPI
    (every leader's operand; the result at the root's leader); commutative op. */
 int aapc_coll_chain_reduce(const aapc_coll_layout_t *l, void *buf, int count, MPI_Datatype type,
                            MPI_Op op, int root_machine, long long chunk);
-/* The leaders' Allreduce in place in buf as the chain both ways at once (commutative op). */
-int aapc_coll_chain_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
-                              MPI_Datatype type, MPI_Op op, long long chunk);
 /* (aapc_coll_bcast: chunk, the bytes of AAPC_STEP_CHAIN's chunks, the same on every rank.)
    AAPC_STEP_PHASED needs every machine running the same number of ranks. */
 int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step,
@@ -136,7 +133,7 @@ int aapc_coll_leaders_phased(const aapc_coll_layout_t *l, void *buf, int count,
    never hands them here otherwise. */
 int aapc_coll_allreduce(const aapc_coll_layout_t *l, enum aapc_coll_step step,
                         const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                        MPI_Op op, long long chunk);
+                        MPI_Op op);
 /* Reduce: AAPC_STEP_CHAIN for commutative operations (aapc_coll_chain.c), else the library's
    step. */
 int aapc_coll_reduce(const aapc_coll_layout_t *l, enum aapc_coll_step step, const void *sendbuf,

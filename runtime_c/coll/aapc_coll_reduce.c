@@ -7,7 +7,7 @@
  *      (runtime_c/shm/: whole-vector for short, shmem-parallel/cyclic for long vectors);
  *   2. the leaders: the MPI library's Allreduce among the N leaders, in place, or for large
  *      vectors and commutative operations a ring reduce-scatter and allgather over the tree
- *      (aapc_coll_ring.c) or the pipelined chain both ways at once (aapc_coll_chain.c);
+ *      (aapc_coll_ring.c);
  *   3. every leader broadcasts the result to its ranks through the segment.
  *   Cost: T_shmreduce,R(n) + T_allreduce,N(n) + T_shm(n), against the library's
  *   T_allreduce,P(n): log2 N instead of log2(R N) message steps for short vectors, and one
@@ -38,7 +38,7 @@ static int reduce_on_machine(const aapc_coll_layout_t *l, const void *sendbuf, v
 
 int aapc_coll_allreduce(const aapc_coll_layout_t *l, enum aapc_coll_step step,
                         const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                        MPI_Op op, long long chunk)
+                        MPI_Op op)
 {
     int rc;
     if (l->local != 0 && sendbuf == MPI_IN_PLACE)
@@ -46,11 +46,10 @@ int aapc_coll_allreduce(const aapc_coll_layout_t *l, enum aapc_coll_step step,
     if ((rc = reduce_on_machine(l, sendbuf, recvbuf, count, type, op)) != MPI_SUCCESS)
         return rc;
     if (l->leaders != MPI_COMM_NULL && l->n > 1 &&
-        (rc = step == AAPC_STEP_RING    ? aapc_coll_ring_allreduce(l, recvbuf, count, type, op)
-              : step == AAPC_STEP_CHAIN ? aapc_coll_chain_allreduce(l, recvbuf, count, type, op,
-                                                                    chunk)
-                                        : PMPI_Allreduce(MPI_IN_PLACE, recvbuf, count, type, op,
-                                                         l->leaders)) != MPI_SUCCESS)
+        (rc = step == AAPC_STEP_RING
+                  ? aapc_coll_ring_allreduce(l, recvbuf, count, type, op)
+                  : PMPI_Allreduce(MPI_IN_PLACE, recvbuf, count, type, op, l->leaders)) !=
+            MPI_SUCCESS)
         return rc;
     return aapc_shm_bcast(recvbuf, count, type, 0, l->node);
 }

@@ -7,17 +7,13 @@
  * machines are next to each other: in every step each leader sends to the next, so every
  * machine link carries one message each way and every switch-to-switch link one message each
  * way per subtree boundary it separates: no link carries two messages of a step in one
- * direction (contention-free), whatever the tree. The ring runs both ways at once: the first
- * half of every part (or chunk) goes round to the right while the second half goes round to the
- * left, so each direction of a link carries half the bytes of a one-way ring (full duplex).
- *   Allgather(v): N - 1 steps; in step s the leader at place j passes on the halves it received
- *     in step s - 1 (its own first). Cost: (N - 1) alpha + (n - n/N) beta / 2 for n bytes in
- *     all (a one-way ring: (n - n/N) beta).
- *   Allreduce: a ring reduce-scatter (N - 1 steps of n/N bytes, half each way, each received
- *     half combined into the own with MPI_Reduce_local) then a ring allgather of the reduced
- *     halves. Cost: 2 (N - 1) (alpha + n/(2N) beta) + (N - 1) n/N gamma; every element is
- *     combined once, in one order, so every rank gets the same bits. Commutative operations
- *     only.
+ * direction (contention-free), whatever the tree.
+ *   Allgather(v): N - 1 steps; in step s the leader at place j passes on the part it received
+ *     in step s - 1 (its own first). Cost: (N - 1) alpha + (n - n/N) beta for n bytes in all.
+ *   Allreduce: a ring reduce-scatter (N - 1 steps of n/N bytes, each received chunk combined
+ *     into the own with MPI_Reduce_local) then a ring allgather of the reduced chunks.
+ *     Cost: 2 (N - 1) (alpha + n/N beta) + (N - 1) n/N gamma; every chunk is combined once, in
+ *     one order, so every rank gets the same bits. Commutative operations only.
  *   Bcast: the root's leader sends chunk j straight to the leader at place j (a scatter: n - n/N
  *     bytes out of the root's machine), then the ring allgather of the chunks.
  *     Cost: (N - 1) alpha + (n - n/N) beta for the scatter plus the allgather's, against a
@@ -28,7 +24,6 @@
 #include <stdlib.h>
 
 #include "aapc_coll.h"
-#include "aapc_mpi.h" /* aapc_statuses_ignore */
 
 /* The place `j` steps along the ring (modulo N). */
 static int place(const aapc_coll_layout_t *l, int j)
@@ -44,58 +39,19 @@ static void chunk(int count, int n, int c, int *first, int *len)
     *len = base + (c < extra);
 }
 
-/* One step of both rings: the first half of part (or chunk) `fout` to the right while the first
-   half of `fin` comes from the left, the second half of `bout` to the left while the second
-   half of `bin` comes from the right; a received half lands at `fin_at`/`bin_at` (NULL: in
-   place, at the part's own offset). Offsets and lengths in elements from offs/lens. */
-struct halves {
-    const int *lens, *offs; /* per part: elements and first element */
-    char *buf;
-    MPI_Aint extent;
-    MPI_Datatype type;
-    int tag;
-};
-
-/* Element `i` of part k of h's buffer. */
-static char *buf_at(const struct halves *h, int k, int i)
-{
-    return h->buf + ((MPI_Aint)h->offs[k] + i) * h->extent;
-}
-
-static int both_ways(const aapc_coll_layout_t *l, const struct halves *h, int fout, int fin,
-                     char *fin_at, int bout, int bin, char *bin_at)
-{
-    int right = l->ring_at[place(l, l->ring_pos + 1)], left = l->ring_at[place(l, l->ring_pos - 1)];
-    MPI_Request r[4];
-#define FIRST(k) (h->lens[k] / 2)
-#define START(k) (h->buf + (MPI_Aint)h->offs[k] * h->extent)
-    char *second_in = bin_at != NULL ? bin_at : START(bin) + (MPI_Aint)FIRST(bin) * h->extent;
-    int rc = PMPI_Irecv(fin_at != NULL ? fin_at : START(fin), FIRST(fin), h->type, left, h->tag,
-                        l->leaders, &r[0]);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Irecv(second_in, h->lens[bin] - FIRST(bin), h->type, right, h->tag + 1,
-                        l->leaders, &r[1]);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Isend(START(fout), FIRST(fout), h->type, right, h->tag, l->leaders, &r[2]);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Isend(START(bout) + (MPI_Aint)FIRST(bout) * h->extent,
-                        h->lens[bout] - FIRST(bout), h->type, left, h->tag + 1, l->leaders, &r[3]);
-#undef FIRST
-#undef START
-    return rc == MPI_SUCCESS ? PMPI_Waitall(4, r, aapc_statuses_ignore()) : rc;
-}
-
 int aapc_coll_ring_allgatherv(const aapc_coll_layout_t *l, void *buf, const int *counts,
                               const int *displs, MPI_Datatype type)
 {
     MPI_Aint lb, extent;
     int rc = PMPI_Type_get_extent(type, &lb, &extent);
-    struct halves h = {counts, displs, buf, extent, type, 3};
-    for (int s = 0; s < l->n - 1 && rc == MPI_SUCCESS; s++) /* first halves right, second left */
-        rc = both_ways(l, &h, l->ring_at[place(l, l->ring_pos - s)],
-                       l->ring_at[place(l, l->ring_pos - s - 1)], NULL,
-                       l->ring_at[place(l, l->ring_pos + s)],
-                       l->ring_at[place(l, l->ring_pos + s + 1)], NULL);
+    int right = l->ring_at[place(l, l->ring_pos + 1)], left = l->ring_at[place(l, l->ring_pos - 1)];
+    for (int s = 0; s < l->n - 1 && rc == MPI_SUCCESS; s++) {
+        int out = l->ring_at[place(l, l->ring_pos - s)];
+        int in = l->ring_at[place(l, l->ring_pos - s - 1)];
+        rc = PMPI_Sendrecv((char *)buf + (MPI_Aint)displs[out] * extent, counts[out], type, right,
+                           3, (char *)buf + (MPI_Aint)displs[in] * extent, counts[in], type, left,
+                           3, l->leaders, MPI_STATUS_IGNORE);
+    }
     return rc;
 }
 
@@ -113,40 +69,34 @@ int aapc_coll_ring_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
                              MPI_Datatype type, MPI_Op op)
 {
     MPI_Aint lb, extent;
-    int rc;
+    int rc, first, len;
     if ((rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS)
         return rc;
-    int half = count / l->n / 2 + 2, *t = malloc(sizeof *t * 2 * (size_t)l->n);
-    char *in_buf, *tmp = aapc_coll_vector(2 * (MPI_Aint)half, type, &in_buf); /* two halves */
-    if (tmp == NULL || t == NULL) {
-        free(tmp);
-        free(t);
+    char *in_buf, *tmp = aapc_coll_vector(count / l->n + 1, type, &in_buf); /* a chunk */
+    if (tmp == NULL)
         return MPI_ERR_NO_MEM;
-    }
-    for (int c = 0; c < l->n; c++) /* chunk c (place c's) by place: lengths, first elements */
-        chunk(count, l->n, c, &t[l->n + c], &t[c]);
-    struct halves h = {t, t + l->n, buf, extent, type, 4};
-    char *fin_at = in_buf, *bin_at = in_buf + (MPI_Aint)half * extent;
-    int pos = l->ring_pos;
-    /* reduce-scatter both ways: after step s the first half of chunk pos - s - 1 and the second
-       half of chunk pos + s + 1 hold s + 2 operands */
+    int right = l->ring_at[place(l, l->ring_pos + 1)], left = l->ring_at[place(l, l->ring_pos - 1)];
+    /* reduce-scatter: after step s the chunk of place pos - s - 1 holds s + 2 operands */
     for (int s = 0; s < l->n - 1 && rc == MPI_SUCCESS; s++) {
-        int fin = place(l, pos - s - 1), bin = place(l, pos + s + 1), first = t[fin] / 2;
-        rc = both_ways(l, &h, place(l, pos - s), fin, fin_at, place(l, pos + s), bin, bin_at);
-        if (rc == MPI_SUCCESS && first > 0)
-            rc = PMPI_Reduce_local(fin_at, buf_at(&h, fin, 0), first, type, op);
-        if (rc == MPI_SUCCESS && t[bin] - t[bin] / 2 > 0)
-            rc = PMPI_Reduce_local(bin_at, buf_at(&h, bin, t[bin] / 2), t[bin] - t[bin] / 2, type,
-                                   op);
+        int out = place(l, l->ring_pos - s), in = place(l, l->ring_pos - s - 1), ofirst, olen;
+        chunk(count, l->n, out, &ofirst, &olen);
+        chunk(count, l->n, in, &first, &len);
+        char *mine = (char *)buf + (MPI_Aint)first * extent;
+        rc = PMPI_Sendrecv((char *)buf + (MPI_Aint)ofirst * extent, olen, type, right, 4, in_buf,
+                           len, type, left, 4, l->leaders, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && len > 0)
+            rc = PMPI_Reduce_local(in_buf, mine, len, type, op);
     }
-    /* the first half of chunk pos + 1 and the second of chunk pos - 1 are reduced here: pass
-       them all round, each its way */
-    h.tag = 5;
-    for (int s = 0; s < l->n - 1 && rc == MPI_SUCCESS; s++)
-        rc = both_ways(l, &h, place(l, pos + 1 - s), place(l, pos - s), NULL,
-                       place(l, pos - 1 + s), place(l, pos + s), NULL);
+    /* the reduced chunk of place pos + 1 is here: pass them all round */
+    for (int s = 0; s < l->n - 1 && rc == MPI_SUCCESS; s++) {
+        int out = place(l, l->ring_pos + 1 - s), in = place(l, l->ring_pos - s), ofirst, olen;
+        chunk(count, l->n, out, &ofirst, &olen);
+        chunk(count, l->n, in, &first, &len);
+        rc = PMPI_Sendrecv((char *)buf + (MPI_Aint)ofirst * extent, olen, type, right, 5,
+                           (char *)buf + (MPI_Aint)first * extent, len, type, left, 5, l->leaders,
+                           MPI_STATUS_IGNORE);
+    }
     free(tmp);
-    free(t);
     return rc;
 }
 

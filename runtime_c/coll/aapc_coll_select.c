@@ -103,15 +103,14 @@ static void parse_settings(enum way way[NCOLL])
             way[c] = RING;
         } else if (strcmp(v, "phased") == 0 && c == ALLGATHER) {
             way[c] = PHASED;
-        } else if (strcmp(v, "chain") == 0 && (c == BCAST || c == REDUCE || c == ALLREDUCE)) {
+        } else if (strcmp(v, "chain") == 0 && (c == BCAST || c == REDUCE)) {
             way[c] = CHAIN;
         } else if (strcmp(v, "mcast") == 0 && (c == BCAST || c == ALLGATHER || c == SCATTER)) {
             way[c] = MCAST;
         } else {
-            int chained = c == BCAST || c == REDUCE || c == ALLREDUCE;
             fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s%s%s, auto; using auto\n",
                     setting_of[c], v, has_ring(c) ? ", ring" : "",
-                    c == ALLGATHER ? ", phased" : "", chained ? ", chain" : "",
+                    c == ALLGATHER ? ", phased" : "", c == BCAST || c == REDUCE ? ", chain" : "",
                     c == BCAST || c == ALLGATHER || c == SCATTER ? ", mcast" : "");
             way[c] = AUTO;
         }
@@ -464,14 +463,12 @@ int aapc_coll_allreduce_entry(const aapc_cluster_t *cluster, const char *name,
         (rc = choose(ALLREDUCE, cluster, name, comm, bytes, &l, &way, &why)) == MPI_SUCCESS &&
         way != LIBRARY && !reducible(op, type, l))
         way = LIBRARY, why = "the operation and datatype";
-    if ((way == RING || way == CHAIN) &&
-        (PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS || !commutative))
-        way = HIER; /* the ring and the chain combine in their own order */
+    if (way == RING && (PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS || !commutative))
+        way = HIER; /* the ring combines in ring order */
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
         rc = way != LIBRARY
-                 ? aapc_coll_allreduce(l, step_of(way), sendbuf, recvbuf, count, type, op,
-                                       chain_chunk(comm))
+                 ? aapc_coll_allreduce(l, step_of(way), sendbuf, recvbuf, count, type, op)
                          : PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
     return done(t0, ALLREDUCE, way, why, l, ours, rc, bytes, comm);
 }
