@@ -283,9 +283,13 @@ def test_phased_leaders_under_sanitizers(tmp_path):
 
 @pytest.mark.openmpi
 def test_open_mpi(tmp_path):
+    """Under Open MPI: ours forced, Bcast's and Reduce's leaders as the pipelined chain."""
     exe = build(tmp_path, mpicc=OMPI / "mpicc")
-    proc = run(exe, BLOCKS, env={"AAPC_REPORT": "1", **HIER}, ompi=True)
+    env = {"AAPC_REPORT": "1", **HIER, "AAPC_BCAST": "chain", "AAPC_REDUCE": "chain"}
+    proc = run(exe, BLOCKS, env=env, ompi=True)
     passed(proc, 600)
     served = routines(proc.stderr)
-    assert "leader-based, shared segment" in served["MPI_Bcast"], served
+    chain = "leader-based, shared segment, pipelined chain among the leaders"
+    assert chain in served["MPI_Bcast"] and chain in served["MPI_Reduce"], served
+    assert "leader-based, shared segment" in served["MPI_Allgather"], served
     assert PER_MACHINE in served["MPI_Scatter"] and PER_MACHINE in served["MPI_Scatterv"], served
