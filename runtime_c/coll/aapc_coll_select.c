@@ -10,10 +10,12 @@
  *       allow, the leaders' step the library's collective; ring (Bcast, Allgather,
  *       Allreduce): the leaders in a ring over the tree; phased (Allgather): the leaders in
  *       the tree's phases; mcast (Bcast, Allgather, Scatter): the leaders over IP multicast;
- *       auto (unset): the rule below.
+ *       chain (Bcast, Reduce): the leaders in a pipelined chain over the tree; auto (unset):
+ *       the rule below.
  *   AAPC_DISABLE=bcast,allreduce,...  the named entries are the MPI library's (as native).
- *   AAPC_COLL_MIN_<COLL>, AAPC_COLL_RING_MIN, AAPC_COLL_PHASED_MIN, AAPC_COLL_MAX_BYTES: the
- *       rule's sizes (rule() below).
+ *   AAPC_COLL_MIN_<COLL>, AAPC_COLL_RING_MIN, AAPC_COLL_PHASED_MIN, AAPC_COLL_CHAIN_MIN,
+ *       AAPC_COLL_MAX_BYTES: the rule's sizes (rule() below; each rank's own only where the
+ *       ranks' settings agree, else the defaults); AAPC_COLL_CHAIN_CHUNK: the chain's chunk.
  * An unknown value is said once per process and counts as auto.
  *
  * The rule (auto), the same on every rank: it reads only what MPI requires to agree (the
@@ -68,7 +70,8 @@ static int is_scatter(int c)
     return c == SCATTER || c == SCATTERV;
 }
 /* LIBRARY: the MPI library's routine; ours with the leaders' step the library's (HIER), a ring
-   (RING), the tree's phases (PHASED) or IP multicast (MCAST); AUTO: the rule decides. */
+   (RING), the tree's phases (PHASED), IP multicast (MCAST) or a pipelined chain (CHAIN, Bcast
+   and Reduce); AUTO: the rule decides. */
 enum way { LIBRARY, HIER, RING, PHASED, MCAST, CHAIN, AUTO };
 
 /* The length of the name at p in a comma-separated list. */
