@@ -43,11 +43,11 @@ def vdriver(tmp_path_factory) -> Path:
     return out
 
 
-def c_tables(
-    driver: Path, text: str, sync: int, flag: str = "--vtables", extra: tuple[str, ...] = ()
-) -> dict:
+def driver_lines(driver: Path, text: str, *args: str) -> list[str]:
+    """The driver's output lines for ``text`` on stdin; it must succeed and say nothing else
+    (ASan's leak check on)."""
     proc = subprocess.run(
-        [str(driver), flag, str(sync), *extra],
+        [str(driver), *args],
         input=text,
         capture_output=True,
         text=True,
@@ -55,8 +55,14 @@ def c_tables(
         env={"ASAN_OPTIONS": "detect_leaks=1"},
     )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    return proc.stdout.splitlines()
+
+
+def c_tables(
+    driver: Path, text: str, sync: int, flag: str = "--vtables", extra: tuple[str, ...] = ()
+) -> dict:
     t: dict = {"s": {}, "r": {}, "p": [], "f": defaultdict(list), "i": defaultdict(list), "w": {}}
-    for line in proc.stdout.splitlines():
+    for line in driver_lines(driver, text, flag, str(sync), *extra):
         f = line.split()
         if f[0] == "s":
             t["s"][int(f[2])] = (int(f[1]), int(f[3]))
@@ -266,16 +272,7 @@ def test_windowed_rows_are_the_planners_syncs(rows_driver, name, label):
 
 def _rows_text(driver: Path, text: str, sync: int, window: int, seed: bool) -> list[str]:
     args = ["--rows", str(sync), "--window", str(window), *(["--seed", "1"] if seed else [])]
-    proc = subprocess.run(
-        [str(driver), *args],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"ASAN_OPTIONS": "detect_leaks=1"},
-    )
-    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    return proc.stdout.splitlines()
+    return driver_lines(driver, text, *args)
 
 
 @st.composite

@@ -295,8 +295,7 @@ static int build_entry(struct cluster_entry *e, aapc_cluster_comm_t *cc, int syn
     }
     /* seed 002's phases streamed (none stored) where they are the job's, unless rank 0 is to
        dump the schedule; else the stored build, which says why a job cannot run */
-    const char *dump = getenv("AAPC_DUMP_SCHEDULE");
-    int streamed = cc->rank == 0 && dump != NULL && dump[0] != '\0'
+    int streamed = cc->rank == 0 && aapc_dump_wanted()
                        ? 1
                        : aapc_rows_build_seed(cc->cluster, cc->rank_machine, cc->size, tree, sync,
                                               window, cc->rank, name, &e->rows);

@@ -57,6 +57,17 @@ typedef struct aapc_coll_layout {
 int aapc_coll_layout(const aapc_cluster_t *cluster, MPI_Comm comm, const char *name,
                      const char *routine, aapc_coll_layout_t **out);
 
+/* The place `j` steps along the leaders' ring (modulo N, j may be negative), and the machine
+   `steps` places from mine along it. */
+static inline int aapc_coll_place(const aapc_coll_layout_t *l, int j)
+{
+    return ((j % l->n) + l->n) % l->n;
+}
+static inline int aapc_coll_ring_machine(const aapc_coll_layout_t *l, int steps)
+{
+    return l->ring_at[aapc_coll_place(l, l->ring_pos + steps)];
+}
+
 /* Helpers the algorithms share (aapc_coll_layout.c). The place of rank q among its machine's
    ranks (0: the leader). */
 int aapc_coll_local_of(const aapc_coll_layout_t *l, int q);

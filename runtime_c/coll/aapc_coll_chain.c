@@ -26,11 +26,6 @@
 #include "aapc_coll.h"
 #include "aapc_mpi.h" /* aapc_statuses_ignore */
 
-/* The place `j` steps along the ring (modulo N). */
-static int place(const aapc_coll_layout_t *l, int j)
-{
-    return ((j % l->n) + l->n) % l->n;
-}
 
 /* The root's place in the ring and this leader's hops from it along the ring. */
 static int hops_from(const aapc_coll_layout_t *l, int root_machine)
@@ -38,7 +33,7 @@ static int hops_from(const aapc_coll_layout_t *l, int root_machine)
     int root_pos = 0;
     while (l->ring_at[root_pos] != root_machine)
         root_pos++;
-    return place(l, l->ring_pos - root_pos);
+    return aapc_coll_place(l, l->ring_pos - root_pos);
 }
 
 /* Elements per chunk for count elements of `size` bytes each, chunk bytes wanted. */
@@ -60,7 +55,7 @@ int aapc_coll_chain_bcast(const aapc_coll_layout_t *l, void *buf, int count, MPI
         (rc = PMPI_Type_size(type, &size)) != MPI_SUCCESS)
         return rc;
     int hop = hops_from(l, root_machine); /* 0: the root's leader */
-    int prev = l->ring_at[place(l, l->ring_pos - 1)], next = l->ring_at[place(l, l->ring_pos + 1)];
+    int prev = aapc_coll_ring_machine(l, -1), next = aapc_coll_ring_machine(l, 1);
     int last = hop == l->n - 1, per = count > 0 ? chunk_elements(count, size, chunk) : 1;
     int nchunks = count > 0 ? (count + per - 1) / per : 0;
     MPI_Request *req = malloc(2 * (size_t)(nchunks > 0 ? nchunks : 1) * sizeof *req);
@@ -97,7 +92,7 @@ int aapc_coll_chain_reduce(const aapc_coll_layout_t *l, void *buf, int count, MP
         (rc = PMPI_Type_size(type, &size)) != MPI_SUCCESS)
         return rc;
     int hop = hops_from(l, root_machine); /* 0: the root's leader; N - 1 starts */
-    int from = l->ring_at[place(l, l->ring_pos + 1)], to = l->ring_at[place(l, l->ring_pos - 1)];
+    int from = aapc_coll_ring_machine(l, 1), to = aapc_coll_ring_machine(l, -1);
     int first = hop == l->n - 1, per = count > 0 ? chunk_elements(count, size, chunk) : 1;
     int nchunks = count > 0 ? (count + per - 1) / per : 0;
     char *in = NULL, *tmp = first ? NULL : aapc_coll_vector(count, type, &in);

@@ -25,11 +25,6 @@
 
 #include "aapc_coll.h"
 
-/* The place `j` steps along the ring (modulo N). */
-static int place(const aapc_coll_layout_t *l, int j)
-{
-    return ((j % l->n) + l->n) % l->n;
-}
 
 /* Chunk c of a vector of `count` elements cut into N: its first element and length. */
 static void chunk(int count, int n, int c, int *first, int *len)
@@ -44,10 +39,9 @@ int aapc_coll_ring_allgatherv(const aapc_coll_layout_t *l, void *buf, const int 
 {
     MPI_Aint lb, extent;
     int rc = PMPI_Type_get_extent(type, &lb, &extent);
-    int right = l->ring_at[place(l, l->ring_pos + 1)], left = l->ring_at[place(l, l->ring_pos - 1)];
+    int right = aapc_coll_ring_machine(l, 1), left = aapc_coll_ring_machine(l, -1);
     for (int s = 0; s < l->n - 1 && rc == MPI_SUCCESS; s++) {
-        int out = l->ring_at[place(l, l->ring_pos - s)];
-        int in = l->ring_at[place(l, l->ring_pos - s - 1)];
+        int out = aapc_coll_ring_machine(l, -s), in = aapc_coll_ring_machine(l, -s - 1);
         rc = PMPI_Sendrecv((char *)buf + (MPI_Aint)displs[out] * extent, counts[out], type, right,
                            3, (char *)buf + (MPI_Aint)displs[in] * extent, counts[in], type, left,
                            3, l->leaders, MPI_STATUS_IGNORE);
@@ -75,10 +69,11 @@ int aapc_coll_ring_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
     char *in_buf, *tmp = aapc_coll_vector(count / l->n + 1, type, &in_buf); /* a chunk */
     if (tmp == NULL)
         return MPI_ERR_NO_MEM;
-    int right = l->ring_at[place(l, l->ring_pos + 1)], left = l->ring_at[place(l, l->ring_pos - 1)];
+    int right = aapc_coll_ring_machine(l, 1), left = aapc_coll_ring_machine(l, -1);
     /* reduce-scatter: after step s the chunk of place pos - s - 1 holds s + 2 operands */
     for (int s = 0; s < l->n - 1 && rc == MPI_SUCCESS; s++) {
-        int out = place(l, l->ring_pos - s), in = place(l, l->ring_pos - s - 1), ofirst, olen;
+        int out = aapc_coll_place(l, l->ring_pos - s), ofirst, olen;
+        int in = aapc_coll_place(l, l->ring_pos - s - 1);
         chunk(count, l->n, out, &ofirst, &olen);
         chunk(count, l->n, in, &first, &len);
         char *mine = (char *)buf + (MPI_Aint)first * extent;
@@ -89,7 +84,8 @@ int aapc_coll_ring_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
     }
     /* the reduced chunk of place pos + 1 is here: pass them all round */
     for (int s = 0; s < l->n - 1 && rc == MPI_SUCCESS; s++) {
-        int out = place(l, l->ring_pos + 1 - s), in = place(l, l->ring_pos - s), ofirst, olen;
+        int out = aapc_coll_place(l, l->ring_pos + 1 - s), ofirst, olen;
+        int in = aapc_coll_place(l, l->ring_pos - s);
         chunk(count, l->n, out, &ofirst, &olen);
         chunk(count, l->n, in, &first, &len);
         rc = PMPI_Sendrecv((char *)buf + (MPI_Aint)ofirst * extent, olen, type, right, 5,

@@ -203,11 +203,17 @@ void aapc_closest_names(const char *word, const char *const *names, int n, char 
         snprintf(out, outlen, "'%s'", names[best[0]]);
 }
 
-FILE *aapc_dump_open(const char *kind, int *serial)
+int aapc_dump_wanted(void)
 {
     const char *dir = getenv("AAPC_DUMP_SCHEDULE");
-    if (dir == NULL || dir[0] == '\0')
+    return dir != NULL && dir[0] != '\0';
+}
+
+FILE *aapc_dump_open(const char *kind, int *serial)
+{
+    if (!aapc_dump_wanted())
         return NULL;
+    const char *dir = getenv("AAPC_DUMP_SCHEDULE");
     char path[4096];
     snprintf(path, sizeof path, "%s/aapc-%s-%ld-%d.json", dir, kind, (long)getpid(), (*serial)++);
     FILE *f = fopen(path, "w");

@@ -84,6 +84,8 @@ void aapc_closest_names(const char *word, const char *const *names, int n, char 
    pass the same `serial`), or NULL when the variable is unset or empty, or the file cannot be
    made (then one line on stderr says so). */
 FILE *aapc_dump_open(const char *kind, int *serial);
+/* AAPC_DUMP_SCHEDULE is set (not empty): aapc_dump_open will try to write. */
+int aapc_dump_wanted(void);
 
 /* Scratch memory of at least `bytes` bytes for dummy messages, zero-filled when allocated and
    owned by the communicator's cache (two calls on one communicator never overlap). NULL when

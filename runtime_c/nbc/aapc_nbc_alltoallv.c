@@ -168,8 +168,9 @@ static int run(struct vcall *c)
 }
 
 /* Why every rank takes the linear exchange whatever the sizes, from what they agreed (NULL:
-   nothing stops the phases); *nomem on a shortage. */
-static const char *beyond_phases(struct vcall *c, char *text, size_t len, int *nomem)
+   nothing stops the phases; *shape is then the job's shape); *nomem on a shortage. */
+static const char *beyond_phases(struct vcall *c, char *text, size_t len,
+                                 const aapc_job_shape_t **shape, int *nomem)
 {
     aapc_cluster_comm_t *cc = c->cc;
     int gaps = c->n - (int)c->agree[GAPS_AT], not_int = c->n - (int)c->agree[NOT_INT_AT];
@@ -187,8 +188,8 @@ static const char *beyond_phases(struct vcall *c, char *text, size_t len, int *n
                  not_int);
         return text;
     }
-    const aapc_job_shape_t *shape = cc->all_known ? aapc_cluster_comm_shape(cc, nomem) : NULL;
-    if (!cc->all_known || shape == NULL)
+    *shape = cc->all_known ? aapc_cluster_comm_shape(cc, nomem) : NULL;
+    if (!cc->all_known || *shape == NULL)
         return *nomem ? NULL : aapc_cluster_comm_why(cc);
     if (cc->family != NULL)
         return "a recorded sibling (the siblings' union runs in blocking calls only)";
@@ -227,7 +228,8 @@ static int decide(struct vcall *c, int *wait)
     aapc_cluster_comm_t *cc = c->cc;
     char text[256] = "", beyond[160] = "";
     int rc, nomem = 0, way = LINEAR; /* c->way is set last: undecided until it all holds */
-    const char *why = beyond_phases(c, beyond, sizeof beyond, &nomem);
+    const aapc_job_shape_t *shape = NULL;
+    const char *why = beyond_phases(c, beyond, sizeof beyond, &shape, &nomem);
     *wait = 0;
     if (nomem)
         return MPI_ERR_NO_MEM;
@@ -235,7 +237,6 @@ static int decide(struct vcall *c, int *wait)
         int forced = aapc_way_forced(aapc_setting(c->comm, "AAPC_WAY"));
         double most = c->agree[SENT] > c->agree[RECEIVED] ? c->agree[SENT] : c->agree[RECEIVED];
         double b = most / (c->n - 1);
-        const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
         int choice = forced == AAPC_WAY_LIBRARY || forced == AAPC_WAY_PHASES
                          ? forced
                          : aapc_way_choose(c->prog->cluster->model, shape, b,
