@@ -173,20 +173,24 @@ def test_pipelined_chain_among_the_leaders(exe):
 
 def test_settings_that_differ_between_ranks_take_the_defaults(exe):
     """Half the ranks ask for ours from 1 byte as a pipelined chain of 1000-byte chunks (the
-    default: from 8 KB, chunks of 4 KB), half set nothing: each rank's own sizes would make different choices (a rank in the library's
-    MPI_Bcast, its peer in the leaders' chain: a hang, as this test did before the sizes were
-    agreed). The settings differ, so every rank takes the default sizes and says so; every
-    result right, within the timeout."""
+    default: from 8 KB, chunks of 4 KB), half set only a malformed AAPC_COLL_MAX_BYTES: each
+    rank's own sizes would make different choices (a rank in the library's MPI_Bcast, its peer
+    in the leaders' chain: a hang, as this test did before the sizes were agreed). The settings
+    differ, so every rank takes the default sizes and says so; every result right, within the
+    timeout."""
     mine = {"AAPC_COLL_MIN_BCAST": "1", "AAPC_COLL_CHAIN_MIN": "1", "AAPC_COLL_CHAIN_CHUNK": "1000"}
     cmd = [str(BIN / "mpiexec")]
     for r, m in enumerate(BLOCKS):
-        env = {"AAPC_MACHINE": m, **(mine if r < 2 else {})}
+        env = {"AAPC_MACHINE": m, **(mine if r < 2 else {"AAPC_COLL_MAX_BYTES": "1G"})}
         cmd += ([":"] if r else []) + ["-n", "1"]
         cmd += [x for k, v in env.items() for x in ("-env", k, v)] + [str(exe)]
     full = {**os.environ, "COLL_CHECK_ONLY": "bcast", "AAPC_REPORT": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=full)
     passed(proc, 100)
-    assert "settings differ" in proc.stderr, proc.stderr[-3000:]
+    assert "differ between the ranks of a communicator" in proc.stderr, proc.stderr[-3000:]
+    # a size that is not a number of bytes: said once per process, the default taken
+    said = [ln for ln in proc.stderr.splitlines() if "AAPC_COLL_MAX_BYTES=1G is not a number" in ln]
+    assert len(said) == 2, proc.stderr[-3000:]
 
 
 def run_in_netns(exe: Path, machines: list[str], env: dict[str, str], loss: int = 0):

@@ -147,14 +147,19 @@ static enum way forced(MPI_Comm comm, enum coll c)
     return aapc_cluster_comm_agreed(comm) == 0 ? AUTO : w;
 }
 
-/* A size setting read once: its value, or dflt when unset or not a number >= 0, or when the
-   ranks of the communicator do not all have the same settings (`agreed` 0: each rank's own
-   value could make its own choice, and the ranks wait for each other in different calls). */
+/* A size setting read once: its value, or dflt when unset or not a number >= 0 (said once), or
+   when the ranks of the communicator do not all have the same settings (`agreed` 0: each rank's
+   own value could make its own choice, and the ranks wait for each other in different calls). */
 static long long size_setting(const char *name, long long *cache, long long dflt, int agreed)
 {
-    if (*cache < 0) {
+    if (*cache < 0) { /* once per process and setting */
         const char *v = getenv(name);
-        *cache = v != NULL && v[0] >= '0' && v[0] <= '9' ? atoll(v) : dflt;
+        char *end = NULL;
+        long long got = v != NULL && v[0] >= '0' && v[0] <= '9' ? strtoll(v, &end, 10) : -1;
+        if (v != NULL && v[0] != '\0' && (got < 0 || *end != '\0'))
+            fprintf(stderr, "aapcgen: %s=%s is not a number of bytes; using the default\n", name,
+                    v);
+        *cache = got >= 0 && end != NULL && *end == '\0' ? got : dflt;
     }
     return agreed ? *cache : dflt;
 }
