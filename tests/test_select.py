@@ -45,13 +45,14 @@ def python_shape(topo, rank_machine: list[int]) -> Shape:  # noqa: ANN001
     counts = [rank_machine.count(m) for m in machines]
     rank_phases = capacity_model(jt).lower_bound
     if len(machines) >= 2:
-        machine_phases = capacity_model(analyze(job_topology(topo, machines))).lower_bound
+        machine_tree = analyze(job_topology(topo, machines))
+        machine_phases, machine_load = capacity_model(machine_tree).lower_bound, machine_tree.load
     else:
-        machine_phases = 0
+        machine_phases = machine_load = 0
     bound = max(link.seconds_per_byte for link in jt.links)
     return Shape(
         len(rank_machine), len(machines), max(counts), int(min(counts) == max(counts)),
-        float(rank_phases), float(machine_phases), bound,
+        float(rank_phases), float(machine_phases), bound, float(machine_load),
     )  # fmt: skip
 
 
@@ -62,6 +63,7 @@ def test_c_shape_is_the_python_pipelines(case):
     c, py = job_shape(topo, rank_machine), python_shape(topo, rank_machine)
     assert dataclasses.astuple(c)[:6] == dataclasses.astuple(py)[:6]
     assert math.isclose(c.bound_s_per_byte, py.bound_s_per_byte, rel_tol=1e-12)
+    assert c.machine_load == py.machine_load
 
 
 @pytest.mark.parametrize(
@@ -97,13 +99,28 @@ def shapes() -> st.SearchStrategy[Shape]:
     return st.builds(
         lambda n, r, bound, extra: Shape(
             n * r, n, r, 1, float(max(n * r - 1, extra)), float(max(n - 1, extra // (r * r))),
-            bound,
+            bound, float(max(n - 1, extra // (r * r))),
         ),
         st.integers(2, 64),
         st.integers(1, 16),
         st.floats(1e-9, 1e-3),
         st.integers(0, 4096),
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("machines", "phases", "load", "fits"),
+    [(1024, 1000.0, 2000.0, True), (1025, 1000.0, 2000.0, False), (4096, 2e6, 2e6, True),
+     (4097, 2e6, 2e6, False), (2048, 1e6, 1e6, True), (1, 0.0, 0.0, False)],
+)  # fmt: skip
+def test_the_leaders_take_4096_machines_where_they_stream_their_phases(
+    machines, phases, load, fits
+):
+    """The aggregated ways take up to 1024 machines whose phases are the capacity-aware ones
+    (fewer phases than the busiest link's machine pairs: stored at the first call), up to 4096
+    where they are seed 002's (streamed); never one machine."""
+    shape = Shape(machines * 16, machines, 16, 1, 1e9, phases, 1e-9, load)
+    assert ("leaders" in way_costs(default_model(), shape, 1 << 20)) == fits
 
 
 models = st.fixed_dictionaries({k: st.floats(1e-10, 1e-2) for k in COST_FIELDS})

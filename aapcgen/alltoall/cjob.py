@@ -66,6 +66,7 @@ class _Shape(ctypes.Structure):
         ("rank_phases", ctypes.c_double),
         ("machine_phases", ctypes.c_double),
         ("bound_s_per_byte", ctypes.c_double),
+        ("machine_load", ctypes.c_double),
     ]
 
 
@@ -224,6 +225,7 @@ class Shape:
     rank_phases: float
     machine_phases: float
     bound_s_per_byte: float
+    machine_load: float
 
 
 def job_shape(cluster: Topology, rank_machine: Sequence[int]) -> Shape:

@@ -650,9 +650,12 @@ static int leader_tree_order(struct leader_entry *le, const aapc_cluster_comm_t 
 /* The aggregated ways of this communicator for `sync` when they apply (NULL otherwise). */
 static int leader_lookup(aapc_cluster_comm_t *cc, int sync, struct leader_entry **out)
 {
-    int n = 0, r = equal_ranks_per_machine(cc, &n), rc;
+    int n = 0, r = equal_ranks_per_machine(cc, &n), rc, nomem = 0;
     *out = NULL;
-    if (r == 0 || n > AAPC_LEADERS_MAX_MACHINES)
+    const aapc_job_shape_t *shape = r == 0 ? NULL : aapc_cluster_comm_shape(cc, &nomem);
+    if (nomem)
+        return MPI_ERR_NO_MEM;
+    if (shape == NULL || !aapc_leaders_fit(shape))
         return MPI_SUCCESS;
     aapc_cluster_slot_t *slot = aapc_cluster_comm_slot(cc, &leader_keys[sync], leader_free);
     if (slot == NULL)

@@ -445,42 +445,44 @@ nomem:
  */
 struct stream {
     struct own_rows o;
-    const int32_t *parent, *depth;
-    int32_t *buf;
+    const int32_t *depth, *anc; /* anc: node v's ancestor at depth k at v * (D + 1) + k */
+    int32_t D;                  /* the largest depth */
     int me, receiver, sync_none, contended;
     int32_t w, ns, nr, cap; /* cap: the rows' length, P - 1 */
-    int32_t stride;         /* 2 + 3 w */
-    int32_t *edge;          /* per directed edge, stride ints: the messages so far, the ring's
-                               next slot, then its last w messages (phase, src, dst) */
+    int32_t stride;         /* 2 + 2 w */
+    int32_t *edge;          /* per directed edge, stride ints: the ring's next slot, one unused,
+                               then its last w messages (phase, event), phase -1: none yet */
     struct ysync *fo, *in;
     int64_t nfo, nin;
 };
 
-static void stream_sync(struct stream *t, int32_t e, int32_t phase, int32_t src, int32_t dst)
+/* Message (phase, src -> dst, event ev) on directed edge e; w: t->w (the literal 1 for the
+   default window, so the ring's arithmetic folds away). */
+static inline void stream_sync(struct stream *t, int32_t e, int32_t phase, int32_t src,
+                               int32_t ev, int32_t w)
 {
-    int32_t *st = t->edge + (size_t)e * (size_t)t->stride, c = st[0], slot = st[1];
-    int32_t *x = st + 2 + 3 * slot; /* the message w places before this one, then its slot */
-    if (c > 0 && st[2 + 3 * (slot == 0 ? t->w - 1 : slot - 1)] == phase) {
+    int32_t *st = t->edge + (size_t)e * (size_t)(2 + 2 * w), slot = w == 1 ? 0 : st[0];
+    int32_t *x = st + 2 + 2 * slot; /* the message w places before this one, then its slot */
+    if (st[2 + 2 * (slot == 0 ? w - 1 : slot - 1)] == phase) {
         t->contended = 1; /* two messages of a phase on one link */
         return;
     }
-    if (c >= t->w) {
-        int32_t x_event = t->receiver ? x[2] : x[1];
-        if (src == t->me && x_event != t->me)
-            t->in[t->nin++] = (struct ysync){x_event, x[0], phase};
-        if (x_event == t->me && src != t->me)
+    if (x[0] >= 0) {
+        if (src == t->me && x[1] != t->me)
+            t->in[t->nin++] = (struct ysync){x[1], x[0], phase};
+        if (x[1] == t->me && src != t->me)
             t->fo[t->nfo++] = (struct ysync){src, x[0], phase};
     }
     x[0] = phase;
-    x[1] = src;
-    x[2] = dst;
-    st[0] = c + 1;
-    st[1] = slot + 1 == t->w ? 0 : slot + 1;
+    x[1] = ev;
+    st[0] = slot + 1 == w ? 0 : slot + 1;
 }
 
-static void stream_emit(void *ctx, int32_t phase, int32_t src, int32_t dst)
+/* The edges of src -> dst: the up-edges of src's ancestors below the lowest common one, then
+   the down-edges of dst's (edge 2v up from node v, 2v + 1 down to it). */
+static inline void stream_message(struct stream *t, int32_t phase, int32_t src, int32_t dst,
+                                  int32_t w)
 {
-    struct stream *t = ctx;
     if (src == t->me && t->ns < t->cap) {
         t->o.send_phase[t->ns] = phase;
         t->o.send_peer[t->ns++] = dst;
@@ -491,9 +493,40 @@ static void stream_emit(void *ctx, int32_t phase, int32_t src, int32_t dst)
     }
     if (t->sync_none || t->contended)
         return;
-    int len = path(t->parent, t->depth, src, dst, t->buf);
-    for (int i = 0; i < len && !t->contended; i++)
-        stream_sync(t, t->buf[i], phase, src, dst);
+    int32_t ds = t->depth[src], dd = t->depth[dst], low = ds < dd ? ds : dd, l = 0;
+    const int32_t *as = t->anc + (size_t)src * (size_t)(t->D + 1);
+    const int32_t *ad = t->anc + (size_t)dst * (size_t)(t->D + 1);
+    while (l < low && as[l + 1] == ad[l + 1])
+        l++;
+    int32_t ev = t->receiver ? dst : src;
+    for (int32_t k = ds; k > l; k--)
+        stream_sync(t, 2 * as[k], phase, src, ev, w);
+    for (int32_t k = dd; k > l; k--)
+        stream_sync(t, 2 * ad[k] + 1, phase, src, ev, w);
+}
+
+static void stream_emit(void *ctx, int32_t phase, int32_t n, const int32_t *src,
+                        const int32_t *dst)
+{
+    struct stream *t = ctx;
+    for (int32_t i = 0; i < n; i++)
+        stream_message(t, phase, src[i], dst[i], t->w);
+}
+
+static void stream_emit1(void *ctx, int32_t phase, int32_t n, const int32_t *src,
+                         const int32_t *dst)
+{
+    for (int32_t i = 0; i < n; i++)
+        stream_message(ctx, phase, src[i], dst[i], 1);
+}
+
+/* Every node's ancestor at each depth up to its own (itself): anc[v * (D + 1) + k]. */
+static void ancestors(const int32_t *parent, const int32_t *depth, int32_t nn, int32_t D,
+                      int32_t *anc)
+{
+    for (int32_t v = 0; v < nn; v++)
+        for (int32_t u = v; u >= 0; u = parent[u])
+            anc[(size_t)v * (size_t)(D + 1) + (size_t)depth[u]] = u;
 }
 
 int aapc_rows_build_seed(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
@@ -505,29 +538,37 @@ int aapc_rows_build_seed(const aapc_cluster_t *c, const int32_t *rank_machine, i
     struct stream t;
     memset(&t, 0, sizeof t);
     int32_t *depth = take(out, (size_t)nn, sizeof *depth);
-    t.buf = take(out, (size_t)2 * (size_t)nn + 2, sizeof *t.buf);
-    if (!depth || !t.buf || setup_rows(out, name, P, 0, sync, window, me, P - 1, P - 1, &t.o))
+    if (!depth || setup_rows(out, name, P, 0, sync, window, me, P - 1, P - 1, &t.o))
         goto nomem;
-    size_t per_message = 2 * (size_t)depths(tree->parent, nn, depth) + 1, edges = 2 * (size_t)nn;
+    t.D = depths(tree->parent, nn, depth);
+    size_t per_message = 2 * (size_t)t.D + 1, edges = 2 * (size_t)nn;
     aapc_schedule_t *s = &out->sched;
-    t.parent = tree->parent;
+    int32_t *anc = malloc((size_t)nn * (size_t)(t.D + 1) * sizeof *anc);
+    if (anc == NULL)
+        goto nomem;
+    ancestors(tree->parent, depth, nn, t.D, anc);
     t.depth = depth;
+    t.anc = anc;
     t.me = me;
     t.cap = P - 1;
     t.receiver = s->sync_kind == AAPC_SYNC_RECEIVER;
     t.sync_none = s->sync_kind == AAPC_SYNC_NONE;
     t.w = s->window;
-    t.stride = 2 + 3 * t.w;
+    t.stride = 2 + 2 * t.w;
     if (!t.sync_none) {
-        t.edge = calloc(edges * (size_t)t.stride, sizeof *t.edge);
+        t.edge = malloc(edges * (size_t)t.stride * sizeof *t.edge);
         t.fo = malloc((size_t)P * per_message * sizeof *t.fo);
         t.in = malloc((size_t)P * per_message * sizeof *t.in);
+        for (size_t i = 0; t.edge && i < edges * (size_t)t.stride; i++)
+            t.edge[i] = i % (size_t)t.stride < 2 ? 0 : -1; /* slot 0, no messages */
     }
     aapc_job_phases_t info;
     int rc = AAPC_JOB_ENOMEM;
     if (t.sync_none || (t.edge && t.fo && t.in))
-        rc = aapc_job_phases_each(c, rank_machine, P, stream_emit, &t, &info);
+        rc = aapc_job_phases_each(c, rank_machine, P, t.w == 1 ? stream_emit1 : stream_emit, &t,
+                                  &info);
     free(t.edge);
+    free(anc);
     if (rc != AAPC_JOB_OK || t.contended || t.ns != P - 1 || t.nr != P - 1) {
         free(t.fo);
         free(t.in);

@@ -108,12 +108,14 @@ void aapc_job_tree_free(aapc_job_tree_t *t);
 int aapc_job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
                     aapc_job_phases_t *out);
 void aapc_job_phases_free(aapc_job_phases_t *p);
-/* The same phases as aapc_job_phases streamed, none stored: emit(ctx, phase, src, dst) once per
-   message, in phase order (within a phase in no set order), when they are seed 002's;
+/* The same phases as aapc_job_phases streamed, none stored: emit(ctx, phase, n, src, dst) once
+   per phase that has messages, with its n messages src[i] -> dst[i] (in no set order), in phase
+   order, when they are seed 002's;
    AAPC_JOB_ECAPACITY (nothing emitted) when they would be the capacity-aware ones. info gets
    everything of aapc_job_phases_t but the messages (n_messages 0, no memory). Returns 0 or an
    AAPC_JOB_* code (info->error says why). O(P^2) time, O(subtrees of the root) memory. */
-typedef void (*aapc_job_emit_fn)(void *ctx, int32_t phase, int32_t src, int32_t dst);
+typedef void (*aapc_job_emit_fn)(void *ctx, int32_t phase, int32_t n, const int32_t *src,
+                                 const int32_t *dst);
 int aapc_job_phases_each(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
                          aapc_job_emit_fn emit, void *ctx, aapc_job_phases_t *info);
 /* Seed 002's phases whatever the link speeds (one message per link and phase). */
@@ -130,6 +132,9 @@ typedef struct aapc_job_shape {
     double rank_phases;        /* phases of the per-rank schedule (max(P-1, link loads/cap)) */
     double machine_phases;     /* phases of the per-machine schedule (aggregated blocks) */
     double bound_s_per_byte;   /* the bound: seconds per byte of block on the busiest link */
+    double machine_load;       /* the most machine pairs a link carries each way: seed 002's
+                                  phases, which machine_phases reaches when no link is fast
+                                  enough to carry two in a phase (the leaders stream them) */
 } aapc_job_shape_t;
 
 /* The shape of P ranks, rank r on machine rank_machine[r]: O(P + S + M), any P. Returns
@@ -145,16 +150,22 @@ enum { AAPC_WAY_LIBRARY = 0, AAPC_WAY_PHASES, AAPC_WAY_LEADERS, AAPC_WAY_LOGROUN
 extern const aapc_cost_model_t aapc_cost_model_default;
 /* The model's time of `way` for blocks of b bytes on a job of shape s (seconds). */
 double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b);
-/* The most machines the leader-based way takes: each leader computes the machine-level phases
-   at the first call, 12 N^2 bytes for N machines (tuning/bench_first_call.py: 17 MiB and 64 ms
-   at 1024 machines, 545 MiB and 2 s at 4096); larger jobs take the log-round way (O(P) at the
-   first call) or the library. */
+/* The most machines the aggregated ways take (each machine's leader builds its rows of the
+   machine-level phases at the first call of the leader-based way): AAPC_LEADERS_MAX_MACHINES
+   when the phases are the capacity-aware ones (computed whole, 12 N^2 bytes:
+   tuning/bench_first_call.py 73 ms and 29 MiB at 1024 machines, 2.9 s and 1.2 GiB at 4096),
+   AAPC_LEADERS_MAX_MACHINES_STREAMED when they are seed 002's (streamed, each link keeping its
+   last w messages: 0.17 s and 5 MiB at 4096); larger jobs take the log-round exchange among all
+   ranks (O(P) at the first call) or the library. */
 #define AAPC_LEADERS_MAX_MACHINES 1024
+#define AAPC_LEADERS_MAX_MACHINES_STREAMED 4096
+/* 1 when the aggregated ways run on shape s: R > 1 ranks on every one of 2 to the limits
+   above machines. */
+int aapc_leaders_fit(const aapc_job_shape_t *s);
 
 /* The ways that can run on shape s (a bit per way): the library always; the phases from 2 to
-   AAPC_JOB_MAX_RANKS ranks; leaders with R > 1 ranks on every one of 2 to
-   AAPC_LEADERS_MAX_MACHINES machines; the log-round exchange from 2 ranks, any number and
-   placement. */
+   AAPC_JOB_MAX_RANKS ranks; leaders where aapc_leaders_fit; the log-round exchange from 2
+   ranks, any number and placement. */
 unsigned aapc_ways_possible(const aapc_job_shape_t *s);
 /* The cheapest way among `allowed` (a bit per way) that can run on s; -1 when none. m NULL:
    aapc_cost_model_default (an untuned library). */

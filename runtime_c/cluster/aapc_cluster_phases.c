@@ -240,9 +240,11 @@ int aapc_job_phases_unit(const aapc_cluster_t *c, const int32_t *rank_machine, i
  * messages of T0 in [0, |M0| (|M0| - 1)); of Ti, i >= 1, at most one in every phase of the
  * window of Ti -> T(i-1)). Step 1 is the forward group of T0, step 2 the backward group of T0;
  * both cover every phase, so the senders and receivers of T0 in a phase (send0, recv0 above)
- * are read off their cursors. A sweep over the phases keeps the groups whose range holds the
- * phase and advances each one's block cursor monotonically.
- * Cost: O(P^2) time (one emit per message) and O(k) memory for k subtrees of the root.
+ * are read off their counters. A sweep over the phases keeps the groups whose range holds the
+ * phase; each group keeps its block and the quotients and remainders of its place in it, which
+ * step by one per phase (no division per message), and a phase's messages go out together.
+ * Cost: O(P^2) time (one emit per phase, O(1) per message) and O(k) memory for k subtrees of
+ * the root.
  */
 enum { G_FWD, G_BWD, G_LOCAL0, G_LOCAL };
 
@@ -250,6 +252,11 @@ struct group {
     int64_t start, end; /* phases [start, end) */
     int kind, sub;      /* G_FWD: sender subtree; G_BWD: receiver subtree; G_LOCAL: subtree */
     int cur;            /* G_FWD: receiver subtree j; G_BWD: sender subtree i */
+    int64_t bend;       /* G_FWD, G_BWD: the end of the cursor's block */
+    int64_t div, a, b;  /* q = a div + b: G_FWD, G_BWD div = the receivers' count; G_LOCAL the
+                           previous subtree's size */
+    int64_t c, l, lcm;  /* G_LOCAL: q mod |Mi|; T0's forward group: the receiver's place,
+                           q mod lcm(|M0|, |Mj|), and that lcm */
 };
 
 struct sweep {
@@ -266,15 +273,50 @@ static int64_t group_block(const struct sweep *w, const struct group *g)
                             : block_start(w->sizes, w->offs, w->load, g->cur, g->sub);
 }
 
-/* Move g's cursor to the block that holds phase p; q: p's place in it. */
-static int64_t group_seek(const struct sweep *w, struct group *g, int64_t p)
+/* Move g's cursor to the block that holds phase p and set its counters for p (G_FWD, G_BWD;
+   once per block). The sender of T0's forward group is a = (q + q / lcm) mod |M0|. */
+static void group_enter(const struct sweep *w, struct group *g, int64_t p)
 {
+    int64_t b, len;
     for (;;) {
-        int64_t b = group_block(w, g), len = w->sizes[g->sub] * w->sizes[g->cur];
+        b = group_block(w, g);
+        len = w->sizes[g->sub] * w->sizes[g->cur];
         if (p < b + len)
-            return p - b;
+            break;
         g->cur += g->kind == G_FWD ? 1 : -1;
     }
+    int64_t q = p - b;
+    g->bend = b + len;
+    g->div = w->sizes[g->kind == G_FWD ? g->cur : g->sub];
+    g->a = q / g->div;
+    g->b = q % g->div;
+    if (g->kind == G_FWD && g->sub == 0) {
+        int64_t m0 = w->sizes[0];
+        g->lcm = m0 / gcd64(m0, g->div) * g->div;
+        g->l = q % g->lcm;
+        g->a = (q + q / g->lcm) % m0;
+        g->c = pmod(p - w->load, g->div);
+    }
+}
+
+/* One phase on: q + 1. */
+static void group_step(struct group *g, int64_t m0)
+{
+    if (g->kind == G_FWD && g->sub == 0) {
+        g->c = g->c + 1 == g->div ? 0 : g->c + 1;
+        g->a = g->a + 1 == m0 ? 0 : g->a + 1;
+        if (++g->l == g->lcm) {
+            g->l = 0;
+            g->a = g->a + 1 == m0 ? 0 : g->a + 1;
+        }
+        return;
+    }
+    if (++g->b == g->div) {
+        g->b = 0;
+        g->a++;
+    }
+    if (g->kind == G_LOCAL && ++g->c == g->l)
+        g->c = 0;
 }
 
 static int by_start(const void *x, const void *y)
@@ -300,11 +342,13 @@ int aapc_job_phases_each(const aapc_cluster_t *c, const int32_t *rank_machine, i
     int64_t *offs = calloc((size_t)k + 1, sizeof *offs);
     struct group *g = calloc(2 * (size_t)k + (size_t)k + 1, sizeof *g);
     int *act = malloc((3 * (size_t)k + 1) * sizeof *act);
+    int32_t *bsrc = malloc((3 * (size_t)k + 1) * 2 * sizeof *bsrc); /* a phase's messages */
     rc = AAPC_JOB_ENOMEM;
-    if (!sizes || !offs || !g || !act) {
+    if (!sizes || !offs || !g || !act || !bsrc) {
         snprintf(info->error, sizeof info->error, "out of memory for %d subtrees", k);
         goto done;
     }
+    int32_t *bdst = bsrc + 3 * k + 1;
     for (int i = 0; i < k; i++) {
         sizes[i] = a.sub_size[i];
         offs[i + 1] = offs[i] + sizes[i];
@@ -314,13 +358,17 @@ int aapc_job_phases_each(const aapc_cluster_t *c, const int32_t *rank_machine, i
     int ng = 0;
     for (int i = 0; i < k; i++) {
         if (i + 1 < k) /* Ti -> Tj, j > i; from T0 step 1 */
-            g[ng++] = (struct group){0, sizes[i] * (n - offs[i + 1]), G_FWD, i, i + 1};
+            g[ng++] = (struct group){.end = sizes[i] * (n - offs[i + 1]), .kind = G_FWD,
+                                     .sub = i, .cur = i + 1};
         if (i + 1 < k) /* Ti -> Tj, i > j; into T0 step 2 */
-            g[ng++] = (struct group){load - sizes[i] * (n - offs[i + 1]), load, G_BWD, i, k - 1};
+            g[ng++] = (struct group){.start = load - sizes[i] * (n - offs[i + 1]), .end = load,
+                                     .kind = G_BWD, .sub = i, .cur = k - 1};
         if (i == 0 && m0 > 1)
-            g[ng++] = (struct group){0, m0 * (m0 - 1), G_LOCAL0, 0, 0};
-        if (i > 0 && sizes[i] > 1)
-            g[ng++] = (struct group){load - sizes[i - 1] * sizes[i], load, G_LOCAL, i, 0};
+            g[ng++] = (struct group){.end = m0 * (m0 - 1), .kind = G_LOCAL0};
+        if (i > 0 && sizes[i] > 1) /* q = p - start: a = q / |M(i-1)|, b, c = q mod |Mi| */
+            g[ng++] = (struct group){.start = load - sizes[i - 1] * sizes[i], .end = load,
+                                     .kind = G_LOCAL, .sub = i, .div = sizes[i - 1],
+                                     .l = sizes[i]};
     }
     qsort(g, (size_t)ng, sizeof *g, by_start);
     struct group *fwd0 = NULL, *bwd0 = NULL;
@@ -330,33 +378,35 @@ int aapc_job_phases_each(const aapc_cluster_t *c, const int32_t *rank_machine, i
     }
     const int32_t *mem = a.members;
     int nact = 0, next = 0;
+    int64_t shift = 1, shift_at = 0; /* 1 + (p / |M0|) mod (|M0| - 1); p mod |M0| */
     for (int64_t p = 0; p < load; p++) {
         while (next < ng && g[next].start <= p)
             act[nact++] = next++;
+        if (p >= fwd0->bend)
+            group_enter(&w, fwd0, p);
         /* T0's sender in step 1 and receiver in step 2 of this phase */
-        int64_t q1 = group_seek(&w, fwd0, p), q2 = group_seek(&w, bwd0, p);
-        int64_t mj = sizes[fwd0->cur], lcm = m0 / gcd64(m0, mj) * mj;
-        int64_t send0 = (q1 + q1 / lcm) % m0;
-        int64_t shift = m0 == 1 ? 0 : 1 + (p / m0) % (m0 - 1), recv0 = (send0 + shift) % m0;
+        int64_t send0 = fwd0->a, recv0 = m0 == 1 ? 0 : send0 + shift;
+        recv0 -= recv0 >= m0 ? m0 : 0;
+        int nb = 0;
         for (int x = 0; x < nact; x++) {
             struct group *h = &g[act[x]];
             if (p >= h->end) { /* its range is over */
                 act[x--] = act[--nact];
                 continue;
             }
-            int64_t s, d, q, si, mi;
+            int64_t s, d;
             switch (h->kind) {
             case G_FWD:
-                q = h == fwd0 ? q1 : group_seek(&w, h, p);
-                mj = sizes[h->cur];
-                s = h == fwd0 ? send0 : offs[h->sub] + q / mj;
-                d = h == fwd0 ? offs[h->cur] + pmod(p - load, mj) : offs[h->cur] + q % mj;
+                if (p >= h->bend)
+                    group_enter(&w, h, p);
+                s = h == fwd0 ? send0 : offs[h->sub] + h->a;
+                d = offs[h->cur] + (h == fwd0 ? h->c : h->b);
                 break;
             case G_BWD:
-                q = h == bwd0 ? q2 : group_seek(&w, h, p);
-                mj = sizes[h->sub];
-                s = offs[h->cur] + q / mj;
-                d = h == bwd0 ? recv0 : offs[h->sub] + q % mj;
+                if (p >= h->bend)
+                    group_enter(&w, h, p);
+                s = offs[h->cur] + h->a;
+                d = h == bwd0 ? recv0 : offs[h->sub] + h->b;
                 break;
             case G_LOCAL0:
                 s = recv0;
@@ -364,17 +414,23 @@ int aapc_job_phases_each(const aapc_cluster_t *c, const int32_t *rank_machine, i
                 break;
             default: /* G_LOCAL: q = sender mprev + w (w < mi), receiver q mod mi; the paper's
                         sender receives (step 5 above) */
-                q = p - h->start;
-                mi = sizes[h->sub];
-                si = q / sizes[h->sub - 1];
-                if (q % sizes[h->sub - 1] >= mi || q % mi == si)
-                    continue;
-                s = offs[h->sub] + q % mi;
-                d = offs[h->sub] + si;
+                s = h->b >= h->l || h->c == h->a ? -1 : offs[h->sub] + h->c;
+                d = offs[h->sub] + h->a;
                 break;
             }
-            emit(ctx, (int32_t)p, mem[s], mem[d]);
-            emitted++;
+            if (h->kind != G_LOCAL0)
+                group_step(h, m0);
+            if (s < 0)
+                continue;
+            bsrc[nb] = mem[s];
+            bdst[nb++] = mem[d];
+        }
+        if (nb > 0)
+            emit(ctx, (int32_t)p, nb, bsrc, bdst);
+        emitted += nb;
+        if (m0 > 1 && ++shift_at == m0) {
+            shift_at = 0;
+            shift = shift + 1 == m0 ? 1 : shift + 1;
         }
     }
     rc = AAPC_JOB_OK;
@@ -394,6 +450,7 @@ done:
     free(offs);
     free(g);
     free(act);
+    free(bsrc);
     job_analysis_free(&a);
     return rc;
 }

@@ -62,13 +62,14 @@ static double lg(double x)
     return n;
 }
 
-/* 1 when the aggregated ways run (alltoall/aapc_alltoall_cluster.c): the leader-based phases,
-   and the log rounds among the machines' leaders; R > 1 ranks on every one of 2 to
-   AAPC_LEADERS_MAX_MACHINES machines. */
-static int aggregated(const aapc_job_shape_t *s)
+/* The aggregated ways (alltoall/aapc_alltoall_cluster.c): the leader-based phases, and the
+   log rounds among the machines' leaders. */
+int aapc_leaders_fit(const aapc_job_shape_t *s)
 {
+    int streamed = s->machine_phases >= s->machine_load;
     return s->equal_per_machine && s->max_per_machine > 1 && s->machines >= 2 &&
-           s->machines <= AAPC_LEADERS_MAX_MACHINES;
+           s->machines <= (streamed ? AAPC_LEADERS_MAX_MACHINES_STREAMED
+                                    : AAPC_LEADERS_MAX_MACHINES);
 }
 
 double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b)
@@ -83,7 +84,7 @@ double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int 
         return m->phase_alpha * s->machine_phases + m->phase_beta * S * b +
                m->copy_beta * 2 * R * P * b;
     case AAPC_WAY_LOGROUND:
-        if (aggregated(s)) { /* lg N rounds among the machines' leaders */
+        if (aapc_leaders_fit(s)) { /* lg N rounds among the machines' leaders */
             double N = s->machines;
             return m->round_alpha * lg(N) + m->phase_beta * S * b * lg(N) * N / (2 * (N - 1)) +
                    m->copy_beta * ((2 + lg(N)) * R + 2) * P * b;
@@ -102,7 +103,7 @@ unsigned aapc_ways_possible(const aapc_job_shape_t *s)
         return ways;
     if (s->ranks <= AAPC_JOB_MAX_RANKS)
         ways |= 1u << AAPC_WAY_PHASES;
-    if (aggregated(s))
+    if (aapc_leaders_fit(s))
         ways |= 1u << AAPC_WAY_LEADERS;
     ways |= 1u << AAPC_WAY_LOGROUND;
     return ways;

@@ -15,9 +15,11 @@
  *     aapc_cluster_capacity.c counts it.
  * rank_phases = max(P - 1, max over links of ceil(rank load / cap)) is the number of phases of
  * the per-rank schedule (aapc_job_phases reaches it on every tree where the phases are exact),
- * machine_phases the same over machines, and bound_s_per_byte = max over links of
- * rank load / bw: no schedule moves blocks of b bytes in less than b x bound_s_per_byte
- * seconds (seed 002 section 3).
+ * machine_phases the same over machines, machine_load the largest machine load (seed 002's
+ * phases: machine_phases reaches it when no link carries two machine pairs in a phase, and the
+ * leaders then stream their rows), and bound_s_per_byte = max over links of rank load / bw: no
+ * schedule moves blocks of b bytes in less than b x bound_s_per_byte seconds (seed 002
+ * section 3).
  * Cost: O(P + S + M) time and O(S + M) memory for P ranks, S switches and M machines; no
  * communication, no rank-level tree (so it holds for jobs far above AAPC_JOB_MAX_RANKS).
  */
@@ -37,11 +39,13 @@ static void *zalloc(size_t n, size_t size)
    phase: floor(bw / bref) (1 for a rank's own link: fast = 0), never more than the members on
    either side can send, as aapc_cluster_capacity.c counts it. */
 static void account(int64_t below, int64_t total, double bw, double bref, int fast,
-                    int64_t *phases, double *s_per_unit)
+                    int64_t *phases, double *s_per_unit, int64_t *most)
 {
     int64_t load = below * (total - below), cap = 1;
     if (load <= 0 || bw <= 0)
         return;
+    if (most != NULL && load > *most)
+        *most = load;
     if (fast && bref > 0) {
         double ratio = bw / bref * (1 + 1e-9);
         cap = ratio < 1 ? 1 : (ratio > CAP_MAX ? CAP_MAX : (int64_t)ratio);
@@ -114,19 +118,19 @@ int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t
     }
     if (tail != S)
         goto done; /* not a tree */
-    int64_t rph = P - 1, mph = N - 1;
+    int64_t rph = P - 1, mph = N - 1, mmost = 0;
     double rs = 0, ms = 0;
     for (int32_t m = 0; m < M; m++) {
         if (on[m] == 0)
             continue;
         /* a machine of one rank is that rank's own link; of several, a link of the job tree */
-        account(on[m], P, c->machine_bw[m], bref, on[m] > 1, &rph, &rs);
-        account(1, N, c->machine_bw[m], bref, 0, &mph, &ms);
+        account(on[m], P, c->machine_bw[m], bref, on[m] > 1, &rph, &rs, NULL);
+        account(1, N, c->machine_bw[m], bref, 0, &mph, &ms, &mmost);
     }
     for (int32_t k = S - 1; k > 0; k--) {
         int32_t s = order[k], l = uplink[s];
-        account(rbelow[s], P, c->link_bw[l], bref, 1, &rph, &rs);
-        account(mbelow[s], N, c->link_bw[l], bref, 1, &mph, &ms);
+        account(rbelow[s], P, c->link_bw[l], bref, 1, &rph, &rs, NULL);
+        account(mbelow[s], N, c->link_bw[l], bref, 1, &mph, &ms, &mmost);
         rbelow[up[s]] += rbelow[s];
         mbelow[up[s]] += mbelow[s];
     }
@@ -137,6 +141,7 @@ int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t
     out->rank_phases = (double)rph;
     out->machine_phases = (double)mph;
     out->bound_s_per_byte = rs;
+    out->machine_load = (double)(mmost > N - 1 ? mmost : N - 1);
     rc = AAPC_JOB_OK;
 done:
     free(on);
