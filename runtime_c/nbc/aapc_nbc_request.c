@@ -5,8 +5,8 @@
  * returns: a persistent receive from MPI_PROC_NULL on MPI_COMM_SELF, made and never started
  * (so a handle passed by mistake to the library is harmless), and freed with ours. The
  * completion calls are interposed: MPI_Wait, MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Test,
- * MPI_Testall, MPI_Testany, MPI_Testsome, MPI_Request_get_status, MPI_Start, MPI_Startall,
- * MPI_Request_free and MPI_Cancel. With no request of ours alive in the process each goes
+ * MPI_Testall, MPI_Testany, MPI_Testsome, MPI_Request_get_status (and MPI 4.1's _all, _any and
+ * _some), MPI_Start, MPI_Startall, MPI_Request_free and MPI_Cancel. With no request of ours alive in the process each goes
  * straight to the library (one load of a counter). Otherwise every call first advances every
  * active request of ours (each one's progress function: tests only, never a wait), then
  * handles the entries of its array: ours by their state, the library's through the same
@@ -19,8 +19,10 @@
  * MPI_ANY_SOURCE, tag MPI_ANY_TAG, no elements, not cancelled; MPI_ERROR set only by the
  * calls with arrays of statuses); a non-persistent one becomes MPI_REQUEST_NULL, a persistent
  * one inactive (a wait or test on an inactive one returns at once with an empty status);
- * MPI_Start of an active request, MPI_Request_free of an active request and MPI_Cancel of any
- * collective request are errors (MPI_ERR_REQUEST) raised on the request's communicator. An
+ * MPI_Start of an active request, MPI_Request_free of a request still running (one that
+ * MPI_Request_get_status found finished may be freed, as MPICH's test/mpi/coll/nonblocking3
+ * does) and MPI_Cancel of any collective request are errors (MPI_ERR_REQUEST) raised on the
+ * request's communicator. An
  * error of a run is raised through the communicator's handler when the request completes
  * (common/aapc_args.c aapc_args_raise_alone: the job aborts when the handler returns, as the
  * other ranks may be waiting for this one).
@@ -515,6 +517,111 @@ int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
     return some_of(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, 0);
 }
 
+#if MPI_VERSION > 4 || (MPI_VERSION == 4 && MPI_SUBVERSION >= 1)
+/* MPI 4.1's MPI_Request_get_status_all, _any and _some: as MPI_Testall, MPI_Testany and
+   MPI_Testsome (ours by their state, the library's through the same call on a copy in which
+   ours are MPI_REQUEST_NULL), but nothing is freed or made inactive (a finished request of ours
+   stays for a completion call or MPI_Request_free). */
+int MPI_Request_get_status_all(int count, const MPI_Request array_of_requests[], int *flag,
+                               MPI_Status array_of_statuses[])
+{
+    if (aapc_nbc_live() == 0)
+        return PMPI_Request_get_status_all(count, array_of_requests, flag, array_of_statuses);
+    int ours = 0, libflag = 0;
+    aapc_lock(&lock);
+    advance_all();
+    MPI_Request *c = foreign_copy(count, array_of_requests, &ours);
+    int mine_done = ours_finished(count, array_of_requests);
+    aapc_unlock(&lock);
+    if (c == NULL)
+        return MPI_ERR_NO_MEM;
+    int rc = PMPI_Request_get_status_all(count, c, &libflag, array_of_statuses);
+    *flag = mine_done && libflag;
+    if (*flag && array_of_statuses != MPI_STATUSES_IGNORE) {
+        aapc_lock(&lock);
+        for (int i = 0; i < count; i++)
+            if (find(array_of_requests[i]) != NULL) {
+                empty_status(&array_of_statuses[i]);
+                array_of_statuses[i].MPI_ERROR = MPI_SUCCESS;
+            }
+        aapc_unlock(&lock);
+    }
+    free(c);
+    return rc;
+}
+
+int MPI_Request_get_status_any(int count, const MPI_Request array_of_requests[], int *index,
+                               int *flag, MPI_Status *status)
+{
+    if (aapc_nbc_live() == 0)
+        return PMPI_Request_get_status_any(count, array_of_requests, index, flag, status);
+    int ours = 0, active_ours = 0;
+    aapc_lock(&lock);
+    advance_all();
+    for (int i = 0; i < count; i++) {
+        entry_t *e = find(array_of_requests[i]);
+        if (e == NULL || !e->active)
+            continue;
+        active_ours = 1;
+        if (e->done) {
+            aapc_unlock(&lock);
+            empty_status(status);
+            *index = i;
+            *flag = 1;
+            return MPI_SUCCESS;
+        }
+    }
+    MPI_Request *c = foreign_copy(count, array_of_requests, &ours);
+    aapc_unlock(&lock);
+    if (c == NULL)
+        return MPI_ERR_NO_MEM;
+    int idx = MPI_UNDEFINED, lflag = 0;
+    int rc = PMPI_Request_get_status_any(count, c, &idx, &lflag, status);
+    free(c);
+    *flag = rc == MPI_SUCCESS && lflag && (idx != MPI_UNDEFINED || !active_ours);
+    *index = *flag ? idx : MPI_UNDEFINED;
+    return rc;
+}
+
+int MPI_Request_get_status_some(int incount, const MPI_Request array_of_requests[],
+                                int *outcount, int array_of_indices[],
+                                MPI_Status array_of_statuses[])
+{
+    if (aapc_nbc_live() == 0)
+        return PMPI_Request_get_status_some(incount, array_of_requests, outcount,
+                                            array_of_indices, array_of_statuses);
+    int ours = 0, lib = 0, active_ours = 0;
+    aapc_lock(&lock);
+    MPI_Request *c = foreign_copy(incount, array_of_requests, &ours);
+    aapc_unlock(&lock);
+    if (c == NULL)
+        return MPI_ERR_NO_MEM;
+    int rc = PMPI_Request_get_status_some(incount, c, &lib, array_of_indices, array_of_statuses);
+    free(c);
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)
+        return rc;
+    int out = lib != MPI_UNDEFINED ? lib : 0;
+    aapc_lock(&lock);
+    advance_all();
+    for (int i = 0; i < incount; i++) {
+        entry_t *e = find(array_of_requests[i]);
+        if (e == NULL || !e->active)
+            continue;
+        active_ours = 1;
+        if (!e->done)
+            continue;
+        if (array_of_statuses != MPI_STATUSES_IGNORE) {
+            empty_status(&array_of_statuses[out]);
+            array_of_statuses[out].MPI_ERROR = MPI_SUCCESS;
+        }
+        array_of_indices[out++] = i;
+    }
+    aapc_unlock(&lock);
+    *outcount = out > 0 || lib != MPI_UNDEFINED || active_ours ? out : MPI_UNDEFINED;
+    return rc;
+}
+#endif
+
 /* MPI_Start of a request of ours: a new run (an error when it is active). */
 static int start_ours(entry_t *e)
 {
@@ -566,15 +673,17 @@ int MPI_Request_free(MPI_Request *request)
         aapc_unlock(&lock);
         return PMPI_Request_free(request);
     }
-    if (e->active) { /* freeing an active collective request is erroneous */
-        MPI_Comm comm = e->comm;
+    MPI_Comm comm = e->comm;
+    if (!finished(e)) { /* freeing a collective request still running is erroneous */
         aapc_unlock(&lock);
         return raise_request(comm);
     }
+    /* finished (MPI_Request_get_status said so, or inactive): freed, its run's error raised */
+    int rc = e->active ? e->rc : MPI_SUCCESS;
     drop(e);
     *request = MPI_REQUEST_NULL;
     aapc_unlock(&lock);
-    return MPI_SUCCESS;
+    return raise_run(comm, rc);
 }
 
 int MPI_Cancel(MPI_Request *request)
