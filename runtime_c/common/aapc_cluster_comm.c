@@ -272,12 +272,13 @@ static void adopt_rows(aapc_cluster_comm_t *cc, const aapc_cluster_t *cl, const 
 }
 
 int aapc_cluster_comm_begin(const aapc_cluster_t *cl, MPI_Comm comm, aapc_cluster_comm_t **out,
-                            int *posted)
+                            int *posted, const char **why)
 {
     int rc, inter = 0;
     aapc_cluster_comm_t *cc;
     *out = NULL;
     *posted = 0;
+    *why = NULL;
     if (cl == NULL || comm == MPI_COMM_NULL || aapc_outside_mpi(comm) ||
         PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
         return MPI_SUCCESS;
@@ -290,6 +291,13 @@ int aapc_cluster_comm_begin(const aapc_cluster_t *cl, MPI_Comm comm, aapc_cluste
     }
     if (cc->rank_machine != NULL && cc->cluster == cl)
         return MPI_SUCCESS;
+#ifdef OPEN_MPI
+    if (cc->dup == MPI_COMM_NULL) { /* every rank alike: no state on comm yet on any */
+        *out = NULL;
+        *why = AAPC_NO_IDUP_WHY;
+        return MPI_SUCCESS;
+    }
+#endif
     if ((rc = PMPI_Comm_size(comm, &cc->size)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_rank(comm, &cc->rank)) != MPI_SUCCESS)
         return rc;

@@ -74,10 +74,19 @@ int aapc_cluster_comm(const aapc_cluster_t *cluster, MPI_Comm comm, const char *
    posts MPI_Comm_idup and MPI_Iallgather of the same four ints on comm (in the collective
    order of the call that begins it, the same on every rank) and leaves them in cc->pending;
    aapc_cluster_comm_adopt completes them (*posted = 1). A gather an earlier call posted is
-   completed here (every rank posted it: the wait needs only their progress). *out is NULL for a null or inter-communicator or
-   outside MPI_Init..MPI_Finalize. Returns an MPI error code. */
+   completed here (every rank posted it: the wait needs only their progress). *out is NULL for
+   a null or inter-communicator or outside MPI_Init..MPI_Finalize, and under Open MPI for a
+   communicator without its duplicate yet (*why says so: Open MPI's MPI_Comm_idup breaks other
+   non-blocking collectives posted on the parent before it completes, open-mpi/ompi#2025, and a
+   blocking dup would make the call wait for the other ranks; a blocking MPI_Alltoall or
+   MPI_Alltoallv of the library's on the communicator makes the duplicate). Returns an MPI
+   error code. */
 int aapc_cluster_comm_begin(const aapc_cluster_t *cluster, MPI_Comm comm, aapc_cluster_comm_t **out,
-                            int *posted);
+                            int *posted, const char **why);
+#define AAPC_NO_IDUP_WHY                                                                        \
+    "Open MPI: its MPI_Comm_idup breaks the program's other non-blocking collectives on the "  \
+    "communicator (open-mpi/ompi#2025); a blocking MPI_Alltoall of the library's on it first "  \
+    "gives it the duplicate the non-blocking ways need"
 
 /* Complete a gather posted by aapc_cluster_comm_begin: test it (wait = 0; *done says whether it
    completed) or wait for it (wait = 1; the other ranks posted it too, so it needs nothing of

@@ -324,14 +324,17 @@ int aapc_nbc_alltoall(const aapc_cluster_t *cluster, int sync, const char *name,
     const char *coll = persistent ? "MPI_Alltoall_init" : "MPI_Ialltoall";
     aapc_cluster_comm_t *cc = NULL;
     int rc, posted = 0, size = 0;
+    const char *why = NULL;
     long long sent = 0, b = aapc_block_bytes(recvcount, recvtype);
     if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS && b > 0)
         sent = b * size;
     int fortran = aapc_nbc_from_fortran(caller);
     if (sync < 0 || fortran ||
-        (rc = aapc_cluster_comm_begin(cluster, comm, &cc, &posted)) != MPI_SUCCESS || cc == NULL) {
+        (rc = aapc_cluster_comm_begin(cluster, comm, &cc, &posted, &why)) != MPI_SUCCESS ||
+        cc == NULL) {
         aapc_report_fallback(sync < 0   ? "the default routine has no run-time schedule"
                              : fortran ? AAPC_NBC_FORTRAN_WHY
+                             : why     ? why
                                        : "not an intra-communicator the library can gather");
         atomic_fetch_add(&begun[0], 1);
         rc = library(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, persistent,

@@ -439,6 +439,7 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
     const char *name = prog != NULL ? prog->name : "MPI library";
     aapc_cluster_comm_t *cc = NULL;
     int rc = MPI_SUCCESS, posted = 0, size = 0;
+    const char *why = NULL;
     long long sent = 0;
     if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS) {
         const int *sc = sendbuf == MPI_IN_PLACE ? recvcounts : sendcounts;
@@ -452,7 +453,7 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
     int usable = prog != NULL && prog->cluster != NULL && prog->sync != AAPC_VSYNC_BARRIER &&
                  size >= 2 && !fortran;
     if (usable)
-        rc = aapc_cluster_comm_begin(prog->cluster, comm, &cc, &posted);
+        rc = aapc_cluster_comm_begin(prog->cluster, comm, &cc, &posted, &why);
     /* AAPC_WAY=library: only where every rank is known to share it (a gathered communicator) */
     int forced_library = cc != NULL && !posted && cc->pending == NULL &&
                          aapc_cluster_comm_agreed(comm) == 1 &&
@@ -463,6 +464,7 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
         else
             aapc_report_fallback(fortran    ? AAPC_NBC_FORTRAN_WHY
                                  : !usable ? "no run-time Alltoallv routine for this call"
+                                 : why     ? why
                                            : "not an intra-communicator the library can gather");
         if (own != NULL) { /* the large-count entry's own call: its arrays outlive it */
             rc = own->library(own, persistent, info, request);
