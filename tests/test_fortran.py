@@ -251,7 +251,6 @@ NBC_RUNS = [  # AAPC_WAY=phases: every call the library can serve runs its sched
 ]
 NBC_CALLS = ("MPI_Ialltoall", "MPI_Ialltoallv", "MPI_Alltoall_init", "MPI_Alltoallv_init")
 NBC_CHECKS = {True: 585, False: 115}  # rank 0's checks, with the persistent calls or without
-GATHERING = "machines are being gathered"  # a communicator's first non-blocking call
 
 
 def nbc_flags(b: Built, binding: str, persistent: bool) -> list[str]:
@@ -304,15 +303,15 @@ def test_fortran_nonblocking_calls_are_served(built: Built, run: Run, tmp_path: 
     by MPI_WAITALL, MPI_TESTSOME, MPI_WAITANY, MPI_TEST, MPI_REQUEST_GET_STATUS, MPI_TESTALL,
     MPI_TESTANY, MPI_WAITSOME, MPI_START(ALL), MPI_REQUEST_FREE and MPI_CANCEL (an error):
     Open MPI's bindings call PMPI_ for all of them and MPICH's mpi_f08 for the completion
-    calls, so the library's Fortran entries must serve them, or the data would not move. Only
-    the communicator's first call, made while its machines are gathered, is the library's."""
+    calls, so the library's Fortran entries must serve them, or the data would not move. A
+    blocking MPI_ALLTOALL first gathers the communicator's machines (and, under Open MPI, makes
+    the library's duplicate of it, which the non-blocking calls cannot), so none is the MPI
+    library's."""
     rows = run_nbc(built, run, tmp_path)
     assert {name for name, c, _ in rows if c} >= {"MPI_Ialltoall", "MPI_Ialltoallv"}, rows
     if built.mpi.name == "mpich":
         assert {name for name, c, _ in rows if c} == set(NBC_CALLS), rows
-    library = [(n, c, why) for n, c, why in rows if "MPI library" in why]
-    assert all(GATHERING in why for _, _, why in library), rows
-    assert [(n, c) for n, c, _ in library] == [("MPI_Ialltoall", 1)], rows
+    assert not [(n, c, why) for n, c, why in rows if "MPI library" in why], rows
 
 
 @pytest.mark.fortran

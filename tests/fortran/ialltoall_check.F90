@@ -14,6 +14,7 @@
 ! persistent calls, both started 100 times with persistent point-to-point (MPI_STARTALL or
 ! MPI_START; MPI_WAITALL, MPI_TESTALL or MPI_WAITSOME; MPI_START and MPI_REQUEST_FREE of an
 ! active one are errors, returned), tested while inactive and freed.
+! A blocking MPI_ALLTOALL comes first (the library's duplicate of the communicator).
 ! Every rank prints the numbers of its first failed checks; rank 0 prints exactly
 !   ialltoall_check: N passed, M failed
 !   calls: MPI_Ialltoall MPI_Ialltoallv MPI_Alltoall_init MPI_Alltoallv_init A B C D
@@ -85,6 +86,10 @@ program ialltoall_check
   niav = 0
   ninit = 0
   ninitv = 0
+  ! one blocking MPI_ALLTOALL first: the library gathers the communicator's machines and makes
+  ! its duplicate there (under Open MPI the non-blocking calls cannot: docs/nonblocking.md)
+  sbuf = rank
+  call MPI_ALLTOALL(sbuf, N, MPI_INTEGER, rbuf, N, MPI_INTEGER, MPI_COMM_WORLD, ierr)
 
   do round = 1, ROUNDS
     ! A: one MPI_WAITALL
