@@ -6,12 +6,12 @@
  * (so a handle passed by mistake to the library is harmless), and freed with ours. The
  * completion calls are interposed: MPI_Wait, MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Test,
  * MPI_Testall, MPI_Testany, MPI_Testsome, MPI_Request_get_status (and MPI 4.1's _all, _any and
- * _some), MPI_Start, MPI_Startall, MPI_Request_free and MPI_Cancel. With no request of ours alive in the process each goes
- * straight to the library (one load of a counter). Otherwise every call first advances every
- * active request of ours (each one's progress function: tests only, never a wait), then
- * handles the entries of its array: ours by their state, the library's through the same
- * PMPI_ call on a copy of the array in which ours are MPI_REQUEST_NULL (handles and statuses
- * written back). A waiting call repeats this with the waiting policy of common/aapc_wait.c
+ * _some), MPI_Start, MPI_Startall, MPI_Request_free and MPI_Cancel. With no request of ours
+ * alive in the process each goes straight to the library (one load of a counter). Otherwise
+ * every call first advances every active request of ours (each one's progress function: tests
+ * only, never a wait), then handles the entries of its array: ours by their state, the
+ * library's through the same PMPI_ call on a copy of the array in which ours are
+ * MPI_REQUEST_NULL (handles and statuses written back). A waiting call repeats this with the waiting policy of common/aapc_wait.c
  * (tests, then short naps) while any request of ours is active, and otherwise hands the rest of
  * the wait to the library's call, so one MPI_Waitall completes ours and the application's
  * together, and a wait on the application's own request keeps ours moving.
@@ -22,10 +22,9 @@
  * MPI_Start of an active request, MPI_Request_free of a request still running (one that
  * MPI_Request_get_status found finished may be freed, as MPICH's test/mpi/coll/nonblocking3
  * does) and MPI_Cancel of any collective request are errors (MPI_ERR_REQUEST) raised on the
- * request's communicator. An
- * error of a run is raised through the communicator's handler when the request completes
- * (common/aapc_args.c aapc_args_raise_alone: the job aborts when the handler returns, as the
- * other ranks may be waiting for this one).
+ * request's communicator. An error of a run is raised through the communicator's handler when
+ * the request completes (common/aapc_args.c aapc_args_raise_alone: the job aborts when the
+ * handler returns, as the other ranks may be waiting for this one).
  * Cost: per completion call with n entries and k active requests of ours, O(n + k) work and
  * one progress step of each active request; nothing when none is alive.
  * Threads: one lock over the table and the progress of ours (MPI_THREAD_MULTIPLE programs may
