@@ -1,20 +1,20 @@
 /*
  * aapc_nbc_request.c: requests of our own, completed by the application's usual calls.
  *
- * Algorithm: a request of ours is named by a handle of the MPI library that no other call
- * returns: a persistent receive from MPI_PROC_NULL on MPI_COMM_SELF, made and never started
- * (so a handle passed by mistake to the library is harmless), and freed with ours. The
- * completion calls are interposed: MPI_Wait, MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Test,
- * MPI_Testall, MPI_Testany, MPI_Testsome, MPI_Request_get_status (and MPI 4.1's _all, _any and
- * _some), MPI_Start, MPI_Startall, MPI_Request_free and MPI_Cancel. With no request of ours
- * alive in the process each goes straight to the library (one load of a counter). Otherwise
- * every call first advances every active request of ours (each one's progress function: tests
- * only, never a wait), then handles the entries of its array: ours by their state, the
- * library's through the same PMPI_ call on a copy of the array in which ours are
- * MPI_REQUEST_NULL (handles and statuses written back). A waiting call repeats this with the waiting policy of common/aapc_wait.c
- * (tests, then short naps) while any request of ours is active, and otherwise hands the rest of
- * the wait to the library's call, so one MPI_Waitall completes ours and the application's
- * together, and a wait on the application's own request keeps ours moving.
+ * Algorithm: a request of ours is named by a handle of the MPI library that no other call returns:
+ * a persistent receive from MPI_PROC_NULL on MPI_COMM_SELF, made and never started (so a handle
+ * passed by mistake to the library is harmless), and freed with ours. The completion calls are
+ * interposed: MPI_Wait, MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Test, MPI_Testall, MPI_Testany,
+ * MPI_Testsome, MPI_Request_get_status (and MPI 4.1's _all, _any and _some), MPI_Start,
+ * MPI_Startall, MPI_Request_free and MPI_Cancel. With no request of ours alive in the process each
+ * goes straight to the library (one load of a counter). Otherwise every call first advances every
+ * active request of ours (each one's progress function: tests only, never a wait), then handles the
+ * entries of its array: ours by their state, the library's through the same PMPI_ call on a copy of
+ * the array in which ours are MPI_REQUEST_NULL (handles and statuses written back). A waiting call
+ * repeats this with the waiting policy of common/aapc_wait.c (tests, then short naps) while any
+ * request of ours is active, and otherwise hands the rest of the wait to the library's call, so one
+ * MPI_Waitall completes ours and the application's together, and a wait on the application's own
+ * request keeps ours moving.
  * The standard's rules: a completed request of ours returns an empty status (source
  * MPI_ANY_SOURCE, tag MPI_ANY_TAG, no elements, not cancelled; MPI_ERROR set only by the
  * calls with arrays of statuses); a non-persistent one becomes MPI_REQUEST_NULL, a persistent
