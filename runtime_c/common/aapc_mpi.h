@@ -51,6 +51,16 @@ static inline int64_t aapc_block_bytes(int64_t count, MPI_Datatype t)
     return size > 0 && count > INT64_MAX / size ? INT64_MAX : count * size;
 }
 
+/* The ranks a collective on comm exchanges blocks with, the length of its count arrays: comm's
+   size, the remote group's on an inter-communicator. */
+static inline int aapc_peers(MPI_Comm comm, int *peers)
+{
+    int inter = 0, rc = PMPI_Comm_test_inter(comm, &inter);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return inter ? PMPI_Comm_remote_size(comm, peers) : PMPI_Comm_size(comm, peers);
+}
+
 /* The bytes of the blocks a rank sends, summed in double (counts of 64 bits, as the report's
    byte column takes them): saturated at INT64_MAX. */
 static inline long long aapc_bytes_total(double sum)

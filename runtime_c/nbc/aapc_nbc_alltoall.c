@@ -326,8 +326,10 @@ int aapc_nbc_alltoall(const aapc_cluster_t *cluster, int sync, const char *name,
     int rc, posted = 0, size = 0;
     const char *why = NULL;
     long long sent = 0, b = aapc_block_bytes(recvcount, recvtype);
-    if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS && b > 0)
-        sent = b * size;
+    int peers = 0; /* the remote group's size on an inter-communicator */
+    if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
+        aapc_peers(comm, &peers) == MPI_SUCCESS && b > 0)
+        sent = b * peers;
     int fortran = aapc_nbc_from_fortran(caller);
     if (sync < 0 || fortran ||
         (rc = aapc_cluster_comm_begin(cluster, comm, &cc, &posted, &why)) != MPI_SUCCESS ||

@@ -441,10 +441,12 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
     int rc = MPI_SUCCESS, posted = 0, size = 0;
     const char *why = NULL;
     long long sent = 0;
-    if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS) {
+    int peers = 0; /* the counts' length: the remote group's size on an inter-communicator */
+    if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
+        aapc_peers(comm, &peers) == MPI_SUCCESS) {
         const int *sc = sendbuf == MPI_IN_PLACE ? recvcounts : sendcounts;
         MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
-        for (int j = 0; sc != NULL && j < size; j++) {
+        for (int j = 0; sc != NULL && j < peers; j++) {
             int64_t one = aapc_block_bytes(sc[j], st);
             sent += one > 0 ? one : 0;
         }

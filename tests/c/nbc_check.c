@@ -9,7 +9,8 @@
  * MPI_Request_free and MPI_Start of an active one) returned under MPI_ERRORS_RETURN; and the
  * empty status of a completed collective request. On MPI_COMM_WORLD, a dup, halves, parity and
  * reversed splits. MPI_Ialltoallv and MPI_Alltoallv_init likewise against PMPI_Alltoallv
- * (unequal and zero counts, gaps between the blocks, in place, a type with gaps, restarts).
+ * (unequal and zero counts, gaps between the blocks, in place, a type with gaps, restarts), and
+ * MPI_Ialltoallv on an inter-communicator of unequal groups.
  * Prints "nbc_check: N checks F failed" and "nbc_ways: rank R library L ours O linear V
  * phases W" (Ialltoall calls begun per way; Alltoallv calls decided per way, in this rank).
  * Usage: nbc_check [--max-bytes N] [--restarts N]
@@ -399,6 +400,41 @@ static void vcases(MPI_Comm comm, const char *name, int base, int restarts)
     free(rd);
 }
 
+/* MPI_Ialltoallv on an inter-communicator whose groups differ in size (one rank against the
+   others): the library's call, whose count arrays have the remote group's length; the same
+   bytes as PMPI_Alltoallv (its count of the bytes once read past the shorter arrays: ASan). */
+static void intercomm(int bytes)
+{
+    int p, wr;
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    if (p < 3)
+        return;
+    MPI_Comm half, inter;
+    int low = wr == 0;
+    MPI_Comm_split(MPI_COMM_WORLD, low, wr, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? 1 : 0, 77, &inter);
+    int remote = 0;
+    MPI_Comm_remote_size(inter, &remote);
+    int *c = malloc(sizeof(int) * (size_t)remote), *d = malloc(sizeof(int) * (size_t)remote);
+    for (int j = 0; j < remote; j++)
+        c[j] = bytes, d[j] = j * bytes;
+    unsigned char *s = malloc((size_t)remote * bytes), *r = malloc((size_t)remote * bytes);
+    unsigned char *ref = malloc((size_t)remote * bytes);
+    for (int k = 0; k < remote * bytes; k++)
+        s[k] = (unsigned char)(wr * 29 + k * 3);
+    PMPI_Alltoallv(s, c, d, MPI_BYTE, ref, c, d, MPI_BYTE, inter);
+    MPI_Request req;
+    memset(r, 0, (size_t)remote * bytes);
+    MPI_Ialltoallv(s, c, d, MPI_BYTE, r, c, d, MPI_BYTE, inter, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    check(memcmp(r, ref, (size_t)remote * bytes) == 0, "Ialltoallv, inter-communicator",
+          low ? "inter (1 rank)" : "inter (the others)", bytes);
+    free(s), free(r), free(ref), free(c), free(d);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+}
+
 int main(int argc, char **argv)
 {
     int max_bytes = 65536, restarts = 100, p;
@@ -430,6 +466,7 @@ int main(int argc, char **argv)
     }
     for (int c = 1; c < 5; c++)
         MPI_Comm_free(&comms[c]);
+    intercomm(100);
     long long ways[2];
     aapc_nbc_ways_begun(ways);
     long long vways[2];
