@@ -449,8 +449,7 @@ struct stream {
     int32_t D;                  /* the largest depth */
     int me, receiver, sync_none, contended;
     int32_t w, ns, nr, cap; /* cap: the rows' length, P - 1 */
-    int32_t stride;         /* 2 + 2 w */
-    int32_t *edge;          /* per directed edge, stride ints: the ring's next slot, one unused,
+    int32_t *edge;          /* per directed edge, 2 + 2 w ints: the ring's next slot, one unused,
                                then its last w messages (phase, event), phase -1: none yet */
     struct ysync *fo, *in;
     int64_t nfo, nin;
@@ -554,13 +553,13 @@ int aapc_rows_build_seed(const aapc_cluster_t *c, const int32_t *rank_machine, i
     t.receiver = s->sync_kind == AAPC_SYNC_RECEIVER;
     t.sync_none = s->sync_kind == AAPC_SYNC_NONE;
     t.w = s->window;
-    t.stride = 2 + 2 * t.w;
+    size_t stride = 2 + 2 * (size_t)t.w;
     if (!t.sync_none) {
-        t.edge = malloc(edges * (size_t)t.stride * sizeof *t.edge);
+        t.edge = malloc(edges * stride * sizeof *t.edge);
         t.fo = malloc((size_t)P * per_message * sizeof *t.fo);
         t.in = malloc((size_t)P * per_message * sizeof *t.in);
-        for (size_t i = 0; t.edge && i < edges * (size_t)t.stride; i++)
-            t.edge[i] = i % (size_t)t.stride < 2 ? 0 : -1; /* slot 0, no messages */
+        for (size_t i = 0; t.edge && i < edges * stride; i++)
+            t.edge[i] = i % stride < 2 ? 0 : -1; /* slot 0, no messages */
     }
     aapc_job_phases_t info;
     int rc = AAPC_JOB_ENOMEM;

@@ -48,6 +48,8 @@ MPI_Fint aapc_fortran_true(void)
 #if defined(AAPC_INTERCEPT) && defined(OPEN_MPI)
 #include <stdlib.h>
 
+#include "aapc_mpi.h" /* aapc_peers */
+
 /* Open MPI's Fortran sentinels under each name mangling (weak: NULL where undefined) */
 extern int MPI_FORTRAN_IN_PLACE __attribute__((weak));
 extern int mpi_fortran_in_place __attribute__((weak));
@@ -89,11 +91,7 @@ const int *aapc_fortran_ints(const MPI_Fint *a, int n, int **copy)
 
 int aapc_fortran_peers(MPI_Comm comm)
 {
-    int inter = 0, n = 0;
-    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
-        return 0;
-    if ((inter ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS)
-        return 0;
-    return n;
+    int n = 0;
+    return comm != MPI_COMM_NULL && aapc_peers(comm, &n) == MPI_SUCCESS ? n : 0;
 }
 #endif
