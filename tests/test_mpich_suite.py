@@ -11,7 +11,12 @@ finished requests. Under Open MPI, nonblocking3 with MPI_Ibcast beside our MPI_I
 (an MPI_ERR_TRUNCATE inside Open MPI's libnbc: its MPI_Comm_idup, which the library posted for
 its private duplicate, breaks other non-blocking collectives on the parent, open-mpi/ompi#2025);
 there the first non-blocking call on a communicator without the duplicate goes to the MPI
-library."""
+library.
+MPICH's errors/coll noalias, noalias2 and noalias3 (vendored in tests/mpich/errors/) pass
+aliased buffers to every collective and expect MPICH's error on every rank that checks: the
+library once served them (no error, or an abort from its own MPI_Gather inside a machine); it
+now hands them to the MPI library (runtime_c/common/aapc_alias.h). allgatherlength and
+scatterlength, with ours forced, hung (one rank took the library's routine, the others ours)."""
 
 from __future__ import annotations
 
@@ -54,6 +59,8 @@ CASES = [
     ("p_alltoallw", 10, ()), ("p_bcast", 4, ()), ("p_allred", 4, ()), ("p_allgather", 10, ()),
     ("p_red", 4, ()), ("p_scatter", 4, ()), ("p_barrier", 2, ()), ("icalltoall", 5, ()),
     ("icbcast", 4, ()), ("icbarrier", 5, ()), ("icscatter", 5, ()),
+    ("noalias", 2, ()), ("noalias", 2, ("-nonblocking",)), ("noalias2", 4, ()),
+    ("noalias3", 4, ()),
 ]  # fmt: skip
 # the collectives whose own routines (not "library: ...") the reports must show: by default
 # (the tests' blocks are small, so MPI_Scatter and MPI_Alltoallv go to the MPI library by size)
@@ -67,13 +74,20 @@ FORCED_CASES = [
     ("p_alltoallv", 10, ()), ("nonblocking", 5, ()), ("allgather2", 10, ()), ("allred3", 10, ()),
     ("allred_derived", 4, ()), ("longuser", 4, ()), ("opminloc", 4, ()), ("red3", 10, ()),
     ("bcasttest", 10, ()), ("scatter2", 4, ()), ("scatterv", 4, ()), ("coll2", 5, ()),
-    ("coll13", 4, ()), ("p_allred", 4, ()),
+    ("coll13", 4, ()), ("p_allred", 4, ()), ("noalias", 2, ()), ("noalias2", 4, ()),
+    ("noalias3", 4, ()),
 ]  # fmt: skip
+# errors/: one rank's send block differs from its receive block; with ours forced the call must
+# end on every rank (that rank raises and aborts the job), never hang (MPICH alone: scatterlength
+# hangs, allgatherlength ends without finding it)
+MISMATCHED = [("allgatherlength", 4, "MPI_Allgather"), ("scatterlength", 4, "MPI_Scatter")]
 
 
 def compile_program(bin_: Path, out: Path, name: str, objects: list[str]) -> str:
     """One test program; '' or the compiler's complaint."""
     src = SUITE / "coll" / f"{name}.c"
+    if not src.exists():
+        src = SUITE / "errors" / f"{name}.c"
     own_main = "int main(" in src.read_text()
     objs = [o for o in objects if not (own_main and o.endswith("run_mpitests.o"))]
     cmd = [str(bin_ / "mpicc"), "-O1", "-w", f"-I{SUITE / 'include'}", str(src), *objs, "-lm"]
@@ -106,7 +120,8 @@ def build(root: Path, bin_: Path, names: list[str]) -> Path:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build(tmp_path_factory.mktemp("mpich"), BIN, sorted({n for n, _, _ in CASES}))
+    names = {n for n, _, _ in CASES} | {n for n, _, _ in MISMATCHED}
+    return build(tmp_path_factory.mktemp("mpich"), BIN, sorted(names))
 
 
 def command(root: Path, name: str, ranks: int, args: tuple[str, ...], ompi: bool) -> list[str]:
@@ -162,6 +177,17 @@ def test_they_pass_with_the_library_s_own_ways_forced(built: Path) -> None:
     ours = run_cases(built, FORCED_CASES, FORCED)
     want = {*SERVED, "MPI_Alltoallv", "MPI_Scatter"}
     assert want <= ours, sorted(want - ours)
+
+
+def test_a_rank_whose_blocks_do_not_match_ends_the_job_instead_of_hanging(built: Path) -> None:
+    for name, ranks, routine in MISMATCHED:
+        env = {**os.environ, "LD_PRELOAD": str(built / "libaapc.so"), **FORCED}
+        proc = subprocess.run(command(built, name, ranks, (), False), capture_output=True,
+                              text=True, timeout=120, env=env)  # fmt: skip
+        assert proc.returncode != 0, proc.stdout[-1500:]
+        said = f"aapcgen {routine}: sendcount x sendtype is 4 bytes, recvcount x recvtype 40"
+        assert "rank 0 of the communicator failed alone" in proc.stderr, proc.stderr[-3000:]
+        assert said in proc.stderr, proc.stderr[-3000:]
 
 
 @pytest.mark.openmpi

@@ -29,7 +29,8 @@
  * the library's MPI_Alltoallw runs it.
  * Algorithm, on every rank:
  *   1. local: arrays not NULL (MPI_ERR_ARG), counts >= 0 (MPI_ERR_COUNT), datatypes of blocks
- *      with data not MPI_DATATYPE_NULL and committed (MPI_ERR_TYPE); the reduction of each side
+ *      with data not MPI_DATATYPE_NULL and committed (MPI_ERR_TYPE), buffers the MPI library
+ *      refuses as aliased (MPI_ERR_BUFFER, common/aapc_alias.h); the reduction of each side
  *      into int copies and the packed layout of each side (8 P ints);
  *   2. one MPI_Allreduce (MPI_MAX) of five 64-bit values on the communicator: any rank's error
  *      (raised on every rank through the communicator's error handler), per side the highest
@@ -56,6 +57,7 @@
 
 #include <mpi.h>
 
+#include "aapc_alias.h"
 #include "aapc_args.h"
 #include "aapc_cluster_comm.h" /* aapc_cluster_family_comm */
 #include "aapc_comm.h"         /* aapc_warn_fallback */
@@ -229,6 +231,12 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
                              sizeof what);
     aapc_alltoallw_check("recv", recvcounts, rdispls, recvtypes, size, comm, &cls, what,
                          sizeof what);
+    if (cls == 0 &&
+        aapc_alias_alltoallv(sendbuf, sendcounts, sendtypes == recvtypes, recvbuf, recvcounts)) {
+        cls = MPI_ERR_BUFFER; /* as the MPI library's check: common/aapc_alias.h */
+        snprintf(what, sizeof what, "sendbuf and recvbuf are the same buffer, with the same "
+                                    "counts and datatypes (aliased; pass MPI_IN_PLACE)");
+    }
     if (cls == 0 && ints != NULL) {
         if (!inplace)
             scause = aapc_alltoallw_reduce(sendcounts, sdispls, sendtypes, size, ints, ints + n,

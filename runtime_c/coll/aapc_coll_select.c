@@ -32,7 +32,8 @@
  * invalid, uncommitted or null datatype, an invalid root or operation, a null buffer with data,
  * a predefined operation on a datatype it is not defined for (the operations' classes of MPI
  * 4.1 section 6.9.2, on predefined datatypes only), a non-commutative operation on ranks not
- * placed in blocks, zero bytes, more than INT_MAX elements in one of our steps.
+ * placed in blocks, zero bytes, more than INT_MAX elements in one of our steps, buffers the
+ * library refuses as aliased (common/aapc_alias.h; MPICH's rule, on the ranks it checks).
  * Cost of a call handed to the library: an attribute lookup and a few comparisons.
  */
 #include <limits.h>
@@ -40,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aapc_alias.h"
 #include "aapc_args.h"
 #include "aapc_coll.h"
 #include "aapc_cluster_comm.h" /* aapc_cluster_comm_agreed */
@@ -411,6 +413,18 @@ static int done(double t0, enum coll c, enum way way, const char *why,
     return aapc_report_own(t0, routine_of[c], what, bytes < 0 ? 0 : bytes, comm, rc);
 }
 
+/* A rank whose send and receive blocks differ (an error MPI_Allgather and MPI_Scatter leave to
+   the transfers, so the ranks choose as if they matched): MPI_ERR_TRUNCATE with what it says,
+   raised by done() on this rank alone. */
+static int mismatch(const char *routine, const char *a, long long abytes, const char *b,
+                    long long bbytes)
+{
+    char what[200];
+    snprintf(what, sizeof what, "aapcgen %s: %s is %lld bytes, %s %lld bytes", routine, a,
+             abytes, b, bbytes);
+    return aapc_args_error_code(MPI_ERR_TRUNCATE, what);
+}
+
 int aapc_coll_bcast_entry(const aapc_cluster_t *cluster, const char *name, void *buf, int count,
                           MPI_Datatype type, int root, MPI_Comm comm)
 {
@@ -439,14 +453,18 @@ int aapc_coll_allgather_entry(const aapc_cluster_t *cluster, const char *name,
     aapc_coll_layout_t *l = NULL;
     enum way way = LIBRARY;
     const char *why = "arguments for the library";
-    int size = 0, rc = MPI_SUCCESS;
+    int size = 0, rank = 0, rc = MPI_SUCCESS;
     long long block = valid_comm(comm) ? bytes_of(comm, recvcount, recvtype) : -1;
     int ok = block > 0 && recvbuf != NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
-             (long long)size * recvcount <= INT_MAX &&
-             (sendbuf == MPI_IN_PLACE ||
-              (sendbuf != NULL && bytes_of(comm, sendcount, sendtype) == block));
+             (long long)size * recvcount <= INT_MAX && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
+             !aapc_alias_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                   rank);
+    long long sent = sendbuf == MPI_IN_PLACE ? block : bytes_of(comm, sendcount, sendtype);
+    ok = ok && sent >= 0 && (sendbuf == MPI_IN_PLACE || sendbuf != NULL || sent == 0);
     if (ok)
         rc = choose(ALLGATHER, cluster, name, comm, block * size, &l, &way, &why);
+    if (rc == MPI_SUCCESS && way != LIBRARY && sent != block) /* the others run ours: alone */
+        rc = mismatch("MPI_Allgather", "sendcount x sendtype", sent, "recvcount x recvtype", block);
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
         rc = way != LIBRARY ? aapc_coll_allgather(l, step_of(way), sendbuf, sendcount, sendtype,
@@ -468,6 +486,7 @@ int aapc_coll_allreduce_entry(const aapc_cluster_t *cluster, const char *name,
     long long bytes = valid_comm(comm) ? bytes_of(comm, count, type) : -1;
     int commutative = 0;
     if (bytes > 0 && sendbuf != NULL && recvbuf != NULL &&
+        !aapc_alias_reduce(sendbuf, recvbuf, count, 1) &&
         (rc = choose(ALLREDUCE, cluster, name, comm, bytes, &l, &way, &why)) == MPI_SUCCESS &&
         way != LIBRARY && !reducible(op, type, l))
         way = LIBRARY, why = "the operation and datatype";
@@ -493,7 +512,8 @@ int aapc_coll_reduce_entry(const aapc_cluster_t *cluster, const char *name, cons
     long long bytes = valid_comm(comm) ? bytes_of(comm, count, type) : -1;
     /* the receive buffer matters at the root only, MPI_IN_PLACE only there */
     int ok = bytes > 0 && valid_root(comm, root) && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
-             sendbuf != NULL && (rank == root ? recvbuf != NULL : sendbuf != MPI_IN_PLACE);
+             sendbuf != NULL && (rank == root ? recvbuf != NULL : sendbuf != MPI_IN_PLACE) &&
+             !aapc_alias_reduce(sendbuf, recvbuf, count, rank == root);
     if (ok && (rc = choose(REDUCE, cluster, name, comm, bytes, &l, &way, &why)) == MPI_SUCCESS &&
         way != LIBRARY && !reducible(op, type, l))
         way = LIBRARY, why = "the operation and datatype";
@@ -550,14 +570,18 @@ int aapc_coll_scatter_entry(const aapc_cluster_t *cluster, const char *name, con
     long long block = !ok ? -1
                       : rank == root ? bytes_of(comm, sendcount, sendtype)
                                      : bytes_of(comm, recvcount, recvtype);
-    ok = ok && block > 0 && block * size <= INT_MAX &&
-         (rank == root ? sendbuf != NULL && (recvbuf == MPI_IN_PLACE ||
-                                             (recvbuf != NULL &&
-                                              bytes_of(comm, recvcount, recvtype) == block))
-                       : recvbuf != NULL && recvbuf != MPI_IN_PLACE);
+    long long own = rank == root && recvbuf != MPI_IN_PLACE ? bytes_of(comm, recvcount, recvtype)
+                                                            : block; /* the root's own block */
+    ok = ok && block > 0 && block * size <= INT_MAX && own >= 0 &&
+         (rank == root ? sendbuf != NULL && (recvbuf != NULL || own == 0)
+                       : recvbuf != NULL && recvbuf != MPI_IN_PLACE) &&
+         !aapc_alias_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, rank,
+                             rank == root);
     if (ok)
         rc = choose(SCATTER, cluster, name, comm, block, &l, &way, &why); /* per rank: the
                                         root's N - 1 sends cost latency, not a tree's log P */
+    if (rc == MPI_SUCCESS && way != LIBRARY && own != block) /* the others run ours: alone */
+        rc = mismatch("MPI_Scatter", "sendcount x sendtype", block, "recvcount x recvtype", own);
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
         rc = way != LIBRARY ? aapc_coll_scatter(l, step_of(way), sendbuf, sendcount, sendtype,
@@ -588,6 +612,8 @@ int aapc_coll_scatterv_entry(const aapc_cluster_t *cluster, const char *name,
         ok = sendcounts != NULL && displs != NULL && bytes_of(comm, 0, sendtype) == 0;
         for (int q = 0; ok && q < size; q++)
             ok = sendcounts[q] >= 0 && (sendcounts[q] == 0 || sendbuf != NULL);
+        ok = ok && !aapc_alias_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                                        recvcount, recvtype, rank, 1);
     }
     if (ok)
         rc = choose(SCATTERV, cluster, name, comm, 0, &l, &way, &why);

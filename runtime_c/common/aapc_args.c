@@ -260,6 +260,11 @@ static int raise_on(MPI_Comm comm, int cls, const char *fmt, ...)
     return code;
 }
 
+int aapc_args_error_code(int cls, const char *what)
+{
+    return code_of(cls, what);
+}
+
 int aapc_args_raise_code(MPI_Comm comm, int code)
 {
     if (code != MPI_SUCCESS && comm != MPI_COMM_NULL)
@@ -277,9 +282,9 @@ int aapc_args_raise_alone(MPI_Comm comm, int code)
     PMPI_Error_string(code, what, &len);
     PMPI_Comm_rank(comm, &rank);
     fprintf(stderr,
-            "aapcgen: rank %d of the communicator failed alone after its ranks agreed on the "
-            "call (%s); aborting the job, since the other ranks may be waiting for this "
-            "rank's messages\n",
+            "aapcgen: rank %d of the communicator failed alone in a call the other ranks "
+            "have begun (%s); aborting the job, since they may be waiting for this rank's "
+            "messages\n",
             rank, what);
     fflush(stderr);
     PMPI_Abort(comm, code);

@@ -74,6 +74,10 @@ int aapc_args_raise_code(MPI_Comm comm, int code);
    through. */
 int aapc_args_raise_alone(MPI_Comm comm, int code);
 
+/* An error code of class cls whose string is `what` (MPI_Add_error_code/string, one code per
+   distinct message; cls itself when no code can be added), for aapc_args_raise_alone. */
+int aapc_args_error_code(int cls, const char *what);
+
 /* Make the executor's private duplicate return its errors to the entry point (which raises
    them on the user's communicator with aapc_args_raise_code) whatever handler the user's
    communicator had when it was duplicated. */

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aapc_alias.h"
 #include "aapc_alltoall_cluster.h"
 #include "aapc_args.h"
 #include "aapc_cluster_comm.h"
@@ -331,11 +332,13 @@ int aapc_nbc_alltoall(const aapc_cluster_t *cluster, int sync, const char *name,
         aapc_peers(comm, &peers) == MPI_SUCCESS && b > 0)
         sent = b * peers;
     int fortran = aapc_nbc_from_fortran(caller);
-    if (sync < 0 || fortran ||
+    int aliased = aapc_alias_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+    if (sync < 0 || fortran || aliased ||
         (rc = aapc_cluster_comm_begin(cluster, comm, &cc, &posted, &why)) != MPI_SUCCESS ||
         cc == NULL) {
         aapc_report_fallback(sync < 0   ? "the default routine has no run-time schedule"
                              : fortran ? AAPC_NBC_FORTRAN_WHY
+                             : aliased ? AAPC_ALIAS_WHY
                              : why     ? why
                                        : "not an intra-communicator the library can gather");
         atomic_fetch_add(&begun[0], 1);

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aapc_alias.h"
 #include "aapc_alltoall_rows.h" /* AAPC_VSYNC_BARRIER */
 #include "aapc_alltoallv_cluster.h"
 #include "aapc_args.h"
@@ -452,8 +453,11 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
         }
     }
     int fortran = aapc_nbc_from_fortran(caller);
+    /* the large-count and Alltoallw entries judged their own arguments' aliasing */
+    int aliased = own == NULL && aapc_alias_alltoallv(sendbuf, sendcounts, sendtype == recvtype,
+                                                      recvbuf, recvcounts);
     int usable = prog != NULL && prog->cluster != NULL && prog->sync != AAPC_VSYNC_BARRIER &&
-                 size >= 2 && !fortran;
+                 size >= 2 && !fortran && !aliased;
     if (usable)
         rc = aapc_cluster_comm_begin(prog->cluster, comm, &cc, &posted, &why);
     /* AAPC_WAY=library: only where every rank is known to share it (a gathered communicator) */
@@ -465,6 +469,7 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
             aapc_report_served("MPI library, forced");
         else
             aapc_report_fallback(fortran    ? AAPC_NBC_FORTRAN_WHY
+                                 : aliased ? AAPC_ALIAS_WHY
                                  : !usable ? "no run-time Alltoallv routine for this call"
                                  : why     ? why
                                            : "not an intra-communicator the library can gather");

@@ -51,6 +51,7 @@
 
 #include <mpi.h>
 
+#include "aapc_alias.h"
 #include "aapc_alltoallw.h"
 #include "aapc_args.h"
 #include "aapc_comm.h" /* aapc_warn_fallback */
@@ -204,6 +205,11 @@ static int alltoallw_nb(const char *entry, int persistent, const void *sendbuf,
     int library = aapc_args_to_library(comm, entry, entry);
     if (!library && aapc_nbc_from_fortran(caller)) {
         aapc_report_fallback(AAPC_NBC_FORTRAN_WHY);
+        library = 1;
+    }
+    if (!library && aapc_alias_alltoallv(sendbuf, sendcounts, sendtypes == recvtypes, recvbuf,
+                                         recvcounts)) {
+        aapc_report_fallback(AAPC_ALIAS_WHY);
         library = 1;
     }
     if (!library && ((rc = PMPI_Comm_size(comm, &n)) != MPI_SUCCESS ||
