@@ -1,6 +1,7 @@
 /*
- * aapc_fortran_alltoall.c: MPI_ALLTOALL and MPI_ALLTOALLV called from Fortran under Open MPI
- * (mpif.h, `use mpi`, `use mpi_f08`), served by the library's C entry points (aapc_fortran.h).
+ * aapc_fortran_alltoall.c: MPI_ALLTOALL, MPI_ALLTOALLV and MPI_ALLTOALLW called from Fortran
+ * under Open MPI (mpif.h, `use mpi`, `use mpi_f08`), served by the library's C entry points
+ * (aapc_fortran.h).
  *
  * Open MPI's bindings call PMPI_Alltoall / PMPI_Alltoallv directly: mpif.h and `use mpi`
  * programs call mpi_alltoall_ (or another mangling, all aliases of ompi_alltoall_f in
@@ -10,12 +11,14 @@
  * the f08 library's calls of ompi_alltoall_f) to them when the library is preloaded or linked
  * before the MPI library. pmpi_alltoall* stay the MPI library's (the profiling interface).
  *
- * Algorithm: convert the handles (MPI_Comm_f2c, MPI_Type_f2c), the Fortran MPI_IN_PLACE (send
- * buffer) and MPI_BOTTOM (either buffer) as Open MPI's own wrappers do, the count and
- * displacement arrays where MPI_Fint is not an int, then call MPI_Alltoall / MPI_Alltoallv (the
- * generated interposer: the argument checks, the error handler, the schedule or the library's
- * routine, the report) and store its result in ierr. Cost over the C call: the three or four
- * handle conversions (table lookups) and a few pointer comparisons.
+ * Algorithm: convert the handles (MPI_Comm_f2c, MPI_Type_f2c; MPI_ALLTOALLW's datatype arrays
+ * into one allocated C array), the Fortran MPI_IN_PLACE (send buffer) and MPI_BOTTOM (either
+ * buffer) as Open MPI's own wrappers do, the count and displacement arrays where MPI_Fint is not
+ * an int, then call MPI_Alltoall / MPI_Alltoallv / MPI_Alltoallw (the generated interposer and
+ * alltoallv/aapc_alltoallw.c: the argument checks, the error handler, the schedule or the
+ * library's routine, the report) and store its result in ierr. Cost over the C call: the three
+ * or four handle conversions (table lookups) and a few pointer comparisons; MPI_ALLTOALLW adds
+ * 2 P conversions and one allocation of 16 P bytes.
  */
 #include "aapc_fortran.h" /* mpi.h: which MPI this is */
 
@@ -59,6 +62,43 @@ static void fortran_alltoallv(void *sendbuf, const MPI_Fint *sendcounts, const M
         *ierr = (MPI_Fint)rc;
 }
 
+/* MPI_ALLTOALLW: the datatype arrays converted one by one (the send side's not under
+   MPI_IN_PLACE, where MPI leaves it unset), then the C MPI_Alltoallw (alltoallv/
+   aapc_alltoallw.c: served by the library's MPI_Alltoallv where the datatypes reduce). */
+static void fortran_alltoallw(void *sendbuf, const MPI_Fint *sendcounts, const MPI_Fint *sdispls,
+                              const MPI_Fint *sendtypes, void *recvbuf,
+                              const MPI_Fint *recvcounts, const MPI_Fint *rdispls,
+                              const MPI_Fint *recvtypes, const MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Comm c = MPI_Comm_f2c(*comm);
+    void *sbuf = aapc_fortran_buffer(sendbuf, 1);
+    int n = aapc_fortran_peers(c), in = sizeof(MPI_Fint) == sizeof(int) ? 0 : n;
+    int *copy[4];
+    const int *sc = aapc_fortran_ints(sendcounts, in, &copy[0]);
+    const int *sd = aapc_fortran_ints(sdispls, in, &copy[1]);
+    const int *rcn = aapc_fortran_ints(recvcounts, in, &copy[2]);
+    const int *rd = aapc_fortran_ints(rdispls, in, &copy[3]);
+    MPI_Datatype *types = malloc(sizeof *types * 2 * (size_t)(n > 0 ? n : 1));
+    int rc;
+    if ((sendcounts && !sc) || (sdispls && !sd) || (recvcounts && !rcn) || (rdispls && !rd) ||
+        types == NULL) {
+        rc = aapc_args_raise_alone(c, MPI_ERR_NO_MEM); /* the other ranks may go on: abort */
+    } else {
+        for (int i = 0; i < n; i++) {
+            types[i] = sbuf == MPI_IN_PLACE || sendtypes == NULL ? MPI_DATATYPE_NULL
+                                                                 : MPI_Type_f2c(sendtypes[i]);
+            types[n + i] = recvtypes == NULL ? MPI_DATATYPE_NULL : MPI_Type_f2c(recvtypes[i]);
+        }
+        rc = MPI_Alltoallw(sbuf, sc, sd, types, aapc_fortran_buffer(recvbuf, 0), rcn, rd,
+                           types + n, c);
+    }
+    free(types);
+    for (int i = 0; i < 4; i++)
+        free(copy[i]);
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
 #define AAPC_FORTRAN_ALLTOALL(name)                                                            \
     void name(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,          \
               MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);       \
@@ -81,6 +121,18 @@ static void fortran_alltoallv(void *sendbuf, const MPI_Fint *sendcounts, const M
                           recvtype, comm, ierr);                                               \
     }
 
+#define AAPC_FORTRAN_ALLTOALLW(name)                                                           \
+    void name(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes,    \
+              void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes,    \
+              MPI_Fint *comm, MPI_Fint *ierr);                                                 \
+    void name(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes,    \
+              void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes,    \
+              MPI_Fint *comm, MPI_Fint *ierr)                                                  \
+    {                                                                                          \
+        fortran_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,        \
+                          rdispls, recvtypes, comm, ierr);                                     \
+    }
+
 AAPC_FORTRAN_ALLTOALL(ompi_alltoall_f)
 AAPC_FORTRAN_ALLTOALL(mpi_alltoall)
 AAPC_FORTRAN_ALLTOALL(mpi_alltoall_)
@@ -97,11 +149,20 @@ AAPC_FORTRAN_ALLTOALLV(MPI_ALLTOALLV)
 AAPC_FORTRAN_ALLTOALLV(MPI_Alltoallv_f)
 AAPC_FORTRAN_ALLTOALLV(MPI_Alltoallv_f08)
 
+AAPC_FORTRAN_ALLTOALLW(ompi_alltoallw_f)
+AAPC_FORTRAN_ALLTOALLW(mpi_alltoallw)
+AAPC_FORTRAN_ALLTOALLW(mpi_alltoallw_)
+AAPC_FORTRAN_ALLTOALLW(mpi_alltoallw__)
+AAPC_FORTRAN_ALLTOALLW(MPI_ALLTOALLW)
+AAPC_FORTRAN_ALLTOALLW(MPI_Alltoallw_f)
+AAPC_FORTRAN_ALLTOALLW(MPI_Alltoallw_f08)
+
 /* `use mpi_f08`'s own entries, pass-throughs to ompi_*_f with the same arguments (ierror
    optional: NULL when left out) in Open MPI 4 and 5: defining them too keeps a linked
    libaapc.so needed under the linker's --as-needed (the program calls nothing else of it) */
 #if OMPI_MAJOR_VERSION < 6
 AAPC_FORTRAN_ALLTOALL(mpi_alltoall_f08_)
 AAPC_FORTRAN_ALLTOALLV(mpi_alltoallv_f08_)
+AAPC_FORTRAN_ALLTOALLW(mpi_alltoallw_f08_)
 #endif
 #endif

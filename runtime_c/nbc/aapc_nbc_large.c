@@ -215,10 +215,11 @@ static int alltoallw_nb(const char *entry, int persistent, const void *sendbuf,
     if (!library && ((rc = PMPI_Comm_size(comm, &n)) != MPI_SUCCESS ||
                      (rc = PMPI_Comm_rank(comm, &me)) != MPI_SUCCESS))
         return aapc_report_entry(t0, entry, "native", 0, comm, rc);
-    long long sb, rb, bytes;
-    W_BYTES(sendcounts, sendtypes, n, sb);
-    W_BYTES(recvcounts, recvtypes, n, rb);
-    bytes = inplace ? rb : sb;
+    long long bytes; /* under MPI_IN_PLACE the send arguments are not looked at */
+    if (inplace)
+        W_BYTES(recvcounts, recvtypes, n, bytes);
+    else
+        W_BYTES(sendcounts, sendtypes, n, bytes);
     if (library) {
         struct wown w = {{NULL, NULL, NULL, NULL}, sendbuf, recvbuf, sendcounts, sdispls,
                          recvcounts, rdispls, sendtypes, recvtypes, comm, 0, 0, NULL, NULL, NULL};
@@ -331,11 +332,12 @@ int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MP
 {
     static const char entry[] = "MPI_Ialltoallw_c";
     double t0 = aapc_report_begin();
-    long long sb, rb;
+    long long bytes; /* under MPI_IN_PLACE the send arguments are not looked at */
     int size = w_begin(entry, comm);
-    W_BYTES(sendcounts, sendtypes, size, sb);
-    W_BYTES(recvcounts, recvtypes, size, rb);
-    long long bytes = sendbuf == MPI_IN_PLACE ? rb : sb;
+    if (sendbuf == MPI_IN_PLACE)
+        W_BYTES(recvcounts, recvtypes, size, bytes);
+    else
+        W_BYTES(sendcounts, sendtypes, size, bytes);
     int rc = PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
                                rdispls, recvtypes, comm, request);
     return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
@@ -349,11 +351,12 @@ int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[],
 {
     static const char entry[] = "MPI_Alltoallw_init_c";
     double t0 = aapc_report_begin();
-    long long sb, rb;
+    long long bytes; /* under MPI_IN_PLACE the send arguments are not looked at */
     int size = w_begin(entry, comm);
-    W_BYTES(sendcounts, sendtypes, size, sb);
-    W_BYTES(recvcounts, recvtypes, size, rb);
-    long long bytes = sendbuf == MPI_IN_PLACE ? rb : sb;
+    if (sendbuf == MPI_IN_PLACE)
+        W_BYTES(recvcounts, recvtypes, size, bytes);
+    else
+        W_BYTES(sendcounts, sendtypes, size, bytes);
     int rc = PMPI_Alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
                                    rdispls, recvtypes, comm, info, request);
     return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
