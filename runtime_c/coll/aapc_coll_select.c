@@ -425,6 +425,25 @@ static int mismatch(const char *routine, const char *a, long long abytes, const 
     return aapc_args_error_code(MPI_ERR_TRUNCATE, what);
 }
 
+/* Buffers the MPI library refuses as aliased (common/aapc_alias.h): where the ranks' choice is
+   the library's, the library judges the call; where it is ours, this rank raises
+   MPI_ERR_BUFFER through comm's error handler and moves nothing, as the library would (the
+   choice came first, so the layout's first use, a collective, happened on every rank; a root
+   refused alone leaves the others in the call, which its next call meets). Returns the code
+   raised, MPI_SUCCESS when the call goes on. */
+static int refuse_aliased(int aliased, const char *routine, MPI_Comm comm, enum way *way,
+                          const char **why)
+{
+    if (!aliased || *way == LIBRARY)
+        return MPI_SUCCESS;
+    char what[160];
+    snprintf(what, sizeof what, "aapcgen %s: sendbuf and recvbuf are aliased (pass MPI_IN_PLACE)",
+             routine);
+    *way = LIBRARY;
+    *why = "aliased buffers, MPI_ERR_BUFFER raised";
+    return aapc_args_raise_code(comm, aapc_args_error_code(MPI_ERR_BUFFER, what));
+}
+
 int aapc_coll_bcast_entry(const aapc_cluster_t *cluster, const char *name, void *buf, int count,
                           MPI_Datatype type, int root, MPI_Comm comm)
 {
@@ -456,13 +475,16 @@ int aapc_coll_allgather_entry(const aapc_cluster_t *cluster, const char *name,
     int size = 0, rank = 0, rc = MPI_SUCCESS;
     long long block = valid_comm(comm) ? bytes_of(comm, recvcount, recvtype) : -1;
     int ok = block > 0 && recvbuf != NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
-             (long long)size * recvcount <= INT_MAX && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
-             !aapc_alias_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                   rank);
+             (long long)size * recvcount <= INT_MAX && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS;
     long long sent = sendbuf == MPI_IN_PLACE ? block : bytes_of(comm, sendcount, sendtype);
     ok = ok && sent >= 0 && (sendbuf == MPI_IN_PLACE || sendbuf != NULL || sent == 0);
     if (ok)
         rc = choose(ALLGATHER, cluster, name, comm, block * size, &l, &way, &why);
+    if (rc == MPI_SUCCESS &&
+        (rc = refuse_aliased(aapc_alias_allgather(sendbuf, sendcount, sendtype, recvbuf,
+                                                  recvcount, recvtype, rank),
+                             "MPI_Allgather", comm, &way, &why)) != MPI_SUCCESS)
+        return done(t0, ALLGATHER, way, why, l, 0, rc, block, comm);
     if (rc == MPI_SUCCESS && way != LIBRARY && sent != block) /* the others run ours: alone */
         rc = mismatch("MPI_Allgather", "sendcount x sendtype", sent, "recvcount x recvtype", block);
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
@@ -486,10 +508,13 @@ int aapc_coll_allreduce_entry(const aapc_cluster_t *cluster, const char *name,
     long long bytes = valid_comm(comm) ? bytes_of(comm, count, type) : -1;
     int commutative = 0;
     if (bytes > 0 && sendbuf != NULL && recvbuf != NULL &&
-        !aapc_alias_reduce(sendbuf, recvbuf, count, 1) &&
         (rc = choose(ALLREDUCE, cluster, name, comm, bytes, &l, &way, &why)) == MPI_SUCCESS &&
         way != LIBRARY && !reducible(op, type, l))
         way = LIBRARY, why = "the operation and datatype";
+    if (rc == MPI_SUCCESS &&
+        (rc = refuse_aliased(aapc_alias_reduce(sendbuf, recvbuf, count, 1), "MPI_Allreduce", comm,
+                             &way, &why)) != MPI_SUCCESS)
+        return done(t0, ALLREDUCE, way, why, l, 0, rc, bytes, comm);
     if (way == RING && (PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS || !commutative))
         way = HIER; /* the ring combines in ring order */
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
@@ -512,8 +537,7 @@ int aapc_coll_reduce_entry(const aapc_cluster_t *cluster, const char *name, cons
     long long bytes = valid_comm(comm) ? bytes_of(comm, count, type) : -1;
     /* the receive buffer matters at the root only, MPI_IN_PLACE only there */
     int ok = bytes > 0 && valid_root(comm, root) && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
-             sendbuf != NULL && (rank == root ? recvbuf != NULL : sendbuf != MPI_IN_PLACE) &&
-             !aapc_alias_reduce(sendbuf, recvbuf, count, rank == root);
+             sendbuf != NULL && (rank == root ? recvbuf != NULL : sendbuf != MPI_IN_PLACE);
     if (ok && (rc = choose(REDUCE, cluster, name, comm, bytes, &l, &way, &why)) == MPI_SUCCESS &&
         way != LIBRARY && !reducible(op, type, l))
         way = LIBRARY, why = "the operation and datatype";
@@ -526,6 +550,10 @@ int aapc_coll_reduce_entry(const aapc_cluster_t *cluster, const char *name, cons
         else
             way = HIER;
     }
+    if (rc == MPI_SUCCESS &&
+        (rc = refuse_aliased(aapc_alias_reduce(sendbuf, recvbuf, count, rank == root),
+                             "MPI_Reduce", comm, &way, &why)) != MPI_SUCCESS)
+        return done(t0, REDUCE, way, why, l, 0, rc, bytes, comm);
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
         rc = way != LIBRARY ? aapc_coll_reduce(l, step_of(way), sendbuf, recvbuf, count, type, op,
@@ -574,12 +602,15 @@ int aapc_coll_scatter_entry(const aapc_cluster_t *cluster, const char *name, con
                                                             : block; /* the root's own block */
     ok = ok && block > 0 && block * size <= INT_MAX && own >= 0 &&
          (rank == root ? sendbuf != NULL && (recvbuf != NULL || own == 0)
-                       : recvbuf != NULL && recvbuf != MPI_IN_PLACE) &&
-         !aapc_alias_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, rank,
-                             rank == root);
+                       : recvbuf != NULL && recvbuf != MPI_IN_PLACE);
     if (ok)
         rc = choose(SCATTER, cluster, name, comm, block, &l, &way, &why); /* per rank: the
                                         root's N - 1 sends cost latency, not a tree's log P */
+    if (rc == MPI_SUCCESS &&
+        (rc = refuse_aliased(aapc_alias_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                                recvtype, rank, rank == root),
+                             "MPI_Scatter", comm, &way, &why)) != MPI_SUCCESS)
+        return done(t0, SCATTER, way, why, l, 0, rc, block, comm);
     if (rc == MPI_SUCCESS && way != LIBRARY && own != block) /* the others run ours: alone */
         rc = mismatch("MPI_Scatter", "sendcount x sendtype", block, "recvcount x recvtype", own);
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
@@ -612,11 +643,14 @@ int aapc_coll_scatterv_entry(const aapc_cluster_t *cluster, const char *name,
         ok = sendcounts != NULL && displs != NULL && bytes_of(comm, 0, sendtype) == 0;
         for (int q = 0; ok && q < size; q++)
             ok = sendcounts[q] >= 0 && (sendcounts[q] == 0 || sendbuf != NULL);
-        ok = ok && !aapc_alias_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
-                                        recvcount, recvtype, rank, 1);
     }
     if (ok)
         rc = choose(SCATTERV, cluster, name, comm, 0, &l, &way, &why);
+    if (ok && rc == MPI_SUCCESS && rank == root &&
+        (rc = refuse_aliased(aapc_alias_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                                                 recvcount, recvtype, rank, 1),
+                             "MPI_Scatterv", comm, &way, &why)) != MPI_SUCCESS)
+        return done(t0, SCATTERV, way, why, l, 0, rc, mine, comm);
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
         rc = way != LIBRARY ? aapc_coll_scatterv(l, sendbuf, sendcounts, displs, sendtype,

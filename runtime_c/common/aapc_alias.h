@@ -1,8 +1,11 @@
 /*
- * aapc_alias.h: whether the MPI library refuses a collective's buffers as aliased. An entry of
- * the library that finds it hands the call to the MPI library's own routine, which raises the
- * error in its own words, so a program that tests for that error (MPICH's test/mpi/errors/coll
- * noalias, noalias2, noalias3) sees what it sees without the library preloaded.
+ * aapc_alias.h: whether the MPI library refuses a collective's buffers as aliased, so that a
+ * program that tests for that error (MPICH's test/mpi/errors/coll noalias, noalias2, noalias3)
+ * sees what it sees without the library preloaded. The non-blocking all-to-alls hand such a
+ * call to the MPI library's own routine, which raises the error in its own words; the other
+ * collectives (coll/aapc_coll_select.c) choose first, as for any call (the layout's first use is
+ * collective), then hand it to the library where that is the choice, or raise MPI_ERR_BUFFER
+ * themselves without moving a byte; the blocking MPI_Alltoallw raises it through its agreement.
  *
  * Rule. MPICH's bindings (maint/local_python/binding_c.py, MPIR_ERRTEST_ALIAS_COLL: class
  * MPI_ERR_BUFFER, "Buffers must not be aliased") compare two pointers on an intra-communicator,
@@ -20,6 +23,8 @@
  * takes the way it would take without the check. A rank whose arguments are refused does not
  * communicate; a root refused alone leaves the others in the call, as with MPICH alone (its
  * next, correct call of the same collective meets them: the way depends on the sizes only).
+ * An MPICH built without argument checks runs such a call where the library's routine is the
+ * choice, and the other ranks, which chose the same, run it with it.
  * Cost: a few comparisons and one MPI_Type_size; pure otherwise.
  */
 #ifndef AAPC_ALIAS_H
