@@ -30,6 +30,8 @@
 #ifndef AAPC_ALIAS_H
 #define AAPC_ALIAS_H
 
+#include <stdint.h>
+
 #include <mpi.h>
 
 #include "aapc_mpi.h" /* aapc_type_size */
@@ -47,7 +49,8 @@ static inline int aapc_alias_at(const void *sendbuf, const void *base, MPI_Aint 
     int64_t size = 0;
     if (base == NULL || base == MPI_IN_PLACE || aapc_type_size(t, &size) != MPI_SUCCESS)
         return 0;
-    return (const char *)sendbuf == (const char *)base + index * (MPI_Aint)count * size;
+    /* as integers: the sum need not point into base's object */
+    return (uintptr_t)sendbuf == (uintptr_t)base + (uintptr_t)(index * (MPI_Aint)count * size);
 }
 
 /* MPI_Allreduce on every rank; MPI_Reduce with root_here at the root only. */
