@@ -38,6 +38,30 @@ static void fortran_alltoall(void *sendbuf, const MPI_Fint *sendcount, const MPI
         *ierr = (MPI_Fint)rc;
 }
 
+/* The count and displacement arrays of an MPI_ALLTOALLV or MPI_ALLTOALLW (send counts, send
+   displacements, receive counts, receive displacements) as C ints, n entries each where they
+   must be copied (aapc_fortran_ints). 0 when a copy could not be allocated; free_ints after. */
+struct ints {
+    const int *a[4];
+    int *copy[4];
+};
+
+static int to_ints(const MPI_Fint *const in[4], int n, struct ints *out)
+{
+    int ok = 1;
+    for (int i = 0; i < 4; i++) {
+        out->a[i] = aapc_fortran_ints(in[i], n, &out->copy[i]);
+        ok = ok && (in[i] == NULL || out->a[i] != NULL);
+    }
+    return ok;
+}
+
+static void free_ints(struct ints *x)
+{
+    for (int i = 0; i < 4; i++)
+        free(x->copy[i]);
+}
+
 static void fortran_alltoallv(void *sendbuf, const MPI_Fint *sendcounts, const MPI_Fint *sdispls,
                               const MPI_Fint *sendtype, void *recvbuf, const MPI_Fint *recvcounts,
                               const MPI_Fint *rdispls, const MPI_Fint *recvtype,
@@ -45,19 +69,16 @@ static void fortran_alltoallv(void *sendbuf, const MPI_Fint *sendcounts, const M
 {
     MPI_Comm c = MPI_Comm_f2c(*comm);
     int n = sizeof(MPI_Fint) == sizeof(int) ? 0 : aapc_fortran_peers(c);
-    int *copy[4];
-    const int *sc = aapc_fortran_ints(sendcounts, n, &copy[0]);
-    const int *sd = aapc_fortran_ints(sdispls, n, &copy[1]);
-    const int *rcn = aapc_fortran_ints(recvcounts, n, &copy[2]);
-    const int *rd = aapc_fortran_ints(rdispls, n, &copy[3]);
+    const MPI_Fint *in[4] = {sendcounts, sdispls, recvcounts, rdispls};
+    struct ints x;
     int rc;
-    if ((sendcounts && !sc) || (sdispls && !sd) || (recvcounts && !rcn) || (rdispls && !rd))
+    if (!to_ints(in, n, &x))
         rc = aapc_args_raise_alone(c, MPI_ERR_NO_MEM); /* the other ranks may go on: abort */
     else
-        rc = MPI_Alltoallv(aapc_fortran_buffer(sendbuf, 1), sc, sd, MPI_Type_f2c(*sendtype),
-                           aapc_fortran_buffer(recvbuf, 0), rcn, rd, MPI_Type_f2c(*recvtype), c);
-    for (int i = 0; i < 4; i++)
-        free(copy[i]);
+        rc = MPI_Alltoallv(aapc_fortran_buffer(sendbuf, 1), x.a[0], x.a[1],
+                           MPI_Type_f2c(*sendtype), aapc_fortran_buffer(recvbuf, 0), x.a[2],
+                           x.a[3], MPI_Type_f2c(*recvtype), c);
+    free_ints(&x);
     if (ierr != NULL)
         *ierr = (MPI_Fint)rc;
 }
@@ -72,16 +93,13 @@ static void fortran_alltoallw(void *sendbuf, const MPI_Fint *sendcounts, const M
 {
     MPI_Comm c = MPI_Comm_f2c(*comm);
     void *sbuf = aapc_fortran_buffer(sendbuf, 1);
-    int n = aapc_fortran_peers(c), in = sizeof(MPI_Fint) == sizeof(int) ? 0 : n;
-    int *copy[4];
-    const int *sc = aapc_fortran_ints(sendcounts, in, &copy[0]);
-    const int *sd = aapc_fortran_ints(sdispls, in, &copy[1]);
-    const int *rcn = aapc_fortran_ints(recvcounts, in, &copy[2]);
-    const int *rd = aapc_fortran_ints(rdispls, in, &copy[3]);
+    int n = aapc_fortran_peers(c);
+    const MPI_Fint *in[4] = {sendcounts, sdispls, recvcounts, rdispls};
+    struct ints x;
+    int ok = to_ints(in, sizeof(MPI_Fint) == sizeof(int) ? 0 : n, &x);
     MPI_Datatype *types = malloc(sizeof *types * 2 * (size_t)(n > 0 ? n : 1));
     int rc;
-    if ((sendcounts && !sc) || (sdispls && !sd) || (recvcounts && !rcn) || (rdispls && !rd) ||
-        types == NULL) {
+    if (!ok || types == NULL) {
         rc = aapc_args_raise_alone(c, MPI_ERR_NO_MEM); /* the other ranks may go on: abort */
     } else {
         for (int i = 0; i < n; i++) {
@@ -89,12 +107,11 @@ static void fortran_alltoallw(void *sendbuf, const MPI_Fint *sendcounts, const M
                                                                  : MPI_Type_f2c(sendtypes[i]);
             types[n + i] = recvtypes == NULL ? MPI_DATATYPE_NULL : MPI_Type_f2c(recvtypes[i]);
         }
-        rc = MPI_Alltoallw(sbuf, sc, sd, types, aapc_fortran_buffer(recvbuf, 0), rcn, rd,
-                           types + n, c);
+        rc = MPI_Alltoallw(sbuf, x.a[0], x.a[1], types, aapc_fortran_buffer(recvbuf, 0), x.a[2],
+                           x.a[3], types + n, c);
     }
     free(types);
-    for (int i = 0; i < 4; i++)
-        free(copy[i]);
+    free_ints(&x);
     if (ierr != NULL)
         *ierr = (MPI_Fint)rc;
 }
