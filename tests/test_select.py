@@ -15,7 +15,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_cluster_c import placements
+from test_cluster_c import TOPOS, placements
 from trees import MBIT100, make_topology, star_of_subtrees, switch_trees
 
 from aapcgen.alltoall.capacity import capacity_model
@@ -53,6 +53,7 @@ def python_shape(topo, rank_machine: list[int]) -> Shape:  # noqa: ANN001
     return Shape(
         len(rank_machine), len(machines), max(counts), int(min(counts) == max(counts)),
         float(rank_phases), float(machine_phases), bound, float(machine_load),
+        int(machine_phases >= machine_load),  # seed 002's phases stream (C adds its groups')
     )  # fmt: skip
 
 
@@ -99,7 +100,7 @@ def shapes() -> st.SearchStrategy[Shape]:
     return st.builds(
         lambda n, r, bound, extra: Shape(
             n * r, n, r, 1, float(max(n * r - 1, extra)), float(max(n - 1, extra // (r * r))),
-            bound, float(max(n - 1, extra // (r * r))),
+            bound, float(max(n - 1, extra // (r * r))), 1,
         ),
         st.integers(2, 64),
         st.integers(1, 16),
@@ -109,18 +110,35 @@ def shapes() -> st.SearchStrategy[Shape]:
 
 
 @pytest.mark.parametrize(
-    ("machines", "phases", "load", "fits"),
-    [(1024, 1000.0, 2000.0, True), (1025, 1000.0, 2000.0, False), (4096, 2e6, 2e6, True),
-     (4097, 2e6, 2e6, False), (2048, 1e6, 1e6, True), (1, 0.0, 0.0, False)],
+    ("machines", "phases", "load", "streamed", "fits"),
+    [(1024, 1000.0, 2000.0, 0, True), (1025, 1000.0, 2000.0, 0, False),
+     (4096, 2e6, 2e6, 1, True), (4097, 2e6, 2e6, 1, False), (2048, 1e6, 1e6, 1, True),
+     (4096, 45876.0, 1835008.0, 1, True), (1, 0.0, 0.0, 1, False)],
 )  # fmt: skip
 def test_the_leaders_take_4096_machines_where_they_stream_their_phases(
-    machines, phases, load, fits
+    machines, phases, load, streamed, fits
 ):
-    """The aggregated ways take up to 1024 machines whose phases are the capacity-aware ones
-    (fewer phases than the busiest link's machine pairs: stored at the first call), up to 4096
-    where they are seed 002's (streamed); never one machine."""
-    shape = Shape(machines * 16, machines, 16, 1, 1e9, phases, 1e-9, load)
+    """The aggregated ways take up to 1024 machines whose phases are computed whole (the
+    general capacity-aware ones), up to 4096 where they stream (seed 002's, or the groups'
+    construction: three-level-4096's file speeds); never one machine."""
+    shape = Shape(machines * 16, machines, 16, 1, 1e9, phases, 1e-9, load, streamed)
     assert ("leaders" in way_costs(default_model(), shape, 1 << 20)) == fits
+
+
+@pytest.mark.parametrize(
+    ("name", "machines", "streamed"),
+    [("three-level-4096", 4096, 1), ("two-level-1024", 1024, 1), ("fat-4-4", 8, 0),
+     ("chain-4x4", 16, 1)],
+)  # fmt: skip
+def test_the_shape_says_where_the_leaders_stream(name, machines, streamed):
+    """machine_streamed: seed 002's phases (one link speed: chain-4x4), or faster root links
+    that set the bound (aapc_cluster_groups.c: three-level-4096, two-level-1024); fat-4-4's
+    uplinks carry as many machines as they have (C = N), which the construction does not take."""
+    from aapcgen.core.topology import load_topology
+
+    topo = load_topology(TOPOS / f"{name}.yaml")
+    shape = job_shape(topo, [m for m in range(machines) for _ in range(2)])
+    assert shape.machine_streamed == streamed
 
 
 models = st.fixed_dictionaries({k: st.floats(1e-10, 1e-2) for k in COST_FIELDS})

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_vsched_c import DRIVER, VSCHED, WARN, _input
-from trees import make_topology, switch_trees
+from trees import grouped_tree, make_topology, switch_trees
 
 from aapcgen.core.errors import VerificationError
 from aapcgen.core.topology import load_topology
@@ -312,3 +312,72 @@ def test_streamed_rows_on_the_shipped_jobs(rows_driver, case):
         assert streamed[:-1] == _rows_text(rows_driver, text, sync, 2, seed=False)
         uniform = len({*topo.machine_bandwidth, *(ln.bandwidth for ln in topo.links)}) == 1
         assert streamed[-1] == ("b seed" if uniform else "b stored"), (name, streamed[-1])
+
+
+G = 125e6  # 1 Gbit/s in bytes/s
+
+
+@st.composite
+def grouped_jobs(draw: st.DrawFn) -> tuple[str, int, int, str]:
+    """A tree of alike groups under a core (tests/trees.py grouped_tree) with faster switch
+    links, one rank on every machine in a random order, a sync kind and a window; and which
+    build may take it: "b seed" (seed 002's phases, one message per link and phase), "b stored"
+    (capacity-aware phases, the core links not the bound) or either (the core links set the
+    bound: the regime of cluster/aapc_cluster_groups.c, which takes most of them)."""
+    from aapcgen.alltoall.capacity import capacity_model
+    from aapcgen.alltoall.tree import analyze
+
+    k, e, m = draw(st.integers(2, 5)), draw(st.integers(0, 3)), draw(st.integers(2, 5))
+    core, agg = draw(st.sampled_from([2, 3, 4, 5, 8])), draw(st.sampled_from([1, 2, 3, 4, 8]))
+    topo = grouped_tree(k, e, m, core * G, agg * G, G)
+    tree = analyze(topo)
+    n, group, lb = topo.n_machines, topo.n_machines // k, capacity_model(tree).lower_bound
+    root = core < group and -(-group * (n - group) // core) == lb > n - 1
+    expect = "b seed" if lb >= tree.load else "either" if root else "b stored"
+    ranks = draw(st.permutations(range(n)))
+    return (
+        rows_input(topo, list(ranks)),
+        draw(st.sampled_from([1, 2, 3])),
+        draw(st.integers(1, 4)),
+        expect,
+    )
+
+
+@pytest.mark.mpi
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(grouped_jobs())
+def test_streamed_capacity_rows_are_the_stored_rows(rows_driver, job):
+    """Where the core links set the bound, cluster/aapc_cluster_groups.c streams the
+    capacity-aware phases (several messages per link and phase, syncs per lane) and
+    aapc_rows_build_seed builds every rank's rows from them: exactly the stored build's; where
+    the construction does not fit, or the bound is elsewhere, the stored build serves."""
+    text, sync, window, expect = job
+    stored = _rows_text(rows_driver, text, sync, window, seed=False)
+    streamed = _rows_text(rows_driver, text, sync, window, seed=True)
+    assert streamed[:-1] == stored
+    assert streamed[-1] in ("b seed", "b stored") and expect in ("either", streamed[-1])
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("shape", [(3, 0, 5, 2, 4), (4, 1, 6, 2, 3)])
+@pytest.mark.parametrize("sync", [1, 2])
+@pytest.mark.parametrize("window", [1, 2])
+def test_grouped_rows_syncs_are_sufficient(rows_driver, shape, sync, window):
+    """The streamed capacity-aware rows (the groups' construction takes these trees) put
+    together: their syncs order every contending pair on every lane, for w phases in flight."""
+    from aapcgen.alltoall.job import job_topology
+
+    k, e, m, core, agg = shape
+    topo = grouped_tree(k, e, m, core * G, agg * G, G)
+    ranks = list(range(topo.n_machines))[::-1]  # ranks in reverse machine order
+    text = rows_input(topo, ranks)
+    t = c_tables(
+        rows_driver, text, sync, flag="--rows", extra=("--window", str(window), "--seed", "1")
+    )
+    assert _rows_text(rows_driver, text, sync, window, seed=True)[-1] == "b seed"
+    phase, src, dst = (np.array(x, dtype=np.int64) for x in zip(*t["p"]))
+    syncs = syncs_of(t, KIND[sync])
+    job = job_topology(topo, ranks)
+    proof = verify_sync(job, phase, src, dst, KIND[sync], "all", 1, syncs, minimal=False,
+                        window=window)  # fmt: skip
+    assert proof.required_pairs > 0 and len(syncs[0]) > 0

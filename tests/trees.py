@@ -62,3 +62,19 @@ def switch_trees(draw: st.DrawFn, min_machines: int = 3, max_machines: int = 200
     order = draw(st.permutations(range(n)))
     machine_switch = [placement[order[r]] for r in range(n)]
     return make_topology(parents, machine_switch)
+
+
+def grouped_tree(k: int, e: int, m: int, core: float, agg: float, machine: float) -> Topology:
+    """A core switch s0 over k aggregation switches, each over e edge switches of m machines (e
+    = 0: m machines on each aggregation switch); links core-aggregation at `core`,
+    aggregation-edge at `agg`, machines at `machine` bytes/s (the shape of three-level-4096)."""
+    parents = [0] * k + [1 + a for a in range(k) for _ in range(e)]
+    if e == 0:
+        machine_switch = [1 + a for a in range(k) for _ in range(m)]
+    else:
+        machine_switch = [1 + k + s for s in range(k * e) for _ in range(m)]
+    t = make_topology(parents, machine_switch, name=f"grouped-{k}x{e}x{m}", bandwidth=machine)
+    links = tuple(
+        Link(ln.a, ln.b, core if ln.a == "s0" else agg) for ln in t.links
+    )  # fmt: skip
+    return Topology(**{**t.__dict__, "links": links})

@@ -9,11 +9,12 @@ no MPI call is made (the Allgather of 12 bytes per rank that precedes it is not 
 Jobs: 4,096 ranks (256 machines x 16 of two-level-1024), 16,384 (1,024 x 16), 65,536 (1,024 x
 64; and 4,096 x 16 of three-level-4096), every link at one speed (seed 002's phases, which a
 leader streams into its rows: "streamed"), then the 16,384- and 65,536-rank jobs again with the
-topology file's faster switch links (the capacity-aware phases, computed whole: "stored").
-Prints a Markdown table: milliseconds (minimum and median) of each part, which build the
-leader's rows took, and the peak resident memory of the process (a leader's) above the driver's
-own (a 2-rank job), against the target of 250 ms and 16 MiB per rank. About 2 minutes on the
-2-core VM (the stored 4,096-machine job: 1.2 GiB, 3 s per call).
+topology file's faster switch links (the capacity-aware phases: on both trees the root links
+set the bound, so runtime_c/cluster/aapc_cluster_groups.c streams them too; where it does not
+fit they are computed whole: "stored"). Prints a Markdown table: milliseconds (minimum and
+median) of each part, which build the leader's rows took, and the peak resident memory of the
+process (a leader's) above the driver's own (a 2-rank job), against the target of 250 ms and
+16 MiB per rank. About a minute on the 2-core VM.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from aapcgen.core.topology import load_topology  # noqa: E402
 
 # (topology, machines, ranks per machine, with the file's link speeds): without them every link
 # has one speed, so the phases are seed 002's (a leader streams them: none stored); with them the
-# faster switch links make them the capacity-aware ones (computed whole, then the rows)
+# faster switch links make them the capacity-aware ones (here the groups' construction, streamed)
 JOBS = [("two-level-1024", 256, 16, False), ("two-level-1024", 1024, 16, False),
         ("two-level-1024", 1024, 64, False), ("three-level-4096", 4096, 16, False),
         ("two-level-1024", 1024, 16, True), ("three-level-4096", 4096, 16, True)]  # fmt: skip

@@ -67,6 +67,7 @@ class _Shape(ctypes.Structure):
         ("machine_phases", ctypes.c_double),
         ("bound_s_per_byte", ctypes.c_double),
         ("machine_load", ctypes.c_double),
+        ("machine_streamed", ctypes.c_int32),
     ]
 
 
@@ -226,6 +227,7 @@ class Shape:
     machine_phases: float
     bound_s_per_byte: float
     machine_load: float
+    machine_streamed: int
 
 
 def job_shape(cluster: Topology, rank_machine: Sequence[int]) -> Shape:

@@ -433,39 +433,66 @@ nomem:
 }
 
 /*
- * The streamed build (aapc_rows_build_seed): seed 002's messages pass once each, in phase
- * order (cluster/aapc_cluster_phases.c aapc_job_phases_each), and are not kept. Each directed
- * edge keeps only its last w messages, so when a message passes, the message w places before
- * it on each edge of its path is at hand: if this rank sends the passing one, it waits for that
- * one's event; if that one is this rank's event, it fires to the passing one's source. These
- * are the pairs the stored build finds by searching each edge's list (one lane per edge: seed
- * 002's phases put at most one message on a link per phase; a second one falls back).
- * Cost: O(P^2 d) time, O(n_nodes w + P d) memory, against the stored build's 12 P^2 bytes of
+ * The streamed build (aapc_rows_build_seed): the job's messages pass once each, in phase order
+ * and by source inside a phase (cluster/aapc_cluster_phases.c aapc_job_phases_each: seed 002's
+ * phases, or the capacity-aware ones of cluster/aapc_cluster_groups.c), and are not kept. A
+ * directed edge of capacity c has c lanes (the k-th message of a phase on it in lane k, as the
+ * stored build counts them), and each lane keeps only its last w messages, so when a message
+ * passes, the message w places before it in its lane is at hand: if this rank sends the
+ * passing one, it waits for that one's event; if that one is this rank's event, it fires to
+ * the passing one's source. These are the pairs the stored build finds by searching each
+ * edge's list (more messages in a phase than a link's lanes fall back).
+ * Cost: O(P^2 d) time, O(lanes w + P d) memory, against the stored build's 12 P^2 bytes of
  * messages, 4 P^2 d of edge lists and their sorts.
  */
 struct stream {
     struct own_rows o;
     const int32_t *depth, *anc; /* anc: node v's ancestor at depth k at v * (D + 1) + k */
     int32_t D;                  /* the largest depth */
-    int me, receiver, sync_none, contended;
+    int me, receiver, sync_none, contended, lanes; /* lanes: a link carries several */
     int32_t w, ns, nr, cap; /* cap: the rows' length, P - 1 */
-    int32_t *edge;          /* per directed edge, 2 + 2 w ints: the ring's next slot, one unused,
-                               then its last w messages (phase, event), phase -1: none yet */
+    int32_t *edge;          /* per directed edge: its lane 0 (stream_sync) */
+    int32_t *lanes_of;      /* per directed edge, with lanes: the link's capacity */
+    int32_t *first;         /* per directed edge, with lanes: its lane 1 in ring */
+    int32_t *ring;          /* the lanes beyond lane 0 */
     struct ysync *fo, *in;
     int64_t nfo, nin;
 };
 
-/* Message (phase, src -> dst, event ev) on directed edge e; w: t->w (the literal 1 for the
-   default window, so the ring's arithmetic folds away). */
+/* A lane's ring of its last w messages (phase, event), phase -1: none yet: with w = 1 that
+   message alone, 2 ints; else the ring's next slot, one unused, then the w messages. */
+#define RING(w) ((w) == 1 ? 2 : 2 + 2 * (w))
+
+/* Message (phase, src -> dst, event ev) on directed edge e; w: t->w, L: t->lanes (literals in
+   the common cases, so the ring's and the lanes' arithmetic folds away). Without lanes (every
+   link of capacity 1) an edge is its one lane's ring; with lanes, two ints (the phase of its
+   last message, how many of that phase it has carried: the next one's lane) and lane 0's ring,
+   the other lanes' rings in t->ring from t->first[e]. */
 static inline void stream_sync(struct stream *t, int32_t e, int32_t phase, int32_t src,
-                               int32_t ev, int32_t w)
+                               int32_t ev, int32_t w, int L)
 {
-    int32_t *st = t->edge + (size_t)e * (size_t)(2 + 2 * w), slot = w == 1 ? 0 : st[0];
-    int32_t *x = st + 2 + 2 * slot; /* the message w places before this one, then its slot */
-    if (st[2 + 2 * (slot == 0 ? w - 1 : slot - 1)] == phase) {
-        t->contended = 1; /* two messages of a phase on one link */
-        return;
+    int32_t *st;
+    if (!L) {
+        st = t->edge + (size_t)e * (size_t)RING(w);
+        if (st[w == 1 ? 0 : 2 + 2 * (st[0] == 0 ? w - 1 : st[0] - 1)] == phase) {
+            t->contended = 1; /* two messages of a phase on a link of one lane */
+            return;
+        }
+    } else {
+        int32_t *h = t->edge + (size_t)e * (size_t)(2 + RING(w));
+        st = h + 2;
+        if (h[0] != phase) {
+            h[0] = phase;
+            h[1] = 1;
+        } else if (h[1] >= t->lanes_of[e]) {
+            t->contended = 1; /* more messages of a phase on a link than it carries */
+            return;
+        } else {
+            st = t->ring + (size_t)(t->first[e] + h[1]++ - 1) * (size_t)RING(w);
+        }
     }
+    int32_t slot = w == 1 ? 0 : st[0];
+    int32_t *x = w == 1 ? st : st + 2 + 2 * slot; /* the message w places before this one */
     if (x[0] >= 0) {
         if (src == t->me && x[1] != t->me)
             t->in[t->nin++] = (struct ysync){x[1], x[0], phase};
@@ -474,13 +501,12 @@ static inline void stream_sync(struct stream *t, int32_t e, int32_t phase, int32
     }
     x[0] = phase;
     x[1] = ev;
-    st[0] = slot + 1 == w ? 0 : slot + 1;
+    if (w > 1)
+        st[0] = slot + 1 == w ? 0 : slot + 1;
 }
 
-/* The edges of src -> dst: the up-edges of src's ancestors below the lowest common one, then
-   the down-edges of dst's (edge 2v up from node v, 2v + 1 down to it). */
 static inline void stream_message(struct stream *t, int32_t phase, int32_t src, int32_t dst,
-                                  int32_t w)
+                                  int32_t w, int L)
 {
     if (src == t->me && t->ns < t->cap) {
         t->o.send_phase[t->ns] = phase;
@@ -499,25 +525,24 @@ static inline void stream_message(struct stream *t, int32_t phase, int32_t src, 
         l++;
     int32_t ev = t->receiver ? dst : src;
     for (int32_t k = ds; k > l; k--)
-        stream_sync(t, 2 * as[k], phase, src, ev, w);
+        stream_sync(t, 2 * as[k], phase, src, ev, w, L);
     for (int32_t k = dd; k > l; k--)
-        stream_sync(t, 2 * ad[k] + 1, phase, src, ev, w);
+        stream_sync(t, 2 * ad[k] + 1, phase, src, ev, w, L);
 }
 
-static void stream_emit(void *ctx, int32_t phase, int32_t n, const int32_t *src,
-                        const int32_t *dst)
-{
-    struct stream *t = ctx;
-    for (int32_t i = 0; i < n; i++)
-        stream_message(t, phase, src[i], dst[i], t->w);
-}
-
-static void stream_emit1(void *ctx, int32_t phase, int32_t n, const int32_t *src,
-                         const int32_t *dst)
-{
-    for (int32_t i = 0; i < n; i++)
-        stream_message(ctx, phase, src[i], dst[i], 1);
-}
+/* The emit callbacks: window t->w or 1, lanes or not. */
+#define STREAM_EMIT(name, W, L)                                                                \
+    static void name(void *ctx, int32_t phase, int32_t n, const int32_t *src,                  \
+                     const int32_t *dst)                                                       \
+    {                                                                                          \
+        struct stream *t = ctx;                                                                \
+        for (int32_t i = 0; i < n; i++)                                                        \
+            stream_message(t, phase, src[i], dst[i], W, L);                                    \
+    }
+STREAM_EMIT(stream_emit, t->w, 0)
+STREAM_EMIT(stream_emit1, 1, 0)
+STREAM_EMIT(stream_emit_lanes, t->w, 1)
+STREAM_EMIT(stream_emit_lanes1, 1, 1)
 
 /* Every node's ancestor at each depth up to its own (itself): anc[v * (D + 1) + k]. */
 static void ancestors(const int32_t *parent, const int32_t *depth, int32_t nn, int32_t D,
@@ -553,20 +578,44 @@ int aapc_rows_build_seed(const aapc_cluster_t *c, const int32_t *rank_machine, i
     t.receiver = s->sync_kind == AAPC_SYNC_RECEIVER;
     t.sync_none = s->sync_kind == AAPC_SYNC_NONE;
     t.w = s->window;
-    size_t stride = 2 + 2 * (size_t)t.w;
+    size_t n_lanes = 0;
     if (!t.sync_none) {
-        t.edge = malloc(edges * stride * sizeof *t.edge);
+        for (size_t e = 0; tree->cap != NULL && e < edges; e++)
+            t.lanes |= tree->cap[e / 2] > 1;
+        size_t ring = (size_t)RING(t.w), es = (t.lanes ? 2 : 0) + ring;
+        t.edge = malloc(edges * es * sizeof *t.edge);
+        if (t.lanes) {
+            t.lanes_of = malloc(edges * sizeof *t.lanes_of);
+            t.first = malloc(edges * sizeof *t.first);
+        }
+        for (size_t e = 0; t.edge && (!t.lanes || (t.lanes_of && t.first)) && e < edges; e++) {
+            int32_t *h = t.edge + e * es;
+            for (size_t i = 0; i < es; i++) /* no messages, ring slot 0 */
+                h[i] = t.w > 1 && i >= es - ring && i < es - ring + 2 ? 0 : -1;
+            if (t.lanes) {
+                t.lanes_of[e] = tree->cap[e / 2] > 1 ? tree->cap[e / 2] : 1;
+                t.first[e] = (int32_t)n_lanes;
+                n_lanes += (size_t)t.lanes_of[e] - 1;
+            }
+        }
+        t.ring = malloc((n_lanes ? n_lanes : 1) * ring * sizeof *t.ring);
+        for (size_t i = 0; t.ring && i < n_lanes * ring; i++)
+            t.ring[i] = t.w > 1 && i % ring < 2 ? 0 : -1; /* ring slot 0, no messages */
         t.fo = malloc((size_t)P * per_message * sizeof *t.fo);
         t.in = malloc((size_t)P * per_message * sizeof *t.in);
-        for (size_t i = 0; t.edge && i < edges * stride; i++)
-            t.edge[i] = i % stride < 2 ? 0 : -1; /* slot 0, no messages */
     }
     aapc_job_phases_t info;
     int rc = AAPC_JOB_ENOMEM;
-    if (t.sync_none || (t.edge && t.fo && t.in))
-        rc = aapc_job_phases_each(c, rank_machine, P, t.w == 1 ? stream_emit1 : stream_emit, &t,
-                                  &info);
+    int fit = t.edge && (!t.lanes || (t.lanes_of && t.first)) && t.ring && t.fo && t.in;
+    if (t.sync_none || fit)
+        rc = aapc_job_phases_each(c, rank_machine, P,
+                                  t.lanes ? (t.w == 1 ? stream_emit_lanes1 : stream_emit_lanes)
+                                          : (t.w == 1 ? stream_emit1 : stream_emit),
+                                  &t, &info);
     free(t.edge);
+    free(t.lanes_of);
+    free(t.first);
+    free(t.ring);
     free(anc);
     if (rc != AAPC_JOB_OK || t.contended || t.ns != P - 1 || t.nr != P - 1) {
         free(t.fo);

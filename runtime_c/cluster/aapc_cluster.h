@@ -135,6 +135,9 @@ typedef struct aapc_job_shape {
     double machine_load;       /* the most machine pairs a link carries each way: seed 002's
                                   phases, which machine_phases reaches when no link is fast
                                   enough to carry two in a phase (the leaders stream them) */
+    int32_t machine_streamed;  /* 1: the leaders stream their machine-level phases (seed 002's,
+                                  or the exact ones of aapc_cluster_groups.c where faster root
+                                  links set the bound); 0: they compute them whole */
 } aapc_job_shape_t;
 
 /* The shape of P ranks, rank r on machine rank_machine[r]: O(P + S + M), any P. Returns
@@ -152,11 +155,12 @@ extern const aapc_cost_model_t aapc_cost_model_default;
 double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b);
 /* The most machines the aggregated ways take (each machine's leader builds its rows of the
    machine-level phases at the first call of the leader-based way): AAPC_LEADERS_MAX_MACHINES
-   when the phases are the capacity-aware ones (computed whole, 12 N^2 bytes:
+   when the phases are computed whole (the general capacity-aware ones, 12 N^2 bytes:
    tuning/bench_first_call.py 73 ms and 29 MiB at 1024 machines, 2.9 s and 1.2 GiB at 4096),
-   AAPC_LEADERS_MAX_MACHINES_STREAMED when they are seed 002's (streamed, each link keeping its
-   last w messages: 0.17 s and 5 MiB at 4096); larger jobs take the log-round exchange among all
-   ranks (O(P) at the first call) or the library. */
+   AAPC_LEADERS_MAX_MACHINES_STREAMED when they are streamed (machine_streamed: seed 002's, or
+   aapc_cluster_groups.c's, each link keeping its last w messages per lane: 0.18 s and 0.27 s,
+   both about 5 MiB, at 4096); larger jobs take the log-round exchange among all ranks (O(P) at
+   the first call) or the library. */
 #define AAPC_LEADERS_MAX_MACHINES 1024
 #define AAPC_LEADERS_MAX_MACHINES_STREAMED 4096
 /* 1 when the aggregated ways run on shape s: R > 1 ranks on every one of 2 to the limits

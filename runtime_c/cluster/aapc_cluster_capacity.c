@@ -8,7 +8,8 @@
  * a rank sends at most one and receives at most one message per phase. The lower bound on the
  * number of phases is LB = max(P - 1, max over links of ceil(load / c)) for P ranks, where a
  * link's load is |leaves below| x |leaves above|. With c = 1 everywhere LB is seed 002's L and
- * aapc_job_phases() keeps seed 002's construction; this file is used when LB < L.
+ * aapc_job_phases() keeps seed 002's construction; this file is used when LB < L and the
+ * streamed construction of aapc_cluster_groups.c (root links setting the bound) does not fit.
  *
  * Algorithm (T = LB to start with). Uniform two-level trees where (almost) every phase must be a
  * full permutation take the exact construction of aapc_cluster_twolevel.c when it fits; else:
@@ -92,16 +93,7 @@ int job_capacities(job_analysis *a, const aapc_cluster_t *c, const int32_t *rank
 
 /* ---- step 1: the order ---------------------------------------------------------------- */
 
-struct rooted {
-    int32_t n, P;
-    int32_t *par;       /* parent when hung from the root, -1 at the root */
-    int32_t *kid_off;   /* CSR children */
-    int32_t *kids;
-    int32_t *size;      /* leaves below (rooted) */
-    int32_t *bfs;       /* nodes, root first */
-};
-
-static void rooted_free(struct rooted *r)
+void job_rooted_free(struct rooted *r)
 {
     free(r->par);
     free(r->kid_off);
@@ -110,7 +102,7 @@ static void rooted_free(struct rooted *r)
     free(r->bfs);
 }
 
-static int rooted_build(const job_analysis *a, struct rooted *r)
+int job_rooted_build(const job_analysis *a, struct rooted *r)
 {
     int32_t n = a->tree.n_nodes, P = a->tree.n_leaves;
     memset(r, 0, sizeof *r);
@@ -124,7 +116,7 @@ static int rooted_build(const job_analysis *a, struct rooted *r)
     int32_t *fill = calloc((size_t)n, sizeof *fill);
     if (!r->par || !r->kid_off || !r->kids || !r->size || !r->bfs || !fill) {
         free(fill);
-        rooted_free(r);
+        job_rooted_free(r);
         return AAPC_JOB_ENOMEM;
     }
     for (int32_t v = 0; v < n; v++)
@@ -163,10 +155,9 @@ static int rooted_build(const job_analysis *a, struct rooted *r)
     return AAPC_JOB_OK;
 }
 
-/* The interleaved leaf order of every subtree, as ranks into one global order: the order of
-   a subtree is the global order restricted to it. Computed bottom-up: a node merges its
+/* The interleaved leaf order (aapc_cluster_impl.h), computed bottom-up: a node merges its
    children's lists by the key (j + 1/2) / |child| of the j-th leaf, ties by larger child. */
-static int interleave(const struct rooted *r, int32_t *pos)
+int job_interleave(const struct rooted *r, int32_t *pos)
 {
     int32_t n = r->n, P = r->P;
     int32_t **list = calloc((size_t)n, sizeof *list);
@@ -779,7 +770,7 @@ int job_phases_capacity(const job_analysis *a, aapc_job_phases_t *out, int64_t r
     f.cap = t->cap;
     f.rng = 0x9E3779B97F4A7C15ull;
     struct rooted r;
-    int rc = rooted_build(a, &r);
+    int rc = job_rooted_build(a, &r);
     if (rc != AAPC_JOB_OK) {
         snprintf(out->error, sizeof out->error, "out of memory for the job tree");
         return rc;
@@ -811,7 +802,8 @@ int job_phases_capacity(const job_analysis *a, aapc_job_phases_t *out, int64_t r
         goto nomem;
     if (rc == AAPC_JOB_OK)
         goto sort;
-    if ((rc = fit_tree(a, &f, leaf_at)) != AAPC_JOB_OK || (rc = interleave(&r, pos)) != AAPC_JOB_OK ||
+    if ((rc = fit_tree(a, &f, leaf_at)) != AAPC_JOB_OK ||
+        (rc = job_interleave(&r, pos)) != AAPC_JOB_OK ||
         (rc = order_messages(&r, pos, osrc, odst)) != AAPC_JOB_OK)
         goto fail;
     /* step 1 (end): messages over a tight link first, stable */
@@ -931,7 +923,7 @@ nomem:
 fail:
     if (rc == AAPC_JOB_EINVAL)
         snprintf(out->error, sizeof out->error, "internal: the message order is incomplete");
-    rooted_free(&r);
+    job_rooted_free(&r);
     free(pos);
     free(osrc);
     free(odst);

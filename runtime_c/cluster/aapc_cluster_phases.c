@@ -193,7 +193,44 @@ done:
     return rc;
 }
 
-/* unit: seed 002 whatever the capacities; else capacity-aware where that needs fewer phases */
+/* The streamed phases of aapc_cluster_groups.c kept (they come in (phase, src) order). */
+static void keep(void *ctx, int32_t phase, int32_t n, const int32_t *src, const int32_t *dst)
+{
+    struct emit *o = ctx;
+    for (int32_t i = 0; i < n; i++)
+        put(o, phase, src[i], dst[i]);
+}
+
+/* The exact phases of aapc_cluster_groups.c stored, or AAPC_JOB_EINVAL where they do not
+   apply. */
+static int groups_stored(const job_analysis *a, aapc_job_phases_t *out)
+{
+    int32_t P = a->tree.n_leaves;
+    int64_t nm = (int64_t)P * (P - 1);
+    struct emit o = {malloc((size_t)nm * sizeof(int32_t)), malloc((size_t)nm * sizeof(int32_t)),
+                     malloc((size_t)nm * sizeof(int32_t)), 0};
+    int32_t T = 0;
+    int rc = !o.phase || !o.src || !o.dst ? AAPC_JOB_ENOMEM : job_phases_groups(a, keep, &o, &T);
+    if (rc != AAPC_JOB_OK) {
+        free(o.phase);
+        free(o.src);
+        free(o.dst);
+        if (rc == AAPC_JOB_ENOMEM)
+            snprintf(out->error, sizeof out->error,
+                     "out of memory for the capacity phases of %d ranks", (int)P);
+        return rc;
+    }
+    out->phase = o.phase;
+    out->src = o.src;
+    out->dst = o.dst;
+    out->n_ranks = P;
+    out->n_phases = T;
+    out->n_messages = nm;
+    return AAPC_JOB_OK;
+}
+
+/* unit: seed 002 whatever the capacities; else capacity-aware where that needs fewer phases
+   (aapc_cluster_groups.c's where it applies, else aapc_cluster_capacity.c's) */
 static int job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
                       aapc_job_phases_t *out, int unit)
 {
@@ -204,7 +241,7 @@ static int job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int3
         return rc;
     if (unit || a.lower_bound >= a.load)
         rc = seed_phases(&a, out);
-    else
+    else if ((rc = groups_stored(&a, out)) == AAPC_JOB_EINVAL)
         rc = job_phases_capacity(&a, out, (int64_t)1 << 23);
     if (rc == AAPC_JOB_OK) {
         out->lower_bound = (int32_t)(unit ? a.load : a.lower_bound);
@@ -333,9 +370,21 @@ int aapc_job_phases_each(const aapc_cluster_t *c, const int32_t *rank_machine, i
     int rc = job_analyse(c, rank_machine, P, &a, info->error, (int)sizeof info->error);
     if (rc != AAPC_JOB_OK)
         return rc;
-    if (a.lower_bound < a.load) { /* faster links: the capacity-aware phases, stored */
+    if (a.lower_bound < a.load) { /* faster links: aapc_cluster_groups.c's phases, or stored */
+        int32_t T = 0;
+        rc = job_phases_groups(&a, emit, ctx, &T);
+        if (rc == AAPC_JOB_OK) {
+            info->n_ranks = P;
+            info->n_phases = info->lower_bound = T;
+            info->root = a.root;
+            info->bottleneck_a = a.bottleneck_a;
+            info->bottleneck_b = a.bottleneck_b;
+        } else if (rc == AAPC_JOB_ENOMEM) {
+            snprintf(info->error, sizeof info->error,
+                     "out of memory for the capacity phases of %d ranks", (int)P);
+        }
         job_analysis_free(&a);
-        return AAPC_JOB_ECAPACITY;
+        return rc == AAPC_JOB_EINVAL ? AAPC_JOB_ECAPACITY : rc;
     }
     int k = a.n_subtrees;
     int64_t *sizes = calloc((size_t)k, sizeof *sizes);

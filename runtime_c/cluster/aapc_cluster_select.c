@@ -66,7 +66,7 @@ static double lg(double x)
    log rounds among the machines' leaders. */
 int aapc_leaders_fit(const aapc_job_shape_t *s)
 {
-    int streamed = s->machine_phases >= s->machine_load;
+    int streamed = s->machine_streamed;
     return s->equal_per_machine && s->max_per_machine > 1 && s->machines >= 2 &&
            s->machines <= (streamed ? AAPC_LEADERS_MAX_MACHINES_STREAMED
                                     : AAPC_LEADERS_MAX_MACHINES);

@@ -19,14 +19,16 @@
  * phases: machine_phases reaches it when no link carries two machine pairs in a phase, and the
  * leaders then stream their rows), and bound_s_per_byte = max over links of rank load / bw: no
  * schedule moves blocks of b bytes in less than b x bound_s_per_byte seconds (seed 002
- * section 3).
+ * section 3). machine_streamed says whether the leaders stream the machine-level phases: seed
+ * 002's, or where faster links make them capacity-aware, aapc_cluster_groups.c's when its plan
+ * fits the machine-level tree (built and planned here: O(N d + machine_phases) more).
  * Cost: O(P + S + M) time and O(S + M) memory for P ranks, S switches and M machines; no
  * communication, no rank-level tree (so it holds for jobs far above AAPC_JOB_MAX_RANKS).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "aapc_cluster.h"
+#include "aapc_cluster_impl.h"
 
 static void *zalloc(size_t n, size_t size)
 {
@@ -59,6 +61,29 @@ static void account(int64_t below, int64_t total, double bw, double bref, int fa
         *phases = p;
     if ((double)load / bw > *s_per_unit)
         *s_per_unit = (double)load / bw;
+}
+
+/* *fit: 1 when the machine-level phases of the N machines with ranks (one per machine, in
+   machine order) are aapc_cluster_groups.c's, which the leaders stream. */
+static int groups_fit(const aapc_cluster_t *c, const int64_t *on, int32_t M, int32_t N,
+                      int32_t *fit)
+{
+    int32_t *lm = zalloc((size_t)N, sizeof *lm), n = 0;
+    if (lm == NULL)
+        return AAPC_JOB_ENOMEM;
+    for (int32_t m = 0; m < M; m++)
+        if (on[m] > 0)
+            lm[n++] = m;
+    job_analysis a;
+    char err[160];
+    int rc = job_analyse(c, lm, N, &a, err, (int)sizeof err);
+    *fit = 0;
+    if (rc == AAPC_JOB_OK) {
+        *fit = job_phases_groups_fit(&a);
+        job_analysis_free(&a);
+    }
+    free(lm);
+    return rc == AAPC_JOB_ENOMEM ? rc : AAPC_JOB_OK;
 }
 
 int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,
@@ -142,6 +167,12 @@ int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t
     out->machine_phases = (double)mph;
     out->bound_s_per_byte = rs;
     out->machine_load = (double)(mmost > N - 1 ? mmost : N - 1);
+    /* seed 002's phases (machine_phases reaches the load), or faster links whose phases the
+       leaders stream where aapc_cluster_groups.c's construction fits */
+    out->machine_streamed = mph >= out->machine_load;
+    if (!out->machine_streamed && N >= 2 && N <= AAPC_LEADERS_MAX_MACHINES_STREAMED &&
+        (rc = groups_fit(c, on, M, N, &out->machine_streamed)) != AAPC_JOB_OK)
+        goto done;
     rc = AAPC_JOB_OK;
 done:
     free(on);
