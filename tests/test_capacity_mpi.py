@@ -22,10 +22,10 @@ FAT = load_topology(ROOT / "topologies" / "fat-4-4.yaml")  # n0-n3 on a, m0-m3 o
 pytestmark = pytest.mark.mpi
 
 
-def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = ()) -> Path:
+def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = (), topo=FAT) -> Path:  # noqa: ANN001
     gen = tmp / "gen"
     if not gen.exists():
-        generate(FAT, variant_specs("all", (2,)), gen)
+        generate(topo, variant_specs("all", (2,)), gen)
     exe = tmp / f"check{len(extra)}{mpicc.parent.parent.name}"
     sources = sorted(str(p) for p in gen.glob("*.c"))
     cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
@@ -98,3 +98,48 @@ def test_open_mpi(tmp_path):
     proc = run(exe, WHOLE, "--max-bytes", "1000", ompi=True)
     passed(proc, 10 * 14)
     served(proc, parts=False, variants=10)
+
+
+# three groups of three machines under a core whose links carry two messages per phase: the
+# core links set the bound (ceil(3 x 6 / 2) = 9 phases against 8 for the machines), so the
+# run-time phases are runtime_c/cluster/aapc_cluster_groups.c's, streamed into each rank's rows
+GROUPS_YAML = """name: grouped-3x3
+bandwidth: 1Gbit
+switches: [core, "a[0-2]"]
+machines:
+  - {name: "n[0-8]", switch: "a[0-2]"}
+links:
+  - {ends: [core, "a[0-2]"], bandwidth: 2Gbit}
+"""
+
+
+def test_run_time_routines_on_grouped_tree(tmp_path):
+    """Every run-time variant (sender, receiver, barrier syncs) byte for byte on the whole
+    grouped tree: the per-rank phases with one rank per machine, the leaders' machine-level
+    phases with two; the dumped schedule is the construction's 9 optimal phases, proved by
+    `aapcgen verify`."""
+    topo_file = tmp_path / "grouped.yaml"
+    topo_file.write_text(GROUPS_YAML)
+    exe = build(tmp_path, topo=load_topology(topo_file))
+    whole = [f"n{i}" for i in range(9)]
+    proc = run(exe, whole, "--variant", "runtime-*", "--max-bytes", "4096",
+               env={"AAPC_WAY": "phases"})  # fmt: skip
+    passed(proc, 4 * 12)
+    served(proc, parts=True, variants=4)
+    proc = run(exe, [m for m in whole for _ in range(2)], "--variant", "runtime-*",
+               "--max-bytes", "1000", env={"AAPC_WAY": "leaders"})  # fmt: skip
+    passed(proc, 4 * 10)
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    proc = run(exe, whole, "--variant", "runtime-sender-all", "--max-bytes", "1000",
+               env={"AAPC_DUMP_SCHEDULE": str(dump), "AAPC_WAY": "phases"})  # fmt: skip
+    passed(proc, 5)
+    outs = []
+    for path in sorted(dump.glob("aapc-schedule-*.json")):  # the world and the harness's subsets
+        res = subprocess.run(
+            [str(BIN / "aapcgen"), "verify", str(topo_file), "--schedule", str(path)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert res.returncode == 0 and "so the schedule is optimal" in res.stdout, res.stderr
+        outs.append(res.stdout)
+    assert any("72 messages" in o and "9 phases = the lower bound 9" in o for o in outs), outs
