@@ -224,10 +224,21 @@ def make_build(mpi: Mpi, topo_file: Path, root: Path) -> Build:
     return Build(mpi, gen, compile_objects(mpi, gen), lib, n, root)
 
 
+_FIG1_BUILDS: dict[str, Build] = {}
+
+
+def fig1_build(mpi: Mpi, factory: pytest.TempPathFactory) -> Build:
+    """paper-fig1's generated directory and libaapc.so for ``mpi``, made once per test session:
+    test_misuse, test_large_mpi and test_programs_mpi run their programs against the same one
+    (each build compiles the whole runtime twice: 30-45 s on the 2-core VM)."""
+    if mpi.name not in _FIG1_BUILDS:
+        _FIG1_BUILDS[mpi.name] = make_build(mpi, FIG1, factory.mktemp(f"fig1-{mpi.name}"))
+    return _FIG1_BUILDS[mpi.name]
+
+
 @pytest.fixture(scope="module", params=FLAVOURS)
 def fig1(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Build:
-    mpi: Mpi = request.param
-    return make_build(mpi, FIG1, tmp_path_factory.mktemp(f"fig1-{mpi.name}"))
+    return fig1_build(request.param, tmp_path_factory)
 
 
 @pytest.fixture(scope="module", params=FLAVOURS)

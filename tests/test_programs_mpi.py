@@ -29,7 +29,7 @@ from test_misuse import (
     Build,
     C,
     Mpi,
-    make_build,
+    fig1_build,
     mpirun,
     sanitizer_clean,
 )
@@ -42,25 +42,15 @@ pytestmark = pytest.mark.mpi
 MACHINES = [f"n{i}" for i in range(5)]  # paper-fig1's machines
 
 
-_BUILDS: dict[str, Build] = {}
-
-
-def build_for(mpi: Mpi, factory: pytest.TempPathFactory) -> Build:
-    """paper-fig1's generated directory and libaapc.so for ``mpi``, made once per module."""
-    if mpi.name not in _BUILDS:
-        _BUILDS[mpi.name] = make_build(mpi, FIG1, factory.mktemp(f"programs-{mpi.name}"))
-    return _BUILDS[mpi.name]
-
-
 @pytest.fixture(scope="module", params=FLAVOURS)
 def fig1(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Build:
-    return build_for(request.param, tmp_path_factory)
+    return fig1_build(request.param, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def fig1_mpich(tmp_path_factory: pytest.TempPathFactory) -> Build:
     """MPICH only: the address-space margins are measured for MPICH's in-place algorithm."""
-    return build_for(MPICH, tmp_path_factory)
+    return fig1_build(MPICH, tmp_path_factory)
 
 
 def ways(
@@ -134,7 +124,7 @@ def test_thread_multiple(mpi: Mpi, threads: int, tmp_path_factory: pytest.TempPa
     races: the run-time routines (ranks on machines), the precomputed routine with level-1
     MPI_Alltoallv (which kept one schedule per process and aborted with "Invalid count").
     Open MPI with 2 threads (its progress engine is slow with more threads than cores)."""
-    fig1 = build_for(mpi, tmp_path_factory)
+    fig1 = fig1_build(mpi, tmp_path_factory)
     env = {"AAPC_TEST_DELAY_KEYS_US": "2000", "AAPC_QUIET": "1"}
     routines = [
         ({}, MACHINES),
