@@ -68,7 +68,7 @@ enum {
     AAPC_JOB_EINVAL = 1, /* fewer than 2 ranks, a machine index out of range, a bad cluster */
     AAPC_JOB_ENOMEM = 2,
     AAPC_JOB_ERANGE = 3,   /* more than AAPC_JOB_MAX_RANKS ranks */
-    AAPC_JOB_ECAPACITY = 4 /* aapc_job_phases_each: the job's phases are the capacity-aware ones */
+    AAPC_JOB_ECAPACITY = 4 /* aapc_job_phases_each: the phases are the general capacity ones */
 };
 
 /* The job tree (see above). */
@@ -109,11 +109,13 @@ int aapc_job_phases(const aapc_cluster_t *c, const int32_t *rank_machine, int32_
                     aapc_job_phases_t *out);
 void aapc_job_phases_free(aapc_job_phases_t *p);
 /* The same phases as aapc_job_phases streamed, none stored: emit(ctx, phase, n, src, dst) once
-   per phase that has messages, with its n messages src[i] -> dst[i] (in no set order), in phase
-   order, when they are seed 002's;
-   AAPC_JOB_ECAPACITY (nothing emitted) when they would be the capacity-aware ones. info gets
-   everything of aapc_job_phases_t but the messages (n_messages 0, no memory). Returns 0 or an
-   AAPC_JOB_* code (info->error says why). O(P^2) time, O(subtrees of the root) memory. */
+   per phase that has messages, with its n messages src[i] -> dst[i], in phase order, when they
+   are seed 002's (one message per link and phase; in no set order inside a phase) or the
+   capacity-aware ones of aapc_cluster_groups.c (by source inside a phase, as stored: a link's
+   lanes are the same); AAPC_JOB_ECAPACITY (nothing emitted) when they would be the general
+   scheduler's capacity-aware ones. info gets everything of aapc_job_phases_t but the messages
+   (n_messages 0, no memory). Returns 0 or an AAPC_JOB_* code (info->error says why). O(P^2)
+   time; memory O(subtrees of the root), O(P d + phases) for the groups' construction. */
 typedef void (*aapc_job_emit_fn)(void *ctx, int32_t phase, int32_t n, const int32_t *src,
                                  const int32_t *dst);
 int aapc_job_phases_each(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t P,

@@ -1,7 +1,7 @@
 /*
- * aapc_fortran_nbc.c: MPI_IALLTOALL and MPI_IALLTOALLV (and, in Open MPI 5, MPI_ALLTOALL_INIT
- * and MPI_ALLTOALLV_INIT) called from Fortran under Open MPI (mpif.h, `use mpi`,
- * `use mpi_f08`), served by the library's C entry points (aapc_fortran.h).
+ * aapc_fortran_nbc.c: MPI_IALLTOALL, MPI_IALLTOALLV and MPI_IALLTOALLW (and, in Open MPI 5,
+ * MPI_ALLTOALL_INIT and MPI_ALLTOALLV_INIT) called from Fortran under Open MPI (mpif.h,
+ * `use mpi`, `use mpi_f08`), served by the library's C entry points (aapc_fortran.h).
  *
  * Open MPI's bindings call PMPI_Ialltoall etc. directly: mpif.h and `use mpi` programs call
  * mpi_ialltoall_ (or another mangling, all aliases of ompi_ialltoall_f in libmpi_mpifh), and
@@ -23,13 +23,18 @@
  * (aapc_fortran_completions_ours, asked once per process).
  * MPI_IALLTOALLV's count and displacement arrays are read until the request completes, so
  * where MPI_Fint is not an int (no default build; a copy would have to outlive the call) the
- * call goes to the library's own Fortran routine (pmpi_ialltoallv_ and kin). Cost over the C
- * call: four or five handle conversions.
+ * call goes to the library's own Fortran routine (pmpi_ialltoallv_ and kin). MPI_IALLTOALLW's
+ * datatype arrays are converted into one allocated array that the request owns (nbc/
+ * aapc_nbc_large.c aapc_ialltoallw_owned; freed with the request); where the call goes to the
+ * MPI library, its own Fortran routine runs with the original arguments (Open MPI keeps its
+ * converted arrays until its request completes). Cost over the C call: four or five handle
+ * conversions; MPI_IALLTOALLW 2 P more and an allocation of 16 P bytes.
  */
 #include "aapc_fortran.h" /* mpi.h: which MPI this is */
 
 #if defined(AAPC_INTERCEPT) && defined(OPEN_MPI)
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "aapc_nbc.h" /* AAPC_HAVE_PERSISTENT_COLL, AAPC_NBC_FORTRAN_WHY */
 #include "aapc_report.h"
@@ -162,6 +167,87 @@ static void wide_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdisp
         *ierr = (MPI_Fint)(rc == MPI_SUCCESS ? MPI_ERR_INTERN : rc);
 }
 
+/* ---- MPI_IALLTOALLW: its datatype arrays converted into an array the request owns ---------- */
+
+typedef void fortran_w_t(void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *,
+                         MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+extern fortran_w_t pmpi_ialltoallw_ __attribute__((weak));
+extern fortran_w_t pmpi_ialltoallw __attribute__((weak));
+extern fortran_w_t pmpi_ialltoallw__ __attribute__((weak));
+extern fortran_w_t PMPI_IALLTOALLW __attribute__((weak));
+
+/* The call's Fortran arguments as it received them. */
+struct w_args {
+    void *sendbuf, *recvbuf;
+    MPI_Fint *sendcounts, *sdispls, *sendtypes, *recvcounts, *rdispls, *recvtypes, *comm;
+};
+
+/* The MPI library's own Fortran MPI_IALLTOALLW with the original arguments (it keeps its
+   converted arrays as long as its request): the library's way (aapc_nbc.h). */
+static int library_w(void *ctx, MPI_Request *request)
+{
+    struct w_args *a = ctx;
+    fortran_w_t *lib = pmpi_ialltoallw_    ? pmpi_ialltoallw_
+                       : pmpi_ialltoallw   ? pmpi_ialltoallw
+                       : pmpi_ialltoallw__ ? pmpi_ialltoallw__
+                                           : PMPI_IALLTOALLW;
+    MPI_Fint req = 0, ierr = MPI_ERR_INTERN;
+    if (lib == NULL) {
+        int rc = MPI_Comm_call_errhandler(MPI_Comm_f2c(*a->comm), MPI_ERR_INTERN);
+        return rc == MPI_SUCCESS ? MPI_ERR_INTERN : rc;
+    }
+    lib(a->sendbuf, a->sendcounts, a->sdispls, a->sendtypes, a->recvbuf, a->recvcounts,
+        a->rdispls, a->recvtypes, a->comm, &req, &ierr);
+    if (ierr == MPI_SUCCESS)
+        *request = MPI_Request_f2c(req);
+    return (int)ierr;
+}
+
+static void fortran_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls,
+                               MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts,
+                               MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm,
+                               MPI_Fint *request, MPI_Fint *ierr)
+{
+    struct w_args a = {sendbuf, recvbuf, sendcounts, sdispls, sendtypes, recvcounts, rdispls,
+                       recvtypes, comm};
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_Comm c = MPI_Comm_f2c(*comm);
+    void *sb = aapc_fortran_buffer(sendbuf, 1), *rb = aapc_fortran_buffer(recvbuf, 0);
+    int rc, n = aapc_fortran_peers(c);
+    MPI_Datatype *types = NULL;
+    if (sizeof(MPI_Fint) == sizeof(int) && aapc_fortran_completions_ours())
+        types = malloc(sizeof *types * 2 * (size_t)(n > 0 ? n : 1));
+    if (types == NULL) { /* completions not ours, MPI_Fint not an int, or no memory */
+        double t0 = library_begin();
+        rc = library_w(&a, &r);
+        rc = aapc_report_entry(t0, "MPI_Ialltoallw", "Fortran binding", 0, c, rc);
+        done(rc, r, request, ierr);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        types[i] = sb == MPI_IN_PLACE ? MPI_DATATYPE_NULL : MPI_Type_f2c(sendtypes[i]);
+        types[n + i] = MPI_Type_f2c(recvtypes[i]);
+    }
+    /* MPI_Fint is an int here: the count and displacement arrays are the C arrays */
+    rc = aapc_ialltoallw_owned(sb, (const int *)(const void *)sendcounts,
+                               (const int *)(const void *)sdispls, rb,
+                               (const int *)(const void *)recvcounts,
+                               (const int *)(const void *)rdispls, types, c, library_w, &a, &r);
+    done(rc, r, request, ierr);
+}
+
+#define AAPC_FORTRAN_IALLTOALLW(name)                                                          \
+    void name(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes,    \
+              void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes,    \
+              MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);                              \
+    void name(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes,    \
+              void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes,    \
+              MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)                               \
+    {                                                                                          \
+        fortran_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,       \
+                           rdispls, recvtypes, comm, request, ierr);                           \
+    }
+
 #define AAPC_FORTRAN_IALLTOALL(name)                                                           \
     void name(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,          \
               MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request,     \
@@ -206,9 +292,18 @@ AAPC_FORTRAN_IALLTOALLV(MPI_IALLTOALLV)
 AAPC_FORTRAN_IALLTOALLV(MPI_Ialltoallv_f)
 AAPC_FORTRAN_IALLTOALLV(MPI_Ialltoallv_f08)
 
+AAPC_FORTRAN_IALLTOALLW(ompi_ialltoallw_f)
+AAPC_FORTRAN_IALLTOALLW(mpi_ialltoallw)
+AAPC_FORTRAN_IALLTOALLW(mpi_ialltoallw_)
+AAPC_FORTRAN_IALLTOALLW(mpi_ialltoallw__)
+AAPC_FORTRAN_IALLTOALLW(MPI_IALLTOALLW)
+AAPC_FORTRAN_IALLTOALLW(MPI_Ialltoallw_f)
+AAPC_FORTRAN_IALLTOALLW(MPI_Ialltoallw_f08)
+
 #if OMPI_MAJOR_VERSION < 6 /* as in aapc_fortran_alltoall.c */
 AAPC_FORTRAN_IALLTOALL(mpi_ialltoall_f08_)
 AAPC_FORTRAN_IALLTOALLV(mpi_ialltoallv_f08_)
+AAPC_FORTRAN_IALLTOALLW(mpi_ialltoallw_f08_)
 #endif
 
 #ifdef AAPC_HAVE_PERSISTENT_COLL /* Open MPI 5 */

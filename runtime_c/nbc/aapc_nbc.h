@@ -184,6 +184,19 @@ struct aapc_nbc_owned {
 void aapc_nbc_own_next(aapc_nbc_owned_t *o);
 aapc_nbc_owned_t *aapc_nbc_own_take(void);
 
+/* MPI_Ialltoallw for a Fortran binding (fortran/aapc_fortran_nbc.c) whose datatype arrays were
+   converted into `types` (2 n: the send side, unset under MPI_IN_PLACE, then the receive side;
+   malloc'd): the request owns them and frees them when it is freed. Where the call goes to the
+   MPI library, library(ctx, request) runs instead, during this call: the MPI's own Fortran
+   routine with the original arguments (which keeps its own arrays as long as its request), and
+   `types` is freed. The count and displacement arrays are the caller's, read until completion
+   as MPI allows. */
+typedef int aapc_nbc_w_library_fn(void *ctx, MPI_Request *request);
+int aapc_ialltoallw_owned(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                          void *recvbuf, const int recvcounts[], const int rdispls[],
+                          MPI_Datatype *types, MPI_Comm comm, aapc_nbc_w_library_fn *library,
+                          void *ctx, MPI_Request *request);
+
 #ifdef __cplusplus
 }
 #endif

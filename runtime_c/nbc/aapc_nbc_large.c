@@ -111,11 +111,16 @@ struct wown {
     int *ints; /* 4 n */
     long long *row;
     char *inplace;
+    MPI_Datatype *types;           /* aapc_ialltoallw_owned: the converted arrays, ours */
+    aapc_nbc_w_library_fn *flib;   /* ... and the MPI's own Fortran routine, for `library` */
+    void *fctx;
 };
 
 static int wown_library(aapc_nbc_owned_t *o_, int persistent, MPI_Info info, MPI_Request *request)
 {
     struct wown *o = (struct wown *)o_;
+    if (o->flib != NULL) /* the Fortran call's own arguments, whose arrays the MPI keeps */
+        return o->flib(o->fctx, request);
 #ifdef AAPC_HAVE_PERSISTENT_COLL
     if (persistent)
         return PMPI_Alltoallw_init(o->sendbuf, o->sc, o->sd, o->st, o->recvbuf, o->rc, o->rd,
@@ -134,6 +139,7 @@ static void wown_release(aapc_nbc_owned_t *o_)
     free(o->ints);
     free(o->row);
     free(o->inplace);
+    free(o->types);
     free(o);
 }
 
@@ -194,11 +200,14 @@ static int wown_linear(aapc_nbc_owned_t *o_, MPI_Comm dup, int tag, MPI_Request 
     return MPI_SUCCESS;
 }
 
+/* types, flib, fctx: aapc_ialltoallw_owned's (sendtypes and recvtypes are in types), else
+   NULL. */
 static int alltoallw_nb(const char *entry, int persistent, const void *sendbuf,
                         const int sendcounts[], const int sdispls[],
                         const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                         const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
-                        MPI_Info info, const void *caller, MPI_Request *request)
+                        MPI_Info info, const void *caller, MPI_Request *request,
+                        MPI_Datatype *types, aapc_nbc_w_library_fn *flib, void *fctx)
 {
     double t0 = aapc_report_begin();
     int rc, n = 0, me = 0, inplace = sendbuf == MPI_IN_PLACE, cls = 0;
@@ -222,8 +231,10 @@ static int alltoallw_nb(const char *entry, int persistent, const void *sendbuf,
         W_BYTES(sendcounts, sendtypes, n, bytes);
     if (library) {
         struct wown w = {{NULL, NULL, NULL, NULL}, sendbuf, recvbuf, sendcounts, sdispls,
-                         recvcounts, rdispls, sendtypes, recvtypes, comm, 0, 0, NULL, NULL, NULL};
+                         recvcounts, rdispls, sendtypes, recvtypes, comm, 0, 0, NULL, NULL, NULL,
+                         NULL, flib, fctx};
         rc = wown_library(&w.base, persistent, info, request);
+        free(types);
         return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
     }
     char what[200] = "";
@@ -237,12 +248,13 @@ static int alltoallw_nb(const char *entry, int persistent, const void *sendbuf,
     if (ints == NULL || cls != 0) { /* this rank alone: the others would wait for it */
         free(o);
         free(ints);
+        free(types);
         rc = aapc_args_raise_alone(comm, cls != 0 ? cls : MPI_ERR_NO_MEM);
         return aapc_report_entry(t0, entry, "native", bytes, comm, rc);
     }
     *o = (struct wown){{wown_library, NULL, NULL, wown_release}, sendbuf, recvbuf, sendcounts,
                        sdispls, recvcounts, rdispls, sendtypes, recvtypes, comm, n, me, ints,
-                       NULL, NULL};
+                       NULL, NULL, types, flib, fctx};
     MPI_Datatype sone = MPI_BYTE, rone = MPI_BYTE;
     int *sc = inplace ? ints + 2 * n : ints, *sd = inplace ? ints + 3 * n : ints + n;
     int cause = inplace ? 0 : aapc_alltoallw_reduce(sendcounts, sdispls, sendtypes, n, ints,
@@ -293,7 +305,20 @@ int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispl
 {
     return alltoallw_nb("MPI_Ialltoallw", 0, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                         recvcounts, rdispls, recvtypes, comm, MPI_INFO_NULL, AAPC_CALLER,
-                        request);
+                        request, NULL, NULL, NULL);
+}
+
+int aapc_ialltoallw_owned(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                          void *recvbuf, const int recvcounts[], const int rdispls[],
+                          MPI_Datatype *types, MPI_Comm comm, aapc_nbc_w_library_fn *library,
+                          void *ctx, MPI_Request *request)
+{
+    int n = 0;
+    if (PMPI_Comm_size(comm, &n) != MPI_SUCCESS)
+        n = 0; /* the entry's own checks say why */
+    return alltoallw_nb("MPI_Ialltoallw", 0, sendbuf, sendcounts, sdispls, types, recvbuf,
+                        recvcounts, rdispls, types + n, comm, MPI_INFO_NULL, NULL, request,
+                        types, library, ctx);
 }
 
 #ifdef AAPC_HAVE_PERSISTENT_COLL
@@ -304,7 +329,7 @@ int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sd
 {
     return alltoallw_nb("MPI_Alltoallw_init", 1, sendbuf, sendcounts, sdispls, sendtypes,
                         recvbuf, recvcounts, rdispls, recvtypes, comm, info, AAPC_CALLER,
-                        request);
+                        request, NULL, NULL, NULL);
 }
 #endif
 

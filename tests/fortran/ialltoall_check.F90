@@ -1,4 +1,4 @@
-! ialltoall_check.F90: MPI_IALLTOALL and MPI_IALLTOALLV (and, with -DAAPC_HAVE_INIT, the
+! ialltoall_check.F90: MPI_IALLTOALL, MPI_IALLTOALLV, MPI_IALLTOALLW (and, with -DAAPC_HAVE_INIT, the
 ! persistent MPI_ALLTOALL_INIT and MPI_ALLTOALLV_INIT) called from Fortran, completed together
 ! with the program's own point-to-point requests by every completion call, checked element by
 ! element. One source for the three bindings (-DAAPC_MPIF_H, -DAAPC_USE_MPI,
@@ -10,6 +10,7 @@
 !   E  MPI_IALLTOALLV alone, an MPI_REQUEST_GET_STATUS loop (the request stays), MPI_WAIT
 !   F  the same four, an MPI_TESTALL loop
 !   G  the same four, MPI_TESTANY and MPI_WAITSOME loops
+!   H  MPI_IALLTOALLW alone (MPI_IALLTOALLV's blocks: byte displacements, a datatype array)
 ! then MPI_CANCEL of an active MPI_IALLTOALL request (an error, returned) and, with the
 ! persistent calls, both started 100 times with persistent point-to-point (MPI_STARTALL or
 ! MPI_START; MPI_WAITALL, MPI_TESTALL or MPI_WAITSOME; MPI_START and MPI_REQUEST_FREE of an
@@ -17,7 +18,7 @@
 ! A blocking MPI_ALLTOALL comes first (the library's duplicate of the communicator).
 ! Every rank prints the numbers of its first failed checks; rank 0 prints exactly
 !   ialltoall_check: N passed, M failed
-!   calls: MPI_Ialltoall MPI_Ialltoallv MPI_Alltoall_init MPI_Alltoallv_init A B C D
+!   calls: MPI_Ialltoall MPI_Ialltoallv MPI_Alltoall_init MPI_Alltoallv_init MPI_Ialltoallw A B C D E
 module binding
 #if defined(AAPC_USE_MPI_F08)
   use mpi_f08
@@ -54,8 +55,14 @@ program ialltoall_check
   implicit none
   integer, parameter :: N = 300, ROUNDS = 4, RESTARTS = 100, TAG = 77
   integer :: rank, nprocs, ierr, left, right, round, i, k, npass, bad, fails
-  integer :: nia, niav, ninit, ninitv, outcount, idx, total
+  integer :: nia, niav, ninit, ninitv, niaw, outcount, idx, total, isize
   integer, allocatable :: sbuf(:), rbuf(:), svb(:), rvb(:), sc(:), sd(:), rc(:), rd(:)
+  integer, allocatable :: sdw(:), rdw(:)
+#if defined(AAPC_USE_MPI_F08)
+  type(MPI_Datatype), allocatable :: wt(:)
+#else
+  integer, allocatable :: wt(:)
+#endif
   integer :: pin(4), pout(4), seen(4), idxs(4)
   logical :: flag
   REQ_T :: req(4), preq(4)
@@ -80,12 +87,19 @@ program ialltoall_check
     rd(i) = rd(i + 1) + rc(i + 1) + 3
   end do
   allocate(svb(sd(1) + sc(1)), rvb(rd(1) + rc(1)))
+  ! Alltoallw: the same blocks, displacements in bytes, one datatype per peer
+  call MPI_TYPE_SIZE(MPI_INTEGER, isize, ierr)
+  allocate(sdw(nprocs), rdw(nprocs), wt(nprocs))
+  sdw = sd * isize
+  rdw = rd * isize
+  wt = MPI_INTEGER
   npass = 0
   bad = 0
   nia = 0
   niav = 0
   ninit = 0
   ninitv = 0
+  niaw = 0
   ! one blocking MPI_ALLTOALL first: the library gathers the communicator's machines and makes
   ! its duplicate there (under Open MPI the non-blocking calls cannot: docs/nonblocking.md)
   sbuf = rank
@@ -185,6 +199,14 @@ program ialltoall_check
     end do
     call expect(all(seen == 1) .and. all_null())
     call check_all(round + 600)
+
+    ! H: MPI_IALLTOALLW alone, MPI_WAIT (its datatype arrays are read until completion)
+    call fill(round + 800)
+    call MPI_IALLTOALLW(svb, sc, sdw, wt, rvb, rc, rdw, wt, MPI_COMM_WORLD, req(2), ierr)
+    niaw = niaw + 1
+    call MPI_WAIT(req(2), MPI_STATUS_IGNORE, ierr)
+    call expect(ierr == MPI_SUCCESS .and. req(2) == MPI_REQUEST_NULL)
+    call check_v(round + 800)
   end do
 
   ! MPI_CANCEL of a collective request is an error (returned: MPI_ERRORS_RETURN)
@@ -260,8 +282,8 @@ program ialltoall_check
   call MPI_REDUCE(bad, fails, 1, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
   if (rank == 0) then
     print '(a,i0,a,i0,a)', 'ialltoall_check: ', npass, ' passed, ', fails, ' failed'
-    print '(a,4(1x,i0))', 'calls: MPI_Ialltoall MPI_Ialltoallv MPI_Alltoall_init ' // &
-      'MPI_Alltoallv_init', nia, niav, ninit, ninitv
+    print '(a,5(1x,i0))', 'calls: MPI_Ialltoall MPI_Ialltoallv MPI_Alltoall_init ' // &
+      'MPI_Alltoallv_init MPI_Ialltoallw', nia, niav, ninit, ninitv, niaw
   end if
   call MPI_FINALIZE(ierr)
 
