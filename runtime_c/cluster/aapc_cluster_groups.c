@@ -16,12 +16,15 @@
  *      (a + d) mod k, C consecutive Q per phase (phase Q / C): every group link carries C
  *      messages each way in every phase but the last (LB phases in all); a phase's senders are
  *      C consecutive leaves, its receivers as well (up to one gap), all distinct when C < N.
+ *      Step 1 fits every phase when each link below the groups' tops has at most its capacity
+ *      of leaves in any C + 1 consecutive ones (checked once); else every phase is counted.
  *   2. Inside groups: the N (N - 1) messages i -> (i + r) mod N, r = 1 .. N - 1, cut into
  *      chunks of B consecutive senders (B the largest that the links below the group can carry
- *      on top of step 1's busiest phase, from each link's fullest window of B leaves); the
- *      chunks, in order, go greedily into the phases where they fit with step 1's messages of
- *      the phase and the chunks already there (senders, receivers and every link below the
- *      group counted exactly), all groups alike.
+ *      on top of step 1, from each link's fullest window of B leaves, and at most N - C - 1);
+ *      each phase tries the next LOOKAHEAD chunks not placed yet, first against step 1's
+ *      sender and receiver intervals, then counted exactly with step 1's messages and the
+ *      chunks already there (every link below the group), all groups alike. Chunks left over:
+ *      B halved (three tries, then single messages, while LOOKAHEAD per phase can hold them).
  *   3. Emission: phase by phase, every group's messages of steps 1 and 2, sorted by source
  *      through a bitmap of the P ranks (the (phase, src) order of the stored schedules, so the
  *      streamed rows' lanes are the stored ones).
@@ -362,6 +365,8 @@ static int groups_plan(const job_analysis *a, struct groups *g)
         g->B = B;
         g->per_shift = (g->N + B - 1) / B;
         g->n_chunks = (g->N - 1) * g->per_shift;
+        if ((int64_t)g->n_chunks > (int64_t)LOOKAHEAD * g->T)
+            break; /* more chunks than the phases can take (and smaller B: more still) */
         free(g->chunk);
         g->chunk = malloc((size_t)g->n_chunks * sizeof *g->chunk);
         if (g->chunk == NULL) {
