@@ -505,6 +505,8 @@ static inline void stream_sync(struct stream *t, int32_t e, int32_t phase, int32
         st[0] = slot + 1 == w ? 0 : slot + 1;
 }
 
+/* The edges of src -> dst: the up-edges of src's ancestors below the lowest common one, then
+   the down-edges of dst's (edge 2v up from node v, 2v + 1 down to it). */
 static inline void stream_message(struct stream *t, int32_t phase, int32_t src, int32_t dst,
                                   int32_t w, int L)
 {
