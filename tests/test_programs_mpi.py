@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 from test_misuse import (
     CFLAGS,
-    FIG1,
     FLAVOURS,
     MPICH,
     OMPI,
@@ -33,9 +32,6 @@ from test_misuse import (
     mpirun,
     sanitizer_clean,
 )
-
-from aapcgen.codegen.generate import generate, variant_specs
-from aapcgen.core.topology import load_topology
 
 pytestmark = pytest.mark.mpi
 
@@ -201,15 +197,12 @@ def test_datatype_larger_than_int_max(tmp_path_factory: pytest.TempPathFactory) 
     path MPI_Alltoall_c beyond an int count takes, and is checked there
     (tests/test_large_mpi.py test_alltoall_c_blocks_beyond_int_max): `bigtype 2049 a` runs it
     here by hand. 4 GiB of memory at the peak; MPICH only, not sanitized (the shadow memory
-    would double it)."""
-    root = tmp_path_factory.mktemp("bigtype")
-    gen = root / "gen"
-    generate(load_topology(FIG1), variant_specs("receiver-all", None), gen)
-    exe = root / "bigtype"
-    cmd = [str(MPICH.mpicc), *CFLAGS, "-O2", "-DAAPC_INTERCEPT", f"-I{gen}", str(C / "bigtype.c")]
-    subprocess.run([*cmd, *map(str, gen.glob("*.c")), "-o", str(exe)], check=True, timeout=600)
+    would double it): the library of the shared paper-fig1 build preloaded."""
+    build = fig1_build(MPICH, tmp_path_factory)
     proc = mpirun(
-        MPICH, 2, exe, "2049", "v", env={"AAPC_QUIET": "1"}, machines=["n0", "n1"], timeout=1200
-    )
-    assert passed(proc, "bigtype", "relinked") == 1
+        MPICH, 2, build.plain("bigtype"), "2049", "v",
+        env={"AAPC_QUIET": "1", "LD_PRELOAD": str(build.lib)}, machines=["n0", "n1"],
+        timeout=1200,
+    )  # fmt: skip
+    assert passed(proc, "bigtype", "preloaded") == 1
     assert "MPI_Type_size: -32766" in proc.stdout  # the type really is beyond an int
