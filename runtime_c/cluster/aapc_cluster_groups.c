@@ -147,11 +147,20 @@ static int overlap(int32_t a, int32_t la, int32_t b, int32_t lb, int32_t n)
     return la > 0 && lb > 0 && ((b - a + n) % n < la || (a - b + n) % n < lb);
 }
 
+/* Chunk h of step 2: the senders s .. end - 1 of shift r (i -> (i + r) mod N). */
+static void chunk_of(const struct groups *g, int32_t h, int32_t *r, int32_t *s, int32_t *end)
+{
+    *r = 1 + h / g->per_shift;
+    *s = (h % g->per_shift) * g->B;
+    *end = *s + g->B < g->N ? *s + g->B : g->N;
+}
+
 /* Chunk h of step 2 misses step 1's senders and receivers of the phase (inter_windows). */
 static int chunk_free(const struct groups *g, int32_t h)
 {
-    int32_t r = 1 + h / g->per_shift, s = (h % g->per_shift) * g->B, N = g->N;
-    int32_t n = (s + g->B < N ? s + g->B : N) - s, rs = (s + r) % N;
+    int32_t r, s, end, N = g->N;
+    chunk_of(g, h, &r, &s, &end);
+    int32_t n = end - s, rs = (s + r) % N;
     return !overlap(s, n, g->win[0], g->win[1], N) && !overlap(rs, n, g->win[2], g->win[3], N) &&
            !overlap(rs, n, g->win[4], g->win[5], N);
 }
@@ -159,8 +168,8 @@ static int chunk_free(const struct groups *g, int32_t h)
 /* Chunk h of step 2 in phase p, on top of what is counted (all or nothing). */
 static int try_chunk(struct groups *g, int32_t h, int32_t p)
 {
-    int32_t r = 1 + h / g->per_shift, s = (h % g->per_shift) * g->B, mark = g->nlog;
-    int32_t end = s + g->B < g->N ? s + g->B : g->N;
+    int32_t r, s, end, mark = g->nlog;
+    chunk_of(g, h, &r, &s, &end);
     for (int32_t i = s; i < end; i++)
         if (!count_message(g, i, (i + r) % g->N, p)) {
             unbump(g, mark);
@@ -390,13 +399,14 @@ static int groups_plan(const job_analysis *a, struct groups *g)
                     goto done; /* step 1 alone is over a link's capacity */
             }
             for (int32_t j = 0; j < nfront; j++) {
-                if (chunk_free(g, front[j]) && !counted) {
+                int free_here = chunk_free(g, front[j]);
+                if (free_here && !counted) { /* step 1's counts, once a chunk may fit */
                     g->nlog = 0;
                     counted = 1;
                     if (!count_inter(g, p))
                         goto done; /* cannot happen: proved above */
                 }
-                if (counted && chunk_free(g, front[j]) && try_chunk(g, front[j], p))
+                if (free_here && try_chunk(g, front[j], p))
                     g->chunk[placed++] = front[j];
                 else
                     front[kept++] = front[j];
@@ -466,9 +476,9 @@ int job_phases_groups(const job_analysis *a, aapc_job_emit_fn emit, void *ctx, i
                 }
             }
         }
-        for (int32_t x = g.first[p]; x < g.first[p + 1]; x++) {
-            int32_t h = g.chunk[x], r = 1 + h / g.per_shift, s0 = (h % g.per_shift) * g.B;
-            int32_t end = s0 + g.B < N ? s0 + g.B : N;
+        for (int32_t y = g.first[p]; y < g.first[p + 1]; y++) {
+            int32_t r, s0, end;
+            chunk_of(&g, g.chunk[y], &r, &s0, &end);
             for (int32_t x = s0; x < end; x++)
                 for (int32_t q = 0; q < k; q++) {
                     const int32_t *lq = g.leaf + (size_t)q * (size_t)N;
