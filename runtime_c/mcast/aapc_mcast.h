@@ -5,8 +5,9 @@
  * multicast; MPI_Scatter multicasts the aggregate of all blocks; MPI_Scatterv is two broadcasts
  * (the per-rank sizes, then the data); MPI_Allgather is N broadcasts. Data moves over UDP
  * (IP_MULTICAST_TTL 1, IP_MULTICAST_ALL 0); endpoints, group addresses and ports are exchanged
- * over MPI when a group is set up, and each receiver's completion is confirmed to the root by a
- * small MPI message so that a lost final ACK can never leave a root waiting.
+ * over MPI when a group is set up, and each receiver's completion is confirmed to the root (or
+ * its co-root) by a small MPI message so that a lost final ACK can never leave a root waiting.
+ * The root returns once its co-roots hold the message; confirmations are collected later.
  *
  * Groups (docs/multicast.md, "Group address scheme"):
  *   - static: one multicast group per communicator, created by the first multicast collective
@@ -38,6 +39,10 @@
  *   AAPC_MCAST_RECV_TIMEOUT  seconds a receiver waits without progress (default 60)
  *   AAPC_MCAST_UNICAST_MAX   a fragment missed by at most this many receivers is retransmitted by
  *                        unicast, by multicast otherwise (default 2)
+ *   AAPC_MCAST_COROOT_SPAN   receivers per ACK collector (seed 004's co-roots): 1 = every receiver
+ *                        ACKs to the root; S > 1 = sub-groups of S consecutive receivers whose
+ *                        first collects the others' ACKs and retransmits to them; 0 (default) =
+ *                        1 up to 64 receivers, else ceil(sqrt(receivers)). Equal on every rank.
  *   AAPC_MCAST_DROP_DATA, AAPC_MCAST_DROP_ACK  drop probability in [0,1] for received data
  *                        packets / sent ACKs (fault injection), AAPC_MCAST_SEED its RNG seed
  */

@@ -66,6 +66,7 @@ void mc_group_free(struct aapc_mcast_group_s *g)
 {
     if (g == NULL)
         return;
+    mc_pending_settle(g, 0); /* before the internal communicator goes */
     mc_registry_remove(g);
     mc_close_group_socket(g);
     if (g->slot >= 0)

@@ -15,25 +15,40 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MC_MAGIC 0x4d435031u /* "MCP1" */
+#define MC_MAGIC 0x4d435032u /* "MCP2" */
 #define MC_TYPE_DATA 1
 #define MC_TYPE_ACK 2
-#define MC_TAG_CONFIRM 7301 /* receiver -> root: operation complete (MPI, internal comm) */
+#define MC_TAG_CONFIRM 7301 /* receiver -> root or co-root: operation ended, with its MPI error
+                              code (one int, MPI, internal comm) */
 #define MC_TAG_JOIN 7302    /* member -> root: joined a per-call group */
 #define MC_MAX_DATAGRAM 65507
+#define MC_PENDING 4      /* operations whose confirmations a root may still collect */
+#define MC_COROOT_FROM 64 /* co-roots by default above this many receivers (seed 004 5.1.3) */
 
 /* Wire header; homogeneous jobs only (host byte order, like MPI_BYTE data). */
 typedef struct {
     uint32_t magic;
-    uint32_t type;
+    uint16_t type;
+    uint16_t span;  /* receivers per ACK collector (co-root sub-group) of the operation */
     uint32_t src;   /* communicator rank of the sender */
     uint32_t seq;   /* operation number on the group */
     uint32_t idx;   /* DATA: fragment index; ACK: cumulative, first fragment not yet received */
     uint32_t nfrag; /* fragments of the operation */
     uint64_t session; /* random id of the group: filters foreign and closed groups */
-    uint64_t total;   /* bytes of the operation */
+    uint64_t total;   /* DATA: bytes of the operation; ACK: the lowest cumulative count in the
+                         sender's sub-group (itself and, at a co-root, its unfinished leaves) */
     uint64_t sack;    /* ACK: bit k set = fragment idx + 1 + k received */
 } mc_hdr_t;
+
+/* Confirmations of an operation a root returned from before they all arrived (its direct
+ * receivers held the whole message): collected by later operations and when the group ends. */
+typedef struct {
+    int n;
+    uint32_t seq;
+    MPI_Request *req;
+    int *code; /* each receiver's MPI error code */
+    int *rank;
+} mc_pending_t;
 
 typedef struct mc_stash {
     struct mc_stash *next;
@@ -61,6 +76,8 @@ struct aapc_mcast_group_s {
     int mode;                  /* compiler-assisted handle: 0 in the group (or root), 1 outside,
                                   2 multicast disabled (PMPI_Scatterv) */
     int slot;                  /* leader's address slot, -1 when this rank does not own it */
+    mc_pending_t pend[MC_PENDING]; /* oldest first */
+    int npend;
     struct aapc_mcast_group_s *next; /* process registry */
 };
 
@@ -86,6 +103,7 @@ typedef struct {
     int retries;
     double recv_timeout;
     int unicast_max;
+    int span; /* AAPC_MCAST_COROOT_SPAN: 0 automatic, 1 no co-roots */
     double drop_data, drop_ack;
     uint64_t rng;
     int world_rank;
@@ -104,6 +122,9 @@ uint64_t mc_random64(void);
 void mc_registry_add(struct aapc_mcast_group_s *g);
 void mc_registry_remove(struct aapc_mcast_group_s *g);
 void mc_stash_free(struct aapc_mcast_group_s *g);
+/* Collects the confirmations of earlier operations rooted here, waiting for the oldest until at
+ * most `keep` operations are outstanding; MPI_SUCCESS or the first error a receiver reported. */
+int mc_pending_settle(struct aapc_mcast_group_s *g, int keep);
 
 /* groups */
 int mc_comm_get(MPI_Comm comm, mc_comm_t **state); /* collective on first use */

@@ -2,7 +2,7 @@
  * aapc_mcast_transport.c: reliable one-to-many transfer over UDP/IP multicast.
  *
  * Algorithm (seed 000 section 4.1 "ACK-based reliable multicast", seed 004 chapter 5 sliding
- * window; details are ours, see docs/multicast.md):
+ * window and co-roots; details are ours, see docs/multicast.md):
  *   root:     splits the message into nfrag = ceil(n / F) sequence-numbered fragments (F =
  *             AAPC_MCAST_FRAG; default 16 KB if that fits the MTU, else MTU - 28 - header)
  *             and multicasts them, keeping at most W fragments beyond the slowest receiver's
@@ -17,14 +17,28 @@
  *             may have been lost), answers packets of finished operations with a "complete" ACK,
  *             stashes packets of later operations (the next root may start before this one
  *             ends), ACKs every min(W/4, 16) fragments, on a hole and at the end, then confirms
- *             completion to the root with a zero-byte MPI message on an internal communicator.
- *             The root returns when every receiver has confirmed, so a lost final ACK costs at
- *             most a retransmission and can never leave the root waiting for a receiver that
- *             has gone on (no lingering). A receiver gives up after AAPC_MCAST_RECV_TIMEOUT
- *             seconds without progress.
+ *             the end of the operation (its MPI error code) with a one-int MPI message on an
+ *             internal communicator. A receiver gives up after AAPC_MCAST_RECV_TIMEOUT seconds
+ *             without progress.
+ *   co-roots (seed 004 5.1.3): the R receivers, in rank order, form sub-groups of S
+ *             (AAPC_MCAST_COROOT_SPAN; default 1 up to MC_COROOT_FROM receivers, else
+ *             ceil(sqrt(R))). The first of each sub-group, its co-root, is the root's only
+ *             correspondent for the sub-group: the others (leaves) ACK and confirm to it, and it
+ *             answers their holes and timeouts with unicast (or multicast) retransmissions of the
+ *             prefix of the message it holds, as the root does. Its ACKs to the root carry the
+ *             lowest count of its sub-group, which moves the root's window, and it confirms to
+ *             the root once every leaf has. S = 1 is the seeds' flat scheme.
+ *   root return (seed 004 5.1.2): the root returns as soon as every co-root (every receiver
+ *             when S = 1) holds the whole message, whether or not the leaves do and before any
+ *             confirmation; the confirmations are collected by its later operations on the
+ *             group (at most MC_PENDING operations outstanding, the oldest waited for) and when
+ *             the group ends, and an error a receiver reported ends the call that collects it.
+ *             A lost final ACK costs a retransmission; the root never lingers on a receiver that
+ *             has gone on, and no receiver needs the root once its co-root holds the message.
  * Cost (P receivers on one switch, n bytes, no loss): alpha_udp + n beta on the root's link
- * (once, whatever P), plus P ACK packets and P MPI confirmations processed by the root:
- * about (n/F + P) alpha + n beta, versus ceil(lg P)(alpha + n beta) for a binomial tree.
+ * (once, whatever P), plus the ACKs of P / S co-roots per ACK interval at the root (S - 1 leaves'
+ * at each co-root) and, later, P / S MPI confirmations: about (n/F + P/S) alpha + n beta at the
+ * root, versus ceil(lg P)(alpha + n beta) for a binomial tree.
  */
 #include "aapc_mcast_internal.h"
 
@@ -203,6 +217,7 @@ int mc_proc_init(void)
     mc_proc.retries = (int)env_num("AAPC_MCAST_RETRIES", 12, 1, 1000);
     mc_proc.recv_timeout = env_num("AAPC_MCAST_RECV_TIMEOUT", 60, 0.01, 1e6);
     mc_proc.unicast_max = (int)env_num("AAPC_MCAST_UNICAST_MAX", 2, 0, 1e6);
+    mc_proc.span = (int)env_num("AAPC_MCAST_COROOT_SPAN", 0, 0, 65535);
     mc_proc.drop_data = env_num("AAPC_MCAST_DROP_DATA", 0, 0, 1);
     mc_proc.drop_ack = env_num("AAPC_MCAST_DROP_ACK", 0, 0, 1);
     double seed = env_num("AAPC_MCAST_SEED", 0, 0, 1e15);
@@ -321,13 +336,48 @@ static void send_pkt(const struct sockaddr_in *to, const mc_hdr_t *h, const void
 }
 
 static void send_ack(const struct aapc_mcast_group_s *g, int to, uint32_t seq, uint32_t cum,
-                     uint32_t nfrag, uint64_t sack, uint64_t total)
+                     uint32_t nfrag, uint64_t sack, uint32_t low)
 {
     if (inject_drop(mc_proc.drop_ack))
         return;
     mc_hdr_t h = {.magic = MC_MAGIC, .type = MC_TYPE_ACK, .src = (uint32_t)g->rank, .seq = seq,
-                  .idx = cum, .nfrag = nfrag, .session = g->session, .total = total, .sack = sack};
+                  .idx = cum, .nfrag = nfrag, .session = g->session, .total = low, .sack = sack};
     send_pkt(&g->uaddr[to], &h, NULL, 0);
+}
+
+/* ------------------------------------------------------------------ sub-groups (co-roots) */
+
+/* The receivers of an operation rooted at `root`: the group's members but the root, ascending.
+ * Returns their number; *me is this rank's index among them (-1 at the root). */
+static int receivers_of(const struct aapc_mcast_group_s *g, int root, int *out, int *me)
+{
+    int n = 0;
+    *me = -1;
+    for (int k = 0; k < g->nmemb; k++)
+        if (g->memb[k] != root) {
+            if (g->memb[k] == g->rank)
+                *me = n;
+            if (out != NULL)
+                out[n] = g->memb[k];
+            n++;
+        }
+    return n;
+}
+
+/* Receivers per ACK collector (seed 004 5.1.3, the co-root scheme): receiver i reports to
+ * receiver i - i mod S, its sub-group's co-root, which reports to the root and answers its
+ * leaves' ACKs and retransmissions itself. S = 1: every receiver reports to the root. */
+static int span_of(int nr)
+{
+    int s = mc_proc.span;
+    if (s == 0) { /* automatic: sqrt(nr) sub-groups of sqrt(nr) above MC_COROOT_FROM receivers */
+        s = 1;
+        while (nr > MC_COROOT_FROM && s * s < nr)
+            s++;
+    }
+    if (s > nr)
+        s = nr > 0 ? nr : 1;
+    return s > 65535 ? 65535 : s;
 }
 
 /* ------------------------------------------------------------------ receive side */
@@ -335,6 +385,8 @@ static void send_ack(const struct aapc_mcast_group_s *g, int to, uint32_t seq, u
 typedef struct {
     struct aapc_mcast_group_s *g;
     int root;
+    int up; /* where ACKs and the confirmation go: the root, or the sub-group's co-root */
+    uint32_t span;
     unsigned char *buf;
     uint64_t len;
     uint32_t nfrag, cum, gap_cum;
@@ -342,31 +394,42 @@ typedef struct {
     int need_ack, err;
 } rctx_t;
 
-/* root side of one operation */
+/* sender side of one operation: the root towards its direct receivers, or a co-root towards its
+ * leaves (then `sent` is the prefix of the message the co-root holds) */
 typedef struct {
     struct aapc_mcast_group_s *g;
+    const char *role;
     const unsigned char *buf;
     uint64_t len;
     uint32_t nfrag, sent;
+    uint32_t span;    /* of the operation (in its data packets) */
     int nr;
     int *recv_rank;   /* receiver i -> comm rank */
     int *pos;         /* comm rank -> receiver index or -1 */
     uint32_t *cum;
+    uint32_t *low;    /* lowest cumulative count of receiver i's sub-group (its ACKs) */
     uint64_t *sack;
     uint32_t *fast;   /* cum for which a fast retransmission was sent */
     int *done;        /* 0 running, 1 ACKed complete, 2 confirmed over MPI */
-    double *t_sent;   /* first transmission time of every fragment */
+    double *t_sent;   /* first transmission (co-root: arrival) time of every fragment */
     unsigned char *retx; /* fragment was retransmitted: no RTT sample from it (Karn) */
-    int progress;
+    MPI_Request *req; /* confirmations */
+    int *code;
+    int *idx;
+    int progress, confirmed, tries, err;
+    long rto;
+    double deadline;
 } sctx_t;
 
 static void send_data(const struct aapc_mcast_group_s *g, const struct sockaddr_in *to,
-                      const unsigned char *buf, uint64_t len, uint32_t nfrag, uint32_t idx)
+                      const unsigned char *buf, uint64_t len, uint32_t nfrag, uint32_t span,
+                      uint32_t idx)
 {
     uint64_t off = (uint64_t)idx * mc_proc.frag;
     size_t n = len > off ? (size_t)(len - off < mc_proc.frag ? len - off : mc_proc.frag) : 0;
-    mc_hdr_t h = {.magic = MC_MAGIC, .type = MC_TYPE_DATA, .src = (uint32_t)g->rank,
-                  .seq = g->seq, .idx = idx, .nfrag = nfrag, .session = g->session, .total = len};
+    mc_hdr_t h = {.magic = MC_MAGIC, .type = MC_TYPE_DATA, .span = (uint16_t)span,
+                  .src = (uint32_t)g->rank, .seq = g->seq, .idx = idx, .nfrag = nfrag,
+                  .session = g->session, .total = len};
     send_pkt(to, &h, buf + off, n);
 }
 
@@ -382,7 +445,7 @@ static int receiver_has(const sctx_t *c, int i, uint32_t f)
 static void deliver(rctx_t *c, const unsigned char *pkt, size_t n)
 {
     const mc_hdr_t *h = (const mc_hdr_t *)pkt;
-    if ((int)h->src != c->root)
+    if ((int)h->src != c->root && (int)h->src != c->up)
         return;
     if (h->total != c->len || h->nfrag != c->nfrag || h->idx >= c->nfrag) {
         if (!c->err)
@@ -396,10 +459,11 @@ static void deliver(rctx_t *c, const unsigned char *pkt, size_t n)
     uint64_t off = (uint64_t)h->idx * mc_proc.frag;
     size_t want = c->len > off ? (size_t)(c->len - off < mc_proc.frag ? c->len - off : mc_proc.frag)
                                : 0;
-    if (n - sizeof *h != want) {
+    if (n - sizeof *h != want || h->span != c->span) {
         if (!c->err)
-            fprintf(stderr, "aapc_mcast: rank %d: fragment size differs from the root's "
-                            "(AAPC_MCAST_FRAG must be equal on every rank)\n", c->g->rank);
+            fprintf(stderr, "aapc_mcast: rank %d: %s differs from the root's (it must be equal "
+                            "on every rank)\n", c->g->rank,
+                    h->span != c->span ? "AAPC_MCAST_COROOT_SPAN" : "AAPC_MCAST_FRAG");
         c->err = MPI_ERR_OTHER;
         return;
     }
@@ -419,7 +483,8 @@ static void deliver(rctx_t *c, const unsigned char *pkt, size_t n)
 
 static void root_ack(sctx_t *c, const mc_hdr_t *h);
 
-/* One datagram from either socket, in the context of the current receive or send (or none). */
+/* One datagram from either socket, in the context of the current receive, the current send
+ * (root or co-root), both, or none. */
 static void dispatch(const unsigned char *pkt, size_t n, rctx_t *rc, sctx_t *sc)
 {
     const mc_hdr_t *h = (const mc_hdr_t *)pkt;
@@ -441,9 +506,11 @@ static void dispatch(const unsigned char *pkt, size_t n, rctx_t *rc, sctx_t *sc)
         deliver(rc, pkt, n);
         return;
     }
+    if (sc != NULL && g == sc->g && h->seq == g->seq)
+        return; /* a co-root's multicast retransmission of the root's own operation */
     int32_t d = (int32_t)(h->seq - g->seq);
-    if (d < 0) /* finished operation: the root still misses our ACK */
-        send_ack(g, (int)h->src, h->seq, h->nfrag, h->nfrag, 0, h->total);
+    if (d < 0) /* finished operation: its sender still misses our ACK */
+        send_ack(g, (int)h->src, h->seq, h->nfrag, h->nfrag, 0, h->nfrag);
     else
         stash_add(g, pkt, n);
 }
@@ -482,63 +549,84 @@ static int wait_sockets(int a, int b, double seconds)
     return ppoll(p, b >= 0 ? 2 : 1, &ts, NULL);
 }
 
-int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t len)
+/* ------------------------------------------------------------------ send side */
+
+static long rto_of(const struct aapc_mcast_group_s *g);
+
+static void sctx_free(sctx_t *c)
 {
-    rctx_t c = {.g = g, .root = root, .buf = buf, .len = len,
-                .nfrag = len ? (uint32_t)((len + mc_proc.frag - 1) / mc_proc.frag) : 1,
-                .gap_cum = UINT32_MAX};
-    c.got = calloc(c.nfrag, 1);
-    if (c.got == NULL)
-        return MPI_ERR_NO_MEM;
-    /* packets of this operation that arrived during earlier ones */
-    for (mc_stash_t **p = &g->stash; *p != NULL;) {
-        mc_stash_t *s = *p;
-        const mc_hdr_t *h = (const mc_hdr_t *)s->pkt;
-        if (h->seq == g->seq) {
-            *p = s->next;
-            g->stash_bytes -= s->len;
-            deliver(&c, s->pkt, s->len);
-            free(s);
-        } else {
-            p = &s->next;
-        }
-    }
-    uint32_t ack_every = mc_proc.window / 4 > 0 ? (uint32_t)mc_proc.window / 4 : 1;
-    if (ack_every > 16)
-        ack_every = 16;
-    uint32_t acked = 0;
-    double last = now_s();
-    while (c.cum < c.nfrag && !c.err) {
-        if (c.need_ack || c.cum >= acked + ack_every) {
-            send_ack(g, root, g->seq, c.cum, c.nfrag, sack_bits(&c), len);
-            acked = c.cum;
-            c.need_ack = 0;
-        }
-        double left = last + mc_proc.recv_timeout - now_s();
-        if (left <= 0) {
-            fprintf(stderr,
-                    "aapc_mcast: rank %d: no data from root %d for %.1f s (%u of %u fragments)\n",
-                    g->rank, root, mc_proc.recv_timeout, c.cum, c.nfrag);
-            c.err = MPI_ERR_OTHER;
-            break;
-        }
-        wait_sockets(g->sock, mc_proc.usock, left < 1.0 ? left : 1.0);
-        uint32_t before = c.cum;
-        drain(g->sock, &c, NULL);
-        drain(mc_proc.usock, &c, NULL);
-        if (c.cum != before)
-            last = now_s();
-    }
-    free(c.got);
-    g->seq++;
-    if (c.err)
-        return c.err;
-    send_ack(g, root, g->seq - 1, c.nfrag, c.nfrag, 0, len);
-    int rc = PMPI_Send(NULL, 0, MPI_BYTE, root, MC_TAG_CONFIRM, g->icomm);
-    return rc;
+    free(c->recv_rank);
+    free(c->pos);
+    free(c->cum);
+    free(c->low);
+    free(c->sack);
+    free(c->fast);
+    free(c->done);
+    free(c->t_sent);
+    free(c->retx);
+    free(c->req);
+    free(c->code);
+    free(c->idx);
 }
 
-/* ------------------------------------------------------------------ send side */
+/* The sender side towards receivers `ranks[0..n)`; posts their confirmations. */
+static int sctx_init(sctx_t *c, struct aapc_mcast_group_s *g, const char *role,
+                     const unsigned char *buf, uint64_t len, uint32_t nfrag, int span,
+                     const int *ranks, int n)
+{
+    *c = (sctx_t){.g = g, .role = role, .buf = buf, .len = len, .nfrag = nfrag,
+                  .span = (uint32_t)span, .nr = n};
+    size_t nr = (size_t)n;
+    c->recv_rank = malloc(sizeof(int) * nr);
+    c->pos = malloc(sizeof(int) * (size_t)g->size);
+    c->cum = calloc(nr, sizeof(uint32_t));
+    c->low = calloc(nr, sizeof(uint32_t));
+    c->sack = calloc(nr, sizeof(uint64_t));
+    c->fast = malloc(sizeof(uint32_t) * nr);
+    c->done = calloc(nr, sizeof(int));
+    c->t_sent = calloc(nfrag, sizeof(double));
+    c->retx = calloc(nfrag, 1);
+    c->req = malloc(sizeof(MPI_Request) * nr);
+    c->code = malloc(sizeof(int) * nr);
+    c->idx = malloc(sizeof(int) * nr);
+    if (!c->recv_rank || !c->pos || !c->cum || !c->low || !c->sack || !c->fast || !c->done ||
+        !c->t_sent || !c->retx || !c->req || !c->code || !c->idx) {
+        sctx_free(c);
+        *c = (sctx_t){.nr = 0};
+        return MPI_ERR_NO_MEM;
+    }
+    for (int r = 0; r < g->size; r++)
+        c->pos[r] = -1;
+    for (int i = 0; i < n; i++) {
+        c->recv_rank[i] = ranks[i];
+        c->pos[ranks[i]] = i;
+        c->fast[i] = UINT32_MAX;
+        c->code[i] = MPI_SUCCESS;
+        PMPI_Irecv(&c->code[i], 1, MPI_INT, ranks[i], MC_TAG_CONFIRM, g->icomm, &c->req[i]);
+    }
+    c->rto = rto_of(g);
+    c->deadline = now_s() + 1e-6 * (double)c->rto;
+    return MPI_SUCCESS;
+}
+
+static void cancel_confirmations(sctx_t *c)
+{
+    for (int i = 0; i < c->nr; i++)
+        if (c->req[i] != MPI_REQUEST_NULL) {
+            PMPI_Cancel(&c->req[i]);
+            PMPI_Request_free(&c->req[i]);
+        }
+}
+
+/* lowest cumulative count (field cum or low) over the receivers not yet done; nfrag if none */
+static uint32_t lowest(const sctx_t *c, const uint32_t *of)
+{
+    uint32_t lo = c->nfrag;
+    for (int i = 0; i < c->nr; i++)
+        if (!c->done[i] && of[i] < lo)
+            lo = of[i];
+    return lo;
+}
 
 static void retransmit_hole(sctx_t *c, int i)
 {
@@ -548,7 +636,8 @@ static void retransmit_hole(sctx_t *c, int i)
         top--;
     for (uint32_t f = c->cum[i]; f < c->cum[i] + 1 + (uint32_t)top && f < c->sent; f++)
         if (!receiver_has(c, i, f) && (c->retx[f] = 1))
-            send_data(c->g, &c->g->uaddr[c->recv_rank[i]], c->buf, c->len, c->nfrag, f);
+            send_data(c->g, &c->g->uaddr[c->recv_rank[i]], c->buf, c->len, c->nfrag, c->span,
+                      f);
 }
 
 static void root_ack(sctx_t *c, const mc_hdr_t *h)
@@ -577,6 +666,10 @@ static void root_ack(sctx_t *c, const mc_hdr_t *h)
         c->sack[i] |= h->sack;
         c->progress = 1;
     }
+    if (h->total > c->low[i]) {
+        c->low[i] = h->total > c->nfrag ? c->nfrag : (uint32_t)h->total;
+        c->progress = 1;
+    }
     if (c->cum[i] >= c->nfrag) {
         c->done[i] = 1;
         return;
@@ -587,25 +680,28 @@ static void root_ack(sctx_t *c, const mc_hdr_t *h)
     }
 }
 
-static void retransmit_round(sctx_t *c, uint32_t lo)
+/* Fragments below `sent` that a receiver lacks, at most a window of them; the number sent. */
+static uint32_t retransmit_round(sctx_t *c, uint32_t lo)
 {
-    uint32_t budget = (uint32_t)mc_proc.window;
-    for (uint32_t f = lo; f < c->sent && budget > 0; f++) {
+    uint32_t budget = (uint32_t)mc_proc.window, used = 0;
+    for (uint32_t f = lo; f < c->sent && used < budget; f++) {
         int missing = 0;
         for (int i = 0; i < c->nr; i++)
             missing += !c->done[i] && !receiver_has(c, i, f);
         if (missing == 0)
             continue;
-        budget--;
+        used++;
         c->retx[f] = 1;
         if (missing > mc_proc.unicast_max) {
-            send_data(c->g, &c->g->maddr, c->buf, c->len, c->nfrag, f);
+            send_data(c->g, &c->g->maddr, c->buf, c->len, c->nfrag, c->span, f);
         } else {
             for (int i = 0; i < c->nr; i++)
                 if (!c->done[i] && !receiver_has(c, i, f))
-                    send_data(c->g, &c->g->uaddr[c->recv_rank[i]], c->buf, c->len, c->nfrag, f);
+                    send_data(c->g, &c->g->uaddr[c->recv_rank[i]], c->buf, c->len, c->nfrag,
+                              c->span, f);
         }
     }
+    return used;
 }
 
 /* Retransmission timeout: srtt + 4 rttvar of the group's ACKs (it includes the queueing of a
@@ -618,118 +714,279 @@ static long rto_of(const struct aapc_mcast_group_s *g)
     return us > (double)mc_proc.rto_max_us ? mc_proc.rto_max_us : (long)us;
 }
 
-int mc_reliable_send(struct aapc_mcast_group_s *g, const void *buf, uint64_t len)
+/* After the ACKs of a wait were dispatched: collect confirmations, and on a timeout without
+ * progress retransmit what receivers lack; gives up (MPI error) after AAPC_MCAST_RETRIES
+ * timeouts in a row that had something to retransmit. */
+static int sender_tick(sctx_t *c)
 {
-    int nr = 0;
-    for (int k = 0; k < g->nmemb; k++)
-        nr += g->memb[k] != g->rank;
-    if (nr == 0) {
-        g->seq++;
-        return MPI_SUCCESS;
+    int outcount = 0;
+    PMPI_Testsome(c->nr, c->req, &outcount, c->idx, statuses_ignore());
+    for (int k = 0; k < outcount && outcount != MPI_UNDEFINED; k++) {
+        int i = c->idx[k];
+        c->done[i] = 2;
+        c->confirmed++;
+        c->progress = 1;
+        if (c->code[i] != MPI_SUCCESS && c->err == MPI_SUCCESS) {
+            fprintf(stderr, "aapc_mcast: rank %d: receiver rank %d ended operation %u with "
+                            "error %d\n", c->g->rank, c->recv_rank[i], c->g->seq, c->code[i]);
+            c->err = MPI_ERR_OTHER;
+        }
     }
-    sctx_t c = {.g = g, .buf = buf, .len = len, .nr = nr,
-                .nfrag = len ? (uint32_t)((len + mc_proc.frag - 1) / mc_proc.frag) : 1};
-    c.recv_rank = malloc(sizeof(int) * (size_t)nr);
-    c.pos = malloc(sizeof(int) * (size_t)g->size);
-    c.cum = calloc((size_t)nr, sizeof(uint32_t));
-    c.sack = calloc((size_t)nr, sizeof(uint64_t));
-    c.fast = malloc(sizeof(uint32_t) * (size_t)nr);
-    c.done = calloc((size_t)nr, sizeof(int));
-    c.t_sent = malloc(sizeof(double) * c.nfrag);
-    c.retx = calloc(c.nfrag, 1);
-    MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)nr);
-    int *idx = malloc(sizeof(int) * (size_t)nr);
+    double t = now_s();
+    if (c->progress) {
+        c->tries = 0;
+        c->rto = rto_of(c->g);
+        c->deadline = t + 1e-6 * (double)c->rto;
+    } else if (t >= c->deadline) {
+        if (retransmit_round(c, lowest(c, c->cum)) == 0) {
+            c->tries = 0; /* nothing of ours is missing (a co-root waits for the root) */
+        } else if (++c->tries > mc_proc.retries) {
+            int first = -1, missing = 0;
+            for (int i = 0; i < c->nr; i++)
+                if (!c->done[i] && (missing++ == 0))
+                    first = c->recv_rank[i];
+            fprintf(stderr,
+                    "aapc_mcast: rank %d (%s): gave up after %d retransmission timeouts: %d "
+                    "receivers (first: rank %d) still miss data\n",
+                    c->g->rank, c->role, mc_proc.retries, missing, first);
+            cancel_confirmations(c);
+            return MPI_ERR_OTHER;
+        }
+        c->rto = c->rto * 2 < mc_proc.rto_max_us ? c->rto * 2 : mc_proc.rto_max_us;
+        c->deadline = t + 1e-6 * (double)c->rto;
+    }
+    c->progress = 0;
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ confirmations owed */
+
+static int pending_check(struct aapc_mcast_group_s *g, const mc_pending_t *p)
+{
     int err = MPI_SUCCESS;
-    if (!c.recv_rank || !c.pos || !c.cum || !c.sack || !c.fast || !c.done || !c.t_sent ||
-        !c.retx || !req || !idx) {
-        err = MPI_ERR_NO_MEM;
-        goto out;
+    for (int i = 0; i < p->n; i++)
+        if (p->code[i] != MPI_SUCCESS && err == MPI_SUCCESS) {
+            fprintf(stderr, "aapc_mcast: rank %d: receiver rank %d ended operation %u with "
+                            "error %d (reported in a later call)\n", g->rank, p->rank[i], p->seq,
+                    p->code[i]);
+            err = MPI_ERR_OTHER;
+        }
+    return err;
+}
+
+int mc_pending_settle(struct aapc_mcast_group_s *g, int keep)
+{
+    int err = MPI_SUCCESS;
+    while (g->npend > 0) {
+        mc_pending_t *p = &g->pend[0];
+        if (g->npend > keep) {
+            PMPI_Waitall(p->n, p->req, statuses_ignore());
+        } else {
+            int flag = 0;
+            PMPI_Testall(p->n, p->req, &flag, statuses_ignore());
+            if (!flag)
+                break;
+        }
+        int e = pending_check(g, p);
+        err = err != MPI_SUCCESS ? err : e;
+        free(p->req);
+        free(p->code);
+        free(p->rank);
+        g->npend--;
+        memmove(&g->pend[0], &g->pend[1], sizeof g->pend[0] * (size_t)g->npend);
     }
-    for (int r = 0; r < g->size; r++)
-        c.pos[r] = -1;
-    for (int k = 0, i = 0; k < g->nmemb; k++)
-        if (g->memb[k] != g->rank) {
-            c.recv_rank[i] = g->memb[k];
-            c.pos[g->memb[k]] = i;
-            c.fast[i] = UINT32_MAX;
-            PMPI_Irecv(NULL, 0, MPI_BYTE, g->memb[k], MC_TAG_CONFIRM, g->icomm, &req[i]);
-            i++;
+    return err;
+}
+
+/* The root's direct receivers hold the message: their confirmations are owed to later calls. */
+static void pending_keep(sctx_t *c)
+{
+    struct aapc_mcast_group_s *g = c->g; /* fewer than MC_PENDING: settled on entry */
+    g->pend[g->npend++] = (mc_pending_t){.n = c->nr, .seq = g->seq, .req = c->req,
+                                         .code = c->code, .rank = c->recv_rank};
+    c->req = NULL;
+    c->code = NULL;
+    c->recv_rank = NULL;
+}
+
+/* ------------------------------------------------------------------ the operations */
+
+/* A co-root serves its leaves the prefix [0, to) of the message it holds; `from` was served.
+ * Fragments of the new part that a leaf already reported as a hole (it holds later ones) go to
+ * it at once: the leaf's fast retransmission request may have come before the co-root had them. */
+static void serve_prefix(sctx_t *leaves, uint32_t from, uint32_t to, double t)
+{
+    if (leaves == NULL)
+        return;
+    for (uint32_t f = from; f < to; f++)
+        leaves->t_sent[f] = t;
+    leaves->sent = to;
+    leaves->progress = 1;
+    for (int i = 0; i < leaves->nr; i++) {
+        if (leaves->done[i] || leaves->sack[i] == 0 || leaves->cum[i] >= to)
+            continue;
+        for (uint32_t f = from > leaves->cum[i] ? from : leaves->cum[i]; f < to; f++)
+            if (!receiver_has(leaves, i, f) && (leaves->retx[f] = 1))
+                send_data(leaves->g, &leaves->g->uaddr[leaves->recv_rank[i]], leaves->buf,
+                          leaves->len, leaves->nfrag, leaves->span, f);
+    }
+}
+
+int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t len)
+{
+    int me, nr = receivers_of(g, root, NULL, &me);
+    int *ranks = malloc(sizeof(int) * (size_t)(nr > 0 ? nr : 1));
+    uint32_t nfrag = len ? (uint32_t)((len + mc_proc.frag - 1) / mc_proc.frag) : 1;
+    if (ranks == NULL)
+        return MPI_ERR_NO_MEM;
+    receivers_of(g, root, ranks, &me);
+    if (me < 0) {
+        free(ranks);
+        return MPI_ERR_INTERN;
+    }
+    int span = span_of(nr), head = me - me % span;
+    int nleaves = head == me ? (me + span < nr ? span : nr - me) - 1 : 0;
+    rctx_t c = {.g = g, .root = root, .up = head == me ? root : ranks[head],
+                .span = (uint32_t)span, .buf = buf, .len = len, .nfrag = nfrag,
+                .gap_cum = UINT32_MAX};
+    sctx_t s = {.nr = 0};
+    int err = nleaves > 0 ? sctx_init(&s, g, "co-root", buf, len, nfrag, span, ranks + me + 1,
+                                      nleaves)
+                          : MPI_SUCCESS;
+    free(ranks);
+    c.got = calloc(nfrag, 1);
+    if (err != MPI_SUCCESS || c.got == NULL) {
+        if (nleaves > 0 && err == MPI_SUCCESS)
+            cancel_confirmations(&s);
+        sctx_free(&s);
+        free(c.got);
+        return MPI_ERR_NO_MEM;
+    }
+    int perr = mc_pending_settle(g, MC_PENDING); /* of operations rooted here, if arrived */
+    /* packets of this operation that arrived during earlier ones */
+    for (mc_stash_t **p = &g->stash; *p != NULL;) {
+        mc_stash_t *st = *p;
+        const mc_hdr_t *h = (const mc_hdr_t *)st->pkt;
+        if (h->seq == g->seq) {
+            *p = st->next;
+            g->stash_bytes -= st->len;
+            deliver(&c, st->pkt, st->len);
+            free(st);
+        } else {
+            p = &st->next;
         }
-    long rto = rto_of(g);
-    int tries = 0, confirmed = 0;
-    double deadline = now_s() + 1e-6 * (double)rto;
-    while (confirmed < nr) {
-        uint32_t lo = c.nfrag;
-        for (int i = 0; i < nr; i++)
-            if (!c.done[i] && c.cum[i] < lo)
-                lo = c.cum[i];
-        if (lo == c.nfrag) { /* every receiver has everything: only confirmations to collect */
-            PMPI_Waitall(nr, req, statuses_ignore());
-            break;
+    }
+    uint32_t ack_every = mc_proc.window / 4 > 0 ? (uint32_t)mc_proc.window / 4 : 1;
+    if (ack_every > 16)
+        ack_every = 16;
+    uint32_t acked = 0, acked_low = 0, served = c.cum;
+    double last = now_s();
+    sctx_t *leaves = nleaves > 0 ? &s : NULL;
+    serve_prefix(leaves, 0, c.cum, last);
+    while (!c.err && (c.cum < c.nfrag || (leaves != NULL && s.confirmed < nleaves))) {
+        double wait = 1.0;
+        uint32_t low = c.cum, ll = leaves != NULL ? lowest(&s, s.cum) : c.nfrag;
+        low = ll < low ? ll : low;
+        /* ACK every few fragments, on a hole or a duplicate, when a co-root's sub-group has
+           caught up with it (the root's window follows `low`), and once complete (a co-root
+           goes on serving its leaves: the root need not wait for them) */
+        if (c.need_ack || c.cum >= acked + ack_every ||
+            (low > acked_low && (low >= acked_low + ack_every || low == c.cum)) ||
+            (c.cum == c.nfrag && acked < c.nfrag)) {
+            send_ack(g, c.up, g->seq, c.cum, c.nfrag, sack_bits(&c), low);
+            acked = c.cum;
+            acked_low = low;
+            c.need_ack = 0;
         }
-        if (c.sent < c.nfrag && c.sent < lo + (uint32_t)mc_proc.window) {
-            double t = now_s();
-            while (c.sent < c.nfrag && c.sent < lo + (uint32_t)mc_proc.window) {
-                c.t_sent[c.sent] = t;
-                send_data(g, &g->maddr, c.buf, len, c.nfrag, c.sent++);
-            }
-            deadline = now_s() + 1e-6 * (double)rto;
-        }
-        double left = deadline - now_s();
-        wait_sockets(mc_proc.usock, -1, left < 2e-4 ? left : 2e-4);
-        c.progress = 0;
-        drain(mc_proc.usock, NULL, &c);
-        int outcount = 0;
-        PMPI_Testsome(nr, req, &outcount, idx, statuses_ignore());
-        for (int k = 0; k < outcount && outcount != MPI_UNDEFINED; k++) {
-            c.done[idx[k]] = 2;
-            confirmed++;
-            c.progress = 1;
-        }
-        if (c.progress) {
-            tries = 0;
-            rto = rto_of(g);
-            deadline = now_s() + 1e-6 * (double)rto;
-        } else if (now_s() >= deadline) {
-            if (++tries > mc_proc.retries) {
-                int first = -1, missing = 0;
-                for (int i = 0; i < nr; i++)
-                    if (!c.done[i]) {
-                        missing++;
-                        if (first < 0)
-                            first = c.recv_rank[i];
-                    }
-                fprintf(stderr,
-                        "aapc_mcast: rank %d: gave up after %d retransmission timeouts: %d "
-                        "receivers (first: rank %d) still miss data\n",
-                        g->rank, mc_proc.retries, missing, first);
-                for (int i = 0; i < nr; i++)
-                    if (req[i] != MPI_REQUEST_NULL) {
-                        PMPI_Cancel(&req[i]);
-                        PMPI_Request_free(&req[i]);
-                    }
-                err = MPI_ERR_OTHER;
+        if (c.cum < c.nfrag) {
+            double left = last + mc_proc.recv_timeout - now_s();
+            if (left <= 0) {
+                fprintf(stderr, "aapc_mcast: rank %d: no data from root %d for %.1f s "
+                                "(%u of %u fragments)\n",
+                        g->rank, root, mc_proc.recv_timeout, c.cum, c.nfrag);
+                c.err = MPI_ERR_OTHER;
                 break;
             }
-            retransmit_round(&c, lo);
-            rto = rto * 2 < mc_proc.rto_max_us ? rto * 2 : mc_proc.rto_max_us;
-            deadline = now_s() + 1e-6 * (double)rto;
+            wait = left < wait ? left : wait;
         }
+        if (leaves != NULL)
+            wait = wait < 2e-4 ? wait : 2e-4; /* confirmations are MPI messages: poll them */
+        wait_sockets(g->sock, mc_proc.usock, wait);
+        drain(g->sock, &c, leaves);
+        drain(mc_proc.usock, &c, leaves);
+        if (c.cum != served) {
+            last = now_s();
+            serve_prefix(leaves, served, c.cum, last);
+            served = c.cum;
+        }
+        if (leaves != NULL && !c.err)
+            c.err = sender_tick(&s);
+        if (leaves != NULL && c.err == MPI_SUCCESS && s.err != MPI_SUCCESS &&
+            s.confirmed == nleaves)
+            c.err = s.err; /* a leaf's error, passed on to the root */
     }
-out:
+    free(c.got);
+    g->seq++;
+    if (c.err == MPI_SUCCESS && acked < c.nfrag)
+        send_ack(g, c.up, g->seq - 1, c.nfrag, c.nfrag, 0, c.nfrag);
+    else if (leaves != NULL)
+        cancel_confirmations(&s);
+    sctx_free(&s);
+    int code = c.err;
+    int rc = PMPI_Send(&code, 1, MPI_INT, c.up, MC_TAG_CONFIRM, g->icomm);
+    return c.err != MPI_SUCCESS ? c.err : (rc != MPI_SUCCESS ? rc : perr);
+}
+
+int mc_reliable_send(struct aapc_mcast_group_s *g, const void *buf, uint64_t len)
+{
+    int perr = mc_pending_settle(g, MC_PENDING - 1);
+    int me, nr = receivers_of(g, g->rank, NULL, &me);
+    if (nr == 0) {
+        g->seq++;
+        return perr;
+    }
+    int *ranks = malloc(sizeof(int) * (size_t)nr);
+    if (ranks == NULL) {
+        g->seq++;
+        return MPI_ERR_NO_MEM;
+    }
+    receivers_of(g, g->rank, ranks, &me);
+    int span = span_of(nr), ndirect = 0;
+    for (int i = 0; i < nr; i += span) /* the co-roots (every receiver when span is 1) */
+        ranks[ndirect++] = ranks[i];
+    uint32_t nfrag = len ? (uint32_t)((len + mc_proc.frag - 1) / mc_proc.frag) : 1;
+    sctx_t c;
+    int err = sctx_init(&c, g, "root", buf, len, nfrag, span, ranks, ndirect);
+    free(ranks);
+    while (err == MPI_SUCCESS) {
+        if (lowest(&c, c.cum) == nfrag)
+            break; /* every direct receiver holds the message */
+        uint32_t wlo = lowest(&c, c.low);
+        if (c.sent < nfrag && c.sent < wlo + (uint32_t)mc_proc.window) {
+            double t = now_s();
+            while (c.sent < nfrag && c.sent < wlo + (uint32_t)mc_proc.window) {
+                c.t_sent[c.sent] = t;
+                send_data(g, &g->maddr, c.buf, len, nfrag, c.span, c.sent++);
+            }
+            c.deadline = now_s() + 1e-6 * (double)c.rto;
+        }
+        double left = c.deadline - now_s();
+        wait_sockets(mc_proc.usock, -1, left < 2e-4 ? left : 2e-4);
+        drain(mc_proc.usock, NULL, &c);
+        err = sender_tick(&c);
+        if (err == MPI_SUCCESS && c.err != MPI_SUCCESS && c.confirmed == c.nr)
+            err = c.err;
+    }
+    if (err == MPI_SUCCESS && c.err != MPI_SUCCESS) {
+        PMPI_Waitall(c.nr, c.req, statuses_ignore()); /* a receiver failed: end together */
+        err = c.err;
+    } else if (err == MPI_SUCCESS) {
+        pending_keep(&c);
+    }
     g->seq++;
     drain(g->sock, NULL, NULL); /* our own looped-back datagrams; others' early ones get stashed */
-    free(c.recv_rank);
-    free(c.pos);
-    free(c.cum);
-    free(c.sack);
-    free(c.fast);
-    free(c.done);
-    free(c.t_sent);
-    free(c.retx);
-    free(req);
-    free(idx);
-    return err;
+    sctx_free(&c);
+    return err != MPI_SUCCESS ? err : perr;
 }
 
 int mc_error(MPI_Comm comm, int code)
