@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,11 +150,13 @@ def compile_c(mpi: Mpi, out: Path, sources: list[Path], objects: list[Path] | No
 def compile_objects(mpi: Mpi, gen: Path) -> list[Path]:
     """The generated directory compiled once (-DAAPC_INTERCEPT; MPICH: sanitized)."""
     flags = [*CFLAGS, *(SANITIZE if mpi.sanitize else []), "-DAAPC_INTERCEPT", f"-I{gen}", "-c"]
-    objects = []
-    for src in sorted(gen.glob("*.c")):
-        obj = src.with_suffix(".o")
-        subprocess.run([str(mpi.mpicc), *flags, str(src), "-o", str(obj)], check=True, timeout=600)
-        objects.append(obj)
+    sources = sorted(gen.glob("*.c"))
+    objects = [src.with_suffix(".o") for src in sources]
+    cmds = [[str(mpi.mpicc), *flags, str(s), "-o", str(o)] for s, o in zip(sources, objects)]
+    # one compiler per CPU; each object comes from tests/pcc's cache when another build made it
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for proc in pool.map(lambda c: subprocess.run(c, timeout=600), cmds):
+            assert proc.returncode == 0, proc.args
     return objects
 
 
