@@ -628,16 +628,22 @@ static uint32_t lowest(const sctx_t *c, const uint32_t *of)
     return lo;
 }
 
-static void retransmit_hole(sctx_t *c, int i)
+/* Unicast to receiver i the fragments of [lo, hi) that it lacks and this sender holds. */
+static void resend(sctx_t *c, int i, uint32_t lo, uint32_t hi)
 {
-    /* fragments up to the highest one the receiver reports, unicast to it */
-    int top = 63;
-    while (top >= 0 && !((c->sack[i] >> top) & 1u))
-        top--;
-    for (uint32_t f = c->cum[i]; f < c->cum[i] + 1 + (uint32_t)top && f < c->sent; f++)
+    for (uint32_t f = lo; f < hi && f < c->sent; f++)
         if (!receiver_has(c, i, f) && (c->retx[f] = 1))
             send_data(c->g, &c->g->uaddr[c->recv_rank[i]], c->buf, c->len, c->nfrag, c->span,
                       f);
+}
+
+static void retransmit_hole(sctx_t *c, int i)
+{
+    /* fragments up to the highest one the receiver reports */
+    int top = 63;
+    while (top >= 0 && !((c->sack[i] >> top) & 1u))
+        top--;
+    resend(c, i, c->cum[i], c->cum[i] + 1 + (uint32_t)top);
 }
 
 static void root_ack(sctx_t *c, const mc_hdr_t *h)
@@ -811,6 +817,11 @@ static void pending_keep(sctx_t *c)
 
 /* ------------------------------------------------------------------ the operations */
 
+static uint32_t nfrag_of(uint64_t len) /* a zero-byte operation is one empty fragment */
+{
+    return len ? (uint32_t)((len + mc_proc.frag - 1) / mc_proc.frag) : 1;
+}
+
 /* A co-root serves its leaves the prefix [0, to) of the message it holds; `from` was served.
  * Fragments of the new part that a leaf already reported as a hole (it holds later ones) go to
  * it at once: the leaf's fast retransmission request may have come before the co-root had them. */
@@ -822,21 +833,16 @@ static void serve_prefix(sctx_t *leaves, uint32_t from, uint32_t to, double t)
         leaves->t_sent[f] = t;
     leaves->sent = to;
     leaves->progress = 1;
-    for (int i = 0; i < leaves->nr; i++) {
-        if (leaves->done[i] || leaves->sack[i] == 0 || leaves->cum[i] >= to)
-            continue;
-        for (uint32_t f = from > leaves->cum[i] ? from : leaves->cum[i]; f < to; f++)
-            if (!receiver_has(leaves, i, f) && (leaves->retx[f] = 1))
-                send_data(leaves->g, &leaves->g->uaddr[leaves->recv_rank[i]], leaves->buf,
-                          leaves->len, leaves->nfrag, leaves->span, f);
-    }
+    for (int i = 0; i < leaves->nr; i++)
+        if (!leaves->done[i] && leaves->sack[i] != 0)
+            resend(leaves, i, from > leaves->cum[i] ? from : leaves->cum[i], to);
 }
 
 int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t len)
 {
     int me, nr = receivers_of(g, root, NULL, &me);
     int *ranks = malloc(sizeof(int) * (size_t)(nr > 0 ? nr : 1));
-    uint32_t nfrag = len ? (uint32_t)((len + mc_proc.frag - 1) / mc_proc.frag) : 1;
+    uint32_t nfrag = nfrag_of(len);
     if (ranks == NULL)
         return MPI_ERR_NO_MEM;
     receivers_of(g, root, ranks, &me);
@@ -927,10 +933,10 @@ int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t
     }
     free(c.got);
     g->seq++;
-    if (c.err == MPI_SUCCESS && acked < c.nfrag)
-        send_ack(g, c.up, g->seq - 1, c.nfrag, c.nfrag, 0, c.nfrag);
-    else if (leaves != NULL)
+    if (c.err != MPI_SUCCESS && leaves != NULL)
         cancel_confirmations(&s);
+    else if (c.err == MPI_SUCCESS && acked < c.nfrag) /* a co-root ACKed its end in the loop */
+        send_ack(g, c.up, g->seq - 1, c.nfrag, c.nfrag, 0, c.nfrag);
     sctx_free(&s);
     int code = c.err;
     int rc = PMPI_Send(&code, 1, MPI_INT, c.up, MC_TAG_CONFIRM, g->icomm);
@@ -954,7 +960,7 @@ int mc_reliable_send(struct aapc_mcast_group_s *g, const void *buf, uint64_t len
     int span = span_of(nr), ndirect = 0;
     for (int i = 0; i < nr; i += span) /* the co-roots (every receiver when span is 1) */
         ranks[ndirect++] = ranks[i];
-    uint32_t nfrag = len ? (uint32_t)((len + mc_proc.frag - 1) / mc_proc.frag) : 1;
+    uint32_t nfrag = nfrag_of(len);
     sctx_t c;
     int err = sctx_init(&c, g, "root", buf, len, nfrag, span, ranks, ndirect);
     free(ranks);
