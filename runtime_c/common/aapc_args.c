@@ -65,6 +65,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h> /* FIONREAD */
 #include <string.h>
 
 /* ---- the objects of the checks ----------------------------------------------------------- */
@@ -272,6 +273,25 @@ int aapc_args_raise_code(MPI_Comm comm, int code)
     return code;
 }
 
+/* Before an abort: give the launcher up to 2 s to take what this rank wrote to stderr. Under
+   MPICH's Hydra, stderr is a pipe read by the rank's proxy, and an abort that reaches the proxy
+   first ends the job with the line unread (CI saw an empty stderr from a test whose rank had
+   written its reason, with busy-polling ranks on the 2 cores). FIONREAD on the pipe says how many
+   bytes are still unread; on a file or terminal it is 0 or fails, and nothing waits. Then a
+   little more for the proxy to pass the line on. */
+static void let_stderr_drain(void)
+{
+#ifdef FIONREAD
+    for (int waited = 0; waited < 2000; waited++) {
+        int unread = 0;
+        if (ioctl(2, FIONREAD, &unread) != 0 || unread <= 0)
+            break;
+        aapc_nap_us(1000);
+    }
+#endif
+    aapc_nap_us(50000);
+}
+
 int aapc_args_raise_alone(MPI_Comm comm, int code)
 {
     if (code == MPI_SUCCESS || comm == MPI_COMM_NULL)
@@ -287,6 +307,7 @@ int aapc_args_raise_alone(MPI_Comm comm, int code)
             "messages\n",
             rank, what);
     fflush(stderr);
+    let_stderr_drain();
     PMPI_Abort(comm, code);
     _Exit(EXIT_FAILURE); /* an MPI_Abort may return before the launcher ends the job (MPICH 5) */
 }
