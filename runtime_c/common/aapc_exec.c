@@ -583,7 +583,28 @@ static int aapc_check_rows(const struct aapc_run *st)
     return 1;
 }
 
-/* The rank's own block: one memcpy for dense types, else a local copy through the library. */
+/* The rank's own block when exactly one side's type is dense and both sides hold the same bytes:
+   MPI_Pack of the send block into the receive block, or MPI_Unpack of the send block into the
+   receive block, one pass over the data like the MPI library's own local copy (a message to self
+   took 110-170 ms for a 64 MiB vector block under MPICH, MPI_Pack 6-13 ms). 1: copied; 0: not
+   this case or not done (a packed form that is not the raw bytes, a count MPI_Pack cannot take,
+   any error): the caller's message to self then rewrites the whole block and reports errors. */
+static int aapc_copy_own_packed(const char *sb, int sc, MPI_Datatype stype, int64_t size,
+                                char *rb, int rcnt, MPI_Datatype rtype, int64_t rs,
+                                MPI_Comm comm)
+{
+    int sdense = aapc_dense(stype), rdense = aapc_dense(rtype);
+    MPI_Aint lb = 0, ext = 0;
+    if (sdense == rdense || size * sc != rs * rcnt ||
+        PMPI_Type_get_extent(sdense ? rtype : stype, &lb, &ext) != MPI_SUCCESS)
+        return 0;
+    int rc = sdense ? aapc_pack_bytes(0, rb, rcnt, rtype, ext, rs, (char *)sb, comm)
+                    : aapc_pack_bytes(1, (void *)sb, sc, stype, ext, size, rb, comm);
+    return rc == MPI_SUCCESS;
+}
+
+/* The rank's own block: one memcpy for dense types, MPI_Pack or MPI_Unpack when one side is
+   dense, else a message to self through the library. */
 static int aapc_copy_own(struct aapc_run *st, int me)
 {
     MPI_Aint own = aapc_block(st, st->m, me);
@@ -597,11 +618,11 @@ static int aapc_copy_own(struct aapc_run *st, int me)
         sc = st->scounts[me];
         rcnt = st->rcounts[me];
     }
+    int rc;
+    if ((rc = aapc_type_size(st->stype, &size)) != MPI_SUCCESS ||
+        (rc = aapc_type_size(st->rtype, &rs)) != MPI_SUCCESS)
+        return rc;
     if (aapc_dense(st->stype) && aapc_dense(st->rtype)) {
-        int rc;
-        if ((rc = aapc_type_size(st->stype, &size)) != MPI_SUCCESS ||
-            (rc = aapc_type_size(st->rtype, &rs)) != MPI_SUCCESS)
-            return rc;
         if (size * sc > rs * rcnt)
             return MPI_ERR_TRUNCATE;
         if (sc > 0)
@@ -609,6 +630,8 @@ static int aapc_copy_own(struct aapc_run *st, int me)
         return MPI_SUCCESS;
     }
     if (sc == 0 && rcnt == 0)
+        return MPI_SUCCESS;
+    if (aapc_copy_own_packed(sb, sc, st->stype, size, rb, rcnt, st->rtype, rs, st->dup))
         return MPI_SUCCESS;
     return PMPI_Sendrecv(sb, sc, st->stype, me, AAPC_TAG_SELF, rb, rcnt, st->rtype, me,
                          AAPC_TAG_SELF, st->dup, MPI_STATUS_IGNORE);

@@ -10,7 +10,8 @@
    "spin" (the MPI library's own wait: busy polling), or "poll" (default: test, spin briefly,
    yield the CPU between tests for up to 200 us (20 us when ranks outnumber cores), then sleep with exponential backoff between
    tests, so ranks sharing cores with each other or with the kernel's network processing leave
-   them the CPU). Returns an MPI error code. */
+   them the CPU; when each rank has a core, a test that took over 2 us moved data and the wait
+   goes back to yielding). Returns an MPI error code. */
 int aapc_waitall(int n, MPI_Request *reqs);
 
 /* The same policy between the tests of a caller's own loop: call aapc_backoff after each
@@ -19,8 +20,9 @@ typedef struct aapc_backoff {
     int tries;
     long sleep_us;
     double yield_until;
+    double back_at; /* when the last call returned (us) */
 } aapc_backoff_t;
-#define AAPC_BACKOFF_INIT {0, 1, 0.0}
+#define AAPC_BACKOFF_INIT {0, 1, 0.0, 0.0}
 void aapc_backoff(aapc_backoff_t *b);
 
 /* Sleep about `us` microseconds (nothing under SimGrid SMPI, where it would only cost wall
