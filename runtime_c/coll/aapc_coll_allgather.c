@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "aapc_coll.h"
+#include "aapc_exec.h" /* aapc_local_copy */
 #include "aapc_shm.h"
 
 /* The leaders' exchange of the machines' blocks, in place in buf (machine order). */
@@ -72,8 +73,8 @@ static int gather_and_exchange(const aapc_coll_layout_t *l, enum aapc_coll_step 
     else if (own == segment)
         rc = PMPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, segment, recvcount, recvtype, 0,
                          l->node);
-    else if ((rc = PMPI_Sendrecv(own, recvcount, recvtype, 0, 1, segment, recvcount, recvtype, 0,
-                                 1, l->node, MPI_STATUS_IGNORE)) == MPI_SUCCESS) /* to itself */
+    else if ((rc = aapc_local_copy(own, recvcount, recvtype, segment, recvcount, recvtype,
+                                   l->node, 0, 1)) == MPI_SUCCESS) /* to itself */
         rc = PMPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, segment, recvcount, recvtype, 0,
                          l->node);
     if (rc != MPI_SUCCESS || l->leaders == MPI_COMM_NULL || l->n < 2)
@@ -117,8 +118,8 @@ int aapc_coll_allgather(const aapc_coll_layout_t *l, enum aapc_coll_step step,
     rc = gather_and_exchange(l, step, sendbuf, sendcount, sendtype, gathered, own, recvcount,
                              recvtype, block);
     if (rc == MPI_SUCCESS && l->local == 0)
-        rc = PMPI_Sendrecv(gathered, P * recvcount, recvtype, 0, 1, recvbuf, 1, placed, 0, 1,
-                           l->node, MPI_STATUS_IGNORE); /* the leader to itself */
+        rc = aapc_local_copy(gathered, P * recvcount, recvtype, recvbuf, 1, placed, l->node, 0,
+                             1); /* the leader to itself */
     free(tmp);
     if (rc == MPI_SUCCESS)
         rc = aapc_shm_bcast(recvbuf, 1, placed, 0, l->node);

@@ -16,6 +16,7 @@
 #include "aapc_args.h"
 #include "aapc_cluster_comm.h"
 #include "aapc_coll.h"
+#include "aapc_exec.h" /* aapc_local_copy */
 #include "aapc_hier.h" /* aapc_hier_segment_shared: the node's segment, released at finalize */
 #include "aapc_shm.h"  /* aapc_shm_channels_open */
 
@@ -199,8 +200,7 @@ char *aapc_coll_own_part(const aapc_coll_layout_t *l, const void *buf, int count
         return NULL;
     }
     const char *mine = (const char *)buf + (MPI_Aint)l->mine * count * extent;
-    *rc = PMPI_Sendrecv(mine, count, type, l->mine, 2, *from, count, type, l->mine, 2,
-                        l->leaders, MPI_STATUS_IGNORE); /* the leader to itself */
+    *rc = aapc_local_copy(mine, count, type, *from, count, type, l->leaders, l->mine, 2);
     if (*rc != MPI_SUCCESS) {
         free(copy);
         return NULL;

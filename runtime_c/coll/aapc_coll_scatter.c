@@ -34,7 +34,8 @@
 #include <stdlib.h>
 
 #include "aapc_coll.h"
-#include "aapc_mpi.h" /* aapc_statuses_ignore */
+#include "aapc_exec.h" /* aapc_local_copy */
+#include "aapc_mpi.h"  /* aapc_statuses_ignore */
 #include "aapc_shm.h" /* aapc_shm_chan_send, aapc_shm_chan_recv */
 
 #define TAG_PART 0x5ca7
@@ -186,8 +187,8 @@ static int hand_out(const aapc_coll_layout_t *l, const char *part, const long lo
     }
     int count;
     if (rc == MPI_SUCCESS && (rc = bytes_type(bytes[0], &count, &t[0])) == MPI_SUCCESS)
-        rc = PMPI_Sendrecv(part, count, t[0], 0, TAG_PART, recvbuf, recvcount, recvtype, 0,
-                           TAG_PART, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+        rc = aapc_local_copy(part, count, t[0], recvbuf, recvcount, recvtype, MPI_COMM_SELF, 0,
+                             TAG_PART);
     int rc2 = PMPI_Waitall(R, req, aapc_statuses_ignore());
     for (int i = 0; i < R; i++)
         free_bytes(&t[i]);

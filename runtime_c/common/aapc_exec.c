@@ -289,15 +289,113 @@ static int aapc_phase(struct aapc_run *st, int ri, int rj, int si, int sj)
     return MPI_SUCCESS;
 }
 
-/* Whether a datatype is plain bytes: no gaps, no offset (then blocks copy with memcpy). */
-int aapc_dense(MPI_Datatype t)
+static int aapc_dense_at(MPI_Datatype t, int depth);
+
+/* Whether the blocks (blocklens[i] elements of types[i] at byte displacement displs[i]) follow
+   each other in order, each of dense elements: the type map is then the bytes 0, 1, 2, ... */
+static int aapc_blocks_in_order(int n, const int *blocklens, const MPI_Aint *displs,
+                                const MPI_Datatype *types, int depth)
+{
+    MPI_Aint at = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t size = 0;
+        if (blocklens[i] == 0)
+            continue;
+        if (displs[i] != at || !aapc_dense_at(types[i], depth + 1) ||
+            aapc_type_size(types[i], &size) != MPI_SUCCESS)
+            return 0;
+        at += (MPI_Aint)blocklens[i] * (MPI_Aint)size;
+    }
+    return 1;
+}
+
+/* Whether the type map of t runs through its bytes in order (from its constructor, through
+   MPI_Type_get_contents; 0 for any constructor not read here). A type with no gaps can still
+   permute its blocks (an indexed type of blocks {1, 0}): such a type is not memcpy-able. */
+static int aapc_in_order(MPI_Datatype t, int depth)
+{
+    int ni = 0, na = 0, nd = 0, combiner = 0;
+    if (depth > 16 || PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
+        return 0;
+    if (combiner == MPI_COMBINER_NAMED)
+        return 1;
+    int *ints = malloc(sizeof *ints * (size_t)(ni + 1));
+    MPI_Aint *addrs = malloc(sizeof *addrs * (size_t)(na + 1));
+    MPI_Datatype *types = malloc(sizeof *types * (size_t)(nd + 1));
+    int n = 0, ok = 0;
+    if (ints != NULL && addrs != NULL && types != NULL &&
+        PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, types) == MPI_SUCCESS) {
+        n = nd;
+        MPI_Aint ext = 0, lb = 0;
+        int64_t size = 0;
+        int inner = nd >= 1 && PMPI_Type_get_extent(types[0], &lb, &ext) == MPI_SUCCESS &&
+                    aapc_type_size(types[0], &size) == MPI_SUCCESS;
+        int one = 1;
+        MPI_Aint zero = 0;
+        switch (combiner) {
+        case MPI_COMBINER_DUP:
+        case MPI_COMBINER_CONTIGUOUS:
+        case MPI_COMBINER_RESIZED: /* the outer lb and extent are checked by the caller */
+            ok = inner && aapc_blocks_in_order(1, &one, &zero, types, depth);
+            break;
+        case MPI_COMBINER_VECTOR: /* count, blocklength, stride (in extents) */
+            ok = inner && (ints[0] <= 1 || (MPI_Aint)ints[2] * ext == (MPI_Aint)ints[1] * size) &&
+                 aapc_blocks_in_order(1, &one, &zero, types, depth);
+            break;
+        case MPI_COMBINER_HVECTOR: /* count, blocklength; stride in bytes */
+            ok = inner && (ints[0] <= 1 || addrs[0] == (MPI_Aint)ints[1] * size) &&
+                 aapc_blocks_in_order(1, &one, &zero, types, depth);
+            break;
+        default: { /* the block constructors: lengths and byte displacements */
+            int count = ni >= 1 ? ints[0] : 0;
+            int *lens = malloc(sizeof *lens * (size_t)(count + 1));
+            MPI_Aint *displs = malloc(sizeof *displs * (size_t)(count + 1));
+            MPI_Datatype *each = malloc(sizeof *each * (size_t)(count + 1));
+            int h = combiner == MPI_COMBINER_HINDEXED || combiner == MPI_COMBINER_HINDEXED_BLOCK ||
+                    combiner == MPI_COMBINER_STRUCT; /* displacements in bytes */
+            int same = combiner == MPI_COMBINER_INDEXED_BLOCK ||
+                       combiner == MPI_COMBINER_HINDEXED_BLOCK; /* one block length */
+            int known = inner && (h || same || combiner == MPI_COMBINER_INDEXED) && lens != NULL &&
+                        displs != NULL && each != NULL;
+            for (int i = 0; known && i < count; i++) {
+                lens[i] = same ? ints[1] : ints[1 + i];
+                displs[i] = h ? addrs[i] : (MPI_Aint)ints[(same ? 2 : 1 + count) + i] * ext;
+                each[i] = combiner == MPI_COMBINER_STRUCT ? types[i] : types[0];
+            }
+            ok = known && aapc_blocks_in_order(count, lens, displs, each, depth);
+            free(lens);
+            free(displs);
+            free(each);
+        }
+        }
+    }
+    for (int i = 0; i < n; i++) { /* the derived types get_contents returned */
+        int a, b, c, k;
+        if (PMPI_Type_get_envelope(types[i], &a, &b, &c, &k) == MPI_SUCCESS &&
+            k != MPI_COMBINER_NAMED)
+            PMPI_Type_free(&types[i]);
+    }
+    free(ints);
+    free(addrs);
+    free(types);
+    return ok;
+}
+
+static int aapc_dense_at(MPI_Datatype t, int depth)
 {
     int64_t size;
     MPI_Aint lb, extent, tlb, textent;
     if (aapc_type_size(t, &size) != MPI_SUCCESS || PMPI_Type_get_extent(t, &lb, &extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(t, &tlb, &textent) != MPI_SUCCESS)
         return 0;
-    return lb == 0 && tlb == 0 && extent == size && textent == size;
+    return lb == 0 && tlb == 0 && extent == size && textent == size && aapc_in_order(t, depth);
+}
+
+/* Whether a datatype is plain bytes: no gaps, no offset, its type map in memory order (then
+   blocks copy with memcpy). */
+int aapc_dense(MPI_Datatype t)
+{
+    return aapc_dense_at(t, 0);
 }
 
 /* MPI_Pack (pack) or MPI_Unpack of k elements of `type` at `at`; at may be MPI_BOTTOM (NULL),
@@ -583,58 +681,69 @@ static int aapc_check_rows(const struct aapc_run *st)
     return 1;
 }
 
-/* The rank's own block when exactly one side's type is dense and both sides hold the same bytes:
-   MPI_Pack of the send block into the receive block, or MPI_Unpack of the send block into the
-   receive block, one pass over the data like the MPI library's own local copy (a message to self
-   took 110-170 ms for a 64 MiB vector block under MPICH, MPI_Pack 6-13 ms). 1: copied; 0: not
-   this case or not done (a packed form that is not the raw bytes, a count MPI_Pack cannot take,
-   any error): the caller's message to self then rewrites the whole block and reports errors. */
-static int aapc_copy_own_packed(const char *sb, int sc, MPI_Datatype stype, int64_t size,
-                                char *rb, int rcnt, MPI_Datatype rtype, int64_t rs,
-                                MPI_Comm comm)
+/* The local copy without a message: 1 done, 0 not (see aapc_local_copy). */
+static int aapc_copy_packed(const void *src, int scount, MPI_Datatype stype, int64_t ssize,
+                            void *dst, int rcount, MPI_Datatype rtype, int64_t rsize,
+                            MPI_Comm comm)
 {
     int sdense = aapc_dense(stype), rdense = aapc_dense(rtype);
-    MPI_Aint lb = 0, ext = 0;
-    if (sdense == rdense || size * sc != rs * rcnt ||
-        PMPI_Type_get_extent(sdense ? rtype : stype, &lb, &ext) != MPI_SUCCESS)
+    int64_t bytes = ssize * scount;
+    MPI_Aint lb = 0, sext = 0, rext = 0;
+    if (bytes != rsize * rcount || (sdense && rdense) || bytes > AAPC_LOCAL_COPY_STAGE_MAX ||
+        PMPI_Type_get_extent(stype, &lb, &sext) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(rtype, &lb, &rext) != MPI_SUCCESS)
         return 0;
-    int rc = sdense ? aapc_pack_bytes(0, rb, rcnt, rtype, ext, rs, (char *)sb, comm)
-                    : aapc_pack_bytes(1, (void *)sb, sc, stype, ext, size, rb, comm);
+    char *stage = sdense ? (char *)src : rdense ? (char *)dst : malloc((size_t)bytes);
+    if (stage == NULL)
+        return 0;
+    int rc = MPI_SUCCESS;
+    if (!sdense)
+        rc = aapc_pack_bytes(1, (void *)src, scount, stype, sext, ssize, stage, comm);
+    if (rc == MPI_SUCCESS && !rdense)
+        rc = aapc_pack_bytes(0, dst, rcount, rtype, rext, rsize, stage, comm);
+    if (stage != src && stage != dst)
+        free(stage);
     return rc == MPI_SUCCESS;
 }
 
-/* The rank's own block: one memcpy for dense types, MPI_Pack or MPI_Unpack when one side is
-   dense, else a message to self through the library. */
+int aapc_local_copy(const void *src, int scount, MPI_Datatype stype, void *dst, int rcount,
+                    MPI_Datatype rtype, MPI_Comm comm, int me, int tag)
+{
+    int64_t ssize = 0, rsize = 0;
+    int rc;
+    if (scount == 0 && rcount == 0)
+        return MPI_SUCCESS;
+    if (scount < 0 || rcount < 0 || (rc = aapc_type_size(stype, &ssize)) != MPI_SUCCESS ||
+        (rc = aapc_type_size(rtype, &rsize)) != MPI_SUCCESS)
+        return PMPI_Sendrecv(src, scount, stype, me, tag, dst, rcount, rtype, me, tag, comm,
+                             MPI_STATUS_IGNORE); /* the library reports the mistake */
+    if (aapc_dense(stype) && aapc_dense(rtype)) {
+        if (ssize * scount > rsize * rcount)
+            return MPI_ERR_TRUNCATE;
+        if (scount > 0 && src != dst)
+            memcpy(dst, src, (size_t)ssize * (size_t)scount);
+        return MPI_SUCCESS;
+    }
+    if (aapc_copy_packed(src, scount, stype, ssize, dst, rcount, rtype, rsize, comm))
+        return MPI_SUCCESS;
+    return PMPI_Sendrecv(src, scount, stype, me, tag, dst, rcount, rtype, me, tag, comm,
+                         MPI_STATUS_IGNORE);
+}
+
+/* The rank's own block. */
 static int aapc_copy_own(struct aapc_run *st, int me)
 {
     MPI_Aint own = aapc_block(st, st->m, me);
     const char *sb = aapc_at(st->sbuf, own * st->sblock);
     char *rb = aapc_at(st->rbuf, own * st->rblock);
     int sc = st->scount, rcnt = st->rcount;
-    int64_t size = 0, rs = 0;
     if (st->vmode) {
         sb = aapc_at(st->sbuf, (MPI_Aint)st->sdispls[me] * st->sext);
         rb = aapc_at(st->rbuf, (MPI_Aint)st->rdispls[me] * st->rext);
         sc = st->scounts[me];
         rcnt = st->rcounts[me];
     }
-    int rc;
-    if ((rc = aapc_type_size(st->stype, &size)) != MPI_SUCCESS ||
-        (rc = aapc_type_size(st->rtype, &rs)) != MPI_SUCCESS)
-        return rc;
-    if (aapc_dense(st->stype) && aapc_dense(st->rtype)) {
-        if (size * sc > rs * rcnt)
-            return MPI_ERR_TRUNCATE;
-        if (sc > 0)
-            memcpy(rb, sb, (size_t)size * (size_t)sc);
-        return MPI_SUCCESS;
-    }
-    if (sc == 0 && rcnt == 0)
-        return MPI_SUCCESS;
-    if (aapc_copy_own_packed(sb, sc, st->stype, size, rb, rcnt, st->rtype, rs, st->dup))
-        return MPI_SUCCESS;
-    return PMPI_Sendrecv(sb, sc, st->stype, me, AAPC_TAG_SELF, rb, rcnt, st->rtype, me,
-                         AAPC_TAG_SELF, st->dup, MPI_STATUS_IGNORE);
+    return aapc_local_copy(sb, sc, st->stype, rb, rcnt, st->rtype, st->dup, me, AAPC_TAG_SELF);
 }
 
 /* Run machine m's rows; buffers and counts already resolved in *st. */

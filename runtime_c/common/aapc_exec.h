@@ -71,6 +71,17 @@ int aapc_alltoall_block(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
    one element exceeds INT_MAX bytes (MPI_Pack counts bytes in an int). */
 int aapc_pack_bytes(int pack, void *buf, MPI_Aint n, MPI_Datatype type, MPI_Aint ext,
                     int64_t esize, char *bytes, MPI_Comm comm);
+/* Copy scount elements of stype at src to rcount elements of rtype at dst, in this process:
+   memcpy when both types are plain bytes; else MPI_Pack and/or MPI_Unpack, through a staging
+   buffer when neither side is plain bytes (at most AAPC_LOCAL_COPY_STAGE_MAX bytes), when both
+   sides hold the same bytes; else, or when packing is not possible (the packed form is not the
+   raw bytes, an element over INT_MAX bytes, no memory for the stage), a message to self
+   (rank me of comm, a private communicator, tag). Under MPICH 5 a message to self of a
+   non-contiguous type took 10-30x the time of MPI_Pack + MPI_Unpack from 128 KB on, under Open
+   MPI 5 1.05-1.5x (docs/measurements/typed-blocks.md). Returns an MPI error code. */
+#define AAPC_LOCAL_COPY_STAGE_MAX ((int64_t)1 << 26)
+int aapc_local_copy(const void *src, int scount, MPI_Datatype stype, void *dst, int rcount,
+                    MPI_Datatype rtype, MPI_Comm comm, int me, int tag);
 /* Run machine st->m's rows; buffers, counts and the communicator already resolved in *st
    (the buffers may be MPI_BOTTOM: addresses are computed with aapc_at).
    bytes: the block size in bytes (MPI_Alltoall) or 0 (Alltoallv, per-rank counts). */

@@ -141,9 +141,9 @@ static int start_linear(struct vcall *c, const void *sbuf, const int *sc, const 
                              &c->lreq[c->n + j])) != MPI_SUCCESS)
             return rc;
     }
-    return PMPI_Sendrecv(aapc_at(sbuf, (MPI_Aint)sd[c->me] * sext), sc[c->me], st, c->me,
-                         c->tag + 2, aapc_at(c->recvbuf, (MPI_Aint)c->rdispls[c->me] * rext),
-                         c->rcounts[c->me], c->rtype, c->me, c->tag + 2, dup, MPI_STATUS_IGNORE);
+    return aapc_local_copy(aapc_at(sbuf, (MPI_Aint)sd[c->me] * sext), sc[c->me], st,
+                           aapc_at(c->recvbuf, (MPI_Aint)c->rdispls[c->me] * rext),
+                           c->rcounts[c->me], c->rtype, dup, c->me, c->tag + 2);
 }
 
 /* One run, once the way is decided. */

@@ -90,7 +90,7 @@ void aapc_nbexec_free(aapc_nbexec_t *x)
     x->rreq = NULL;
 }
 
-/* The rank's own block: memcpy for dense types, else a local copy through the library. */
+/* The rank's own block (aapc_local_copy). */
 static int copy_own(aapc_nbexec_t *x)
 {
     int me = rank_of(x, x->m);
@@ -103,14 +103,9 @@ static int copy_own(aapc_nbexec_t *x)
                    aapc_at(x->sbuf, (MPI_Aint)x->sdispls[me] * x->sext), (size_t)n);
         return MPI_SUCCESS;
     }
-    const char *sb = aapc_at(x->sbuf, (MPI_Aint)me * x->sblock);
-    char *rb = aapc_at(x->rbuf, (MPI_Aint)me * x->rblock);
-    if (aapc_dense(x->stype) && aapc_dense(x->rtype)) {
-        memcpy(rb, sb, (size_t)x->rbytes);
-        return MPI_SUCCESS;
-    }
-    return PMPI_Sendrecv(sb, x->scount, x->stype, me, x->tag + 2, rb, x->rcount, x->rtype, me,
-                         x->tag + 2, x->info.dup, MPI_STATUS_IGNORE);
+    return aapc_local_copy(aapc_at(x->sbuf, (MPI_Aint)me * x->sblock), x->scount, x->stype,
+                           aapc_at(x->rbuf, (MPI_Aint)me * x->rblock), x->rcount, x->rtype,
+                           x->info.dup, me, x->tag + 2);
 }
 
 int aapc_nbexec_start(aapc_nbexec_t *x, const void *sbuf, int scount, MPI_Datatype stype,

@@ -166,6 +166,7 @@ struct ctx {
     MPI_Datatype vec_int;     /* 4 ints with a hole after each of the first three */
     MPI_Datatype vec_resized; /* 3 ints with holes, extent 6 ints (trailing hole) */
     MPI_Datatype neg_lb;      /* ints at byte -8 and 0, lb -8, extent 16 */
+    MPI_Datatype swapped;     /* 2 ints, the second first: no gap, no offset, not in order */
 };
 
 typedef void (*case_fn)(const struct ctx *, aapc_alltoall_fn, long arg, char *desc);
@@ -192,6 +193,18 @@ static void case_vector_to_vector(const struct ctx *c, aapc_alltoall_fn fn, long
 {
     (void)n; /* 12 ints per block both ways, different layouts */
     compare_once(fn, MPI_COMM_WORLD, c->vec_int, 3, c->vec_resized, 4, 0, 4, desc);
+}
+
+static void case_swapped_to_int(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)n; /* 6 ints per block, sent as 3 swapped pairs: a memcpy would be wrong */
+    compare_once(fn, MPI_COMM_WORLD, c->swapped, 3, MPI_INT, 6, 0, 7, desc);
+}
+
+static void case_int_to_swapped(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
+{
+    (void)n;
+    compare_once(fn, MPI_COMM_WORLD, MPI_INT, 6, c->swapped, 3, 0, 8, desc);
 }
 
 static void case_in_place(const struct ctx *c, aapc_alltoall_fn fn, long n, char *desc)
@@ -365,6 +378,8 @@ static const struct test_case cases[] = {
     {"vector-to-int", case_vector_to_int, 0, 32},
     {"int-to-vector", case_int_to_vector, 0, 24},
     {"vector-to-vector", case_vector_to_vector, 0, 48},
+    {"swapped-to-int", case_swapped_to_int, 0, 24},
+    {"int-to-swapped", case_int_to_swapped, 0, 24},
     {"in-place-int", case_in_place, 1000, 1000},
     {"in-place-neg-lb", case_in_place_neg_lb, 0, 24},
     {"repeat-3", case_repeat, 1000, 1000},
@@ -396,6 +411,10 @@ static void make_types(struct ctx *c)
                             &c->neg_lb);
     MPI_Type_free(&t);
     MPI_Type_commit(&c->neg_lb);
+
+    int second_first[2] = {1, 0};
+    MPI_Type_create_indexed_block(2, 1, second_first, MPI_INT, &c->swapped);
+    MPI_Type_commit(&c->swapped);
 }
 
 static void free_types(struct ctx *c)
@@ -403,6 +422,7 @@ static void free_types(struct ctx *c)
     MPI_Type_free(&c->vec_int);
     MPI_Type_free(&c->vec_resized);
     MPI_Type_free(&c->neg_lb);
+    MPI_Type_free(&c->swapped);
 }
 
 static int parse_args(int argc, char **argv, int rank)
