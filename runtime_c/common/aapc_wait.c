@@ -15,10 +15,10 @@
  * sleep; docs/measurements/executor-overhead.md.) When each rank has a core, a test that took
  * more than AAPC_WORK_US did work (MPICH packs a large non-contiguous send between ranks of one
  * machine a piece per test: 14-17 us each for 8 KB of 8-byte elements), so the next piece is
- * waiting for the next test: the backoff goes back to yielding. (Without that, the sleeps between pieces made 2 GiB between 2 ranks of one
- * machine take 48 s instead of 7. When ranks share cores a long test is as likely a preemption,
- * and going back to yielding made 8 ranks on 2 cores about 7 % slower.) AAPC_WAIT=spin selects
- * the library's own PMPI_Waitall instead.
+ * waiting for the next test: the backoff goes back to yielding. (Without that, the sleeps
+ * between pieces made 2 GiB between 2 ranks of one machine take 48 s instead of 7. When ranks
+ * share cores a long test is as likely a preemption, and going back to yielding made 8 ranks on
+ * 2 cores about 7 % slower.) AAPC_WAIT=spin selects the library's own PMPI_Waitall instead.
  *
  * Under SimGrid SMPI (smpicc; its mpi.h defines SMPI_SHARED_MALLOC) the requests are waited
  * for one by one, in order, with the library's blocking MPI_Wait: there every failed MPI_Test
@@ -98,6 +98,10 @@ void aapc_backoff(aapc_backoff_t *b)
 #ifdef SMPI_SHARED_MALLOC
     (void)b;
 #else
+    if (b->tries < AAPC_SPINS) {
+        b->tries++;
+        return;
+    }
     double now = aapc_now_us();
     /* the caller's test took long: it moved data, the next piece is near: yield again */
     if (b->tries > AAPC_SPINS && now - b->back_at > AAPC_WORK_US &&
@@ -105,12 +109,11 @@ void aapc_backoff(aapc_backoff_t *b)
         b->tries = AAPC_SPINS;
         b->sleep_us = 1;
     }
-    int tries = b->tries++;
-    if (tries == AAPC_SPINS)
+    if (b->tries++ == AAPC_SPINS)
         b->yield_until = now + (double)aapc_yield_us();
-    if (tries >= AAPC_SPINS && now < b->yield_until) {
+    if (now < b->yield_until) {
         sched_yield();
-    } else if (tries >= AAPC_SPINS) {
+    } else {
         struct timespec ts = {0, b->sleep_us * 1000L};
         nanosleep(&ts, NULL);
         b->sleep_us = b->sleep_us * 2 > AAPC_MAX_SLEEP_US ? AAPC_MAX_SLEEP_US : b->sleep_us * 2;

@@ -33,8 +33,7 @@ int aapc_mcast_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
     char *mine = (char *)recvbuf + (MPI_Aint)me * recvcount * ext;
     /* own block: into recvbuf (unless in place), and its image for sending */
     if (sendbuf != MPI_IN_PLACE)
-        rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, 0, 0, mine, recvcount, recvtype, 0, 0,
-                           MPI_COMM_SELF, MPI_STATUS_IGNORE);
+        rc = mc_local_copy(sendbuf, sendcount, sendtype, mine, recvcount, recvtype);
     int err = rc;
     for (int r = 0; r < P; r++) {
         char *blk = (char *)recvbuf + (MPI_Aint)r * recvcount * ext;

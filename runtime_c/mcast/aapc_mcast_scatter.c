@@ -56,9 +56,8 @@ int aapc_mcast_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype
         if (rc == MPI_SUCCESS)
             rc = rc2;
         if (rc == MPI_SUCCESS && recvbuf != MPI_IN_PLACE)
-            rc = PMPI_Sendrecv((const char *)sendbuf + (MPI_Aint)root * sendcount * ext,
-                               sendcount, sendtype, 0, 0, recvbuf, recvcount, recvtype, 0, 0,
-                               MPI_COMM_SELF, MPI_STATUS_IGNORE);
+            rc = mc_local_copy((const char *)sendbuf + (MPI_Aint)root * sendcount * ext,
+                               sendcount, sendtype, recvbuf, recvcount, recvtype);
     } else {
         rc = mc_reliable_recv(g, root, agg, (uint64_t)total);
         int k = me - (me > root);

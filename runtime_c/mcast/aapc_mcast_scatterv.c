@@ -30,9 +30,8 @@ static int local_copy(const void *sendbuf, const int *sendcounts, const int *dis
         return MPI_SUCCESS;
     MPI_Aint lb, ext;
     PMPI_Type_get_extent(sendtype, &lb, &ext);
-    return PMPI_Sendrecv((const char *)sendbuf + (MPI_Aint)displs[root] * ext, sendcounts[root],
-                         sendtype, 0, 0, recvbuf, recvcount, recvtype, 0, 0, MPI_COMM_SELF,
-                         MPI_STATUS_IGNORE);
+    return mc_local_copy((const char *)sendbuf + (MPI_Aint)displs[root] * ext, sendcounts[root],
+                         sendtype, recvbuf, recvcount, recvtype);
 }
 
 /* One multicast of the blocks of g's receivers (bytes[r] each, rank order) from root. */

@@ -87,6 +87,27 @@ static void test_bcast_vector(void)
     free(b);
 }
 
+/* A predefined type with a hole (MPI_DOUBLE_INT: 12 bytes of data in 16): not its own image. */
+static void test_bcast_pair(void)
+{
+    enum { N = 300 };
+    struct {
+        double d;
+        int i;
+    } *a = malloc(sizeof *a * N), *b = malloc(sizeof *b * N);
+    memset(a, 0x5a, sizeof *a * N);
+    memset(b, 0x5a, sizeof *b * N);
+    for (int k = 0; k < N && rank == 1 % size; k++) {
+        a[k].d = b[k].d = k * 0.5;
+        a[k].i = b[k].i = -k;
+    }
+    int rc = aapc_mcast_bcast(a, N, MPI_DOUBLE_INT, 1 % size, MPI_COMM_WORLD);
+    PMPI_Bcast(b, N, MPI_DOUBLE_INT, 1 % size, MPI_COMM_WORLD);
+    check("bcast-double-int", N, rc, a, b, sizeof *a * N);
+    free(a);
+    free(b);
+}
+
 static void test_scatter(void)
 {
     static const long long blocks[] = {0, 1, 100, 1472, 16385};
@@ -307,6 +328,7 @@ int main(int argc, char **argv)
     for (int rep = 0; rep < reps; rep++) {
         test_bcast(MPI_COMM_WORLD, "bcast", (unsigned)rep);
         test_bcast_vector();
+        test_bcast_pair();
         test_scatter();
         test_scatterv();
         test_two_groups();
