@@ -36,7 +36,7 @@
 #include "aapc_coll.h"
 #include "aapc_exec.h" /* aapc_local_copy */
 #include "aapc_mpi.h"  /* aapc_statuses_ignore */
-#include "aapc_shm.h" /* aapc_shm_chan_send, aapc_shm_chan_recv */
+#include "aapc_shm.h"  /* aapc_shm_chan_send, aapc_shm_chan_recv */
 
 #define TAG_PART 0x5ca7
 

@@ -681,15 +681,15 @@ static int aapc_check_rows(const struct aapc_run *st)
     return 1;
 }
 
-/* The local copy without a message: 1 done, 0 not (see aapc_local_copy). */
+/* The local copy without a message, sdense and rdense saying which side is plain bytes (not
+   both): 1 done, 0 not (see aapc_local_copy). */
 static int aapc_copy_packed(const void *src, int scount, MPI_Datatype stype, int64_t ssize,
-                            void *dst, int rcount, MPI_Datatype rtype, int64_t rsize,
-                            MPI_Comm comm)
+                            int sdense, void *dst, int rcount, MPI_Datatype rtype, int64_t rsize,
+                            int rdense, MPI_Comm comm)
 {
-    int sdense = aapc_dense(stype), rdense = aapc_dense(rtype);
     int64_t bytes = ssize * scount;
     MPI_Aint lb = 0, sext = 0, rext = 0;
-    if (bytes != rsize * rcount || (sdense && rdense) || bytes > AAPC_LOCAL_COPY_STAGE_MAX ||
+    if (bytes != rsize * rcount || (!sdense && !rdense && bytes > AAPC_LOCAL_COPY_STAGE_MAX) ||
         PMPI_Type_get_extent(stype, &lb, &sext) != MPI_SUCCESS ||
         PMPI_Type_get_extent(rtype, &lb, &rext) != MPI_SUCCESS)
         return 0;
@@ -717,14 +717,16 @@ int aapc_local_copy(const void *src, int scount, MPI_Datatype stype, void *dst, 
         (rc = aapc_type_size(rtype, &rsize)) != MPI_SUCCESS)
         return PMPI_Sendrecv(src, scount, stype, me, tag, dst, rcount, rtype, me, tag, comm,
                              MPI_STATUS_IGNORE); /* the library reports the mistake */
-    if (aapc_dense(stype) && aapc_dense(rtype)) {
+    int sdense = aapc_dense(stype), rdense = aapc_dense(rtype);
+    if (sdense && rdense) {
         if (ssize * scount > rsize * rcount)
             return MPI_ERR_TRUNCATE;
         if (scount > 0 && src != dst)
             memcpy(dst, src, (size_t)ssize * (size_t)scount);
         return MPI_SUCCESS;
     }
-    if (aapc_copy_packed(src, scount, stype, ssize, dst, rcount, rtype, rsize, comm))
+    if (aapc_copy_packed(src, scount, stype, ssize, sdense, dst, rcount, rtype, rsize, rdense,
+                         comm))
         return MPI_SUCCESS;
     return PMPI_Sendrecv(src, scount, stype, me, tag, dst, rcount, rtype, me, tag, comm,
                          MPI_STATUS_IGNORE);

@@ -61,12 +61,13 @@ int mc_local_copy(const void *src, int scount, MPI_Datatype stype, void *dst, in
     MPI_Aint slb = 0, rlb = 0;
     int scontig = mc_is_contig(scount, stype, &sbytes, &slb);
     int rcontig = mc_is_contig(rcount, rtype, &rbytes, &rlb);
-    if (src != NULL && dst != NULL && sbytes == rbytes && sbytes <= MC_LOCAL_STAGE_MAX) {
-        if (scontig && rcontig) {
-            if (sbytes > 0)
-                memcpy((char *)dst + rlb, (const char *)src + slb, (size_t)sbytes);
-            return MPI_SUCCESS;
-        }
+    if (src != NULL && dst != NULL && sbytes == rbytes && scontig && rcontig) {
+        if (sbytes > 0)
+            memcpy((char *)dst + rlb, (const char *)src + slb, (size_t)sbytes);
+        return MPI_SUCCESS;
+    }
+    if (src != NULL && dst != NULL && sbytes == rbytes && sbytes <= INT_MAX &&
+        (scontig || rcontig || sbytes <= MC_LOCAL_STAGE_MAX)) {
         void *stage = scontig ? (void *)((const char *)src + slb)
                       : rcontig ? (void *)((char *)dst + rlb)
                                 : malloc(sbytes > 0 ? (size_t)sbytes : 1);
