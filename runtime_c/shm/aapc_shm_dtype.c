@@ -134,15 +134,10 @@ int aapc_shm_typed_copy(void *dst, const void *src, int count, MPI_Datatype dt,
        type took 10-30x as long from 128 KB on (docs/measurements/typed-blocks.md) */
     void *stage = NULL;
     int rc = MPI_SUCCESS;
-    if (src != NULL && dst != NULL && (int64_t)count * t->size <= (int64_t)1 << 26) {
-        const char *packed = aapc_shm_pack(src, count, dt, t, &stage, &rc);
-        int pos = 0;
-        if (packed != NULL)
-            rc = PMPI_Unpack(packed, count * t->size, &pos, dst, count, dt, MPI_COMM_SELF);
-        free(stage);
-        if (packed != NULL && rc == MPI_SUCCESS && pos == count * t->size)
-            return MPI_SUCCESS;
-    }
+    if (src != NULL && dst != NULL && (int64_t)count * t->size <= (int64_t)1 << 26 &&
+        aapc_shm_pack(src, count, dt, t, &stage, &rc) != NULL &&
+        aapc_shm_unpack_finish(dst, count, dt, stage) == MPI_SUCCESS) /* frees the stage */
+        return MPI_SUCCESS;
     return PMPI_Sendrecv(src, count, dt, 0, 0, dst, count, dt, 0, 0, MPI_COMM_SELF,
                          MPI_STATUS_IGNORE);
 }
