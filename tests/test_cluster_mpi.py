@@ -460,6 +460,13 @@ def test_leader_based_way_sanitizers(tmp_path):
                    env=env)  # fmt: skip
         passed(proc, 4 * 16)
         assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+    # 5 machines, 6 phases: windows of 1, 2, 4 and 8 phases, one more class than a leader keeps
+    # row sets for: the least recently used set is dropped and rebuilt
+    five = [m for m in n(13, 2, 7, 3, 9) for _ in range(2)]
+    env = {"AAPC_WAY": "leaders", "AAPC_SHM": "0"}
+    proc = run(exe, five, "--variant", "runtime-receiver-all", "--max-bytes", "65536", env=env)
+    passed(proc, 16)
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
 
 
 def test_windowed_runtime_variants_match_pmpi(exe):
@@ -476,6 +483,48 @@ def test_windowed_runtime_variants_match_pmpi(exe):
     passed(proc, 4 * 14)
     assert "aapcgen:" not in proc.stderr, proc.stderr
     served(proc, parts=True)
+
+
+def traced_windows(prefix: Path) -> list[int]:
+    """The window of every traced call of the phase executor (AAPC_TRACE=prefix)."""
+    heads = [
+        ln for f in prefix.parent.glob(prefix.name + ".*") for ln in f.read_text().splitlines()
+    ]
+    return [int(h.split(" window=")[1].split()[0]) for h in heads if h.startswith("# aapc-trace")]
+
+
+def test_small_aggregated_blocks_keep_several_phases_in_flight(exe, tmp_path):
+    """The leaders' machine-level phases run in windows of as many phases as fit 64 KiB of
+    aggregated blocks (cluster/aapc_cluster.h aapc_inflight_window): 2 ranks on each of 3
+    machines, 2-4 phases, blocks up to 64 KiB: the small calls keep every phase in flight, the
+    largest one at a time, byte-exact; AAPC_INFLIGHT=1 keeps one everywhere, and a value that
+    is not a number of bytes is said once per process and runs the default."""
+    job = JOBS["2 ranks per machine, round robin"]
+    runs = {"default": {}, "one": {"AAPC_INFLIGHT": "1"}, "bad": {"AAPC_INFLIGHT": "64k"}}
+    for name, extra in runs.items():
+        prefix = tmp_path / name / "t"
+        prefix.parent.mkdir()
+        env = {"AAPC_WAY": "leaders", "AAPC_TRACE": str(prefix), **extra}
+        proc = run(exe, job, "--variant", "runtime-receiver-all", "--max-bytes", "65536",
+                   env=env)  # fmt: skip
+        passed(proc, 15)
+        windows = traced_windows(prefix)
+        assert windows, f"{name}: no traced call"
+        if name == "one":
+            assert set(windows) == {1}, windows
+        else:
+            assert min(windows) == 1 and max(windows) > 1, (name, sorted(set(windows)))
+        said = [ln for ln in proc.stderr.splitlines() if "AAPC_INFLIGHT=64k is not" in ln]
+        assert (1 <= len(said) <= len(job)) == (name == "bad"), proc.stderr[-2000:]
+    # 8 machines, 15 phases: windows of 1 to 16 phases, more classes than a leader keeps row
+    # sets for (3): the least recently used set is dropped and rebuilt as the sizes cycle
+    prefix = tmp_path / "many" / "t"
+    prefix.parent.mkdir()
+    eight = [m for m in n(0, 1, 4, 8, 9, 12, 13, 15) for _ in range(2)]
+    env = {"AAPC_WAY": "leaders", "AAPC_TRACE": str(prefix)}
+    proc = run(exe, eight, "--variant", "runtime-receiver-all", "--max-bytes", "16384", env=env)
+    passed(proc, 15)
+    assert set(traced_windows(prefix)) == {1, 2, 4, 8, 16}
 
 
 def test_windowed_runtime_sanitizers(tmp_path):

@@ -10,6 +10,7 @@ calls the model itself generated.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -24,6 +25,7 @@ from aapcgen.alltoall.cjob import (
     Shape,
     choose_way,
     default_model,
+    inflight_window,
     job_phases,
     job_shape,
     machine_order,
@@ -32,7 +34,7 @@ from aapcgen.alltoall.cjob import (
 from aapcgen.alltoall.job import job_topology
 from aapcgen.alltoall.tree import analyze
 from aapcgen.codegen.cluster import COST_FIELDS
-from aapcgen.core.errors import VerificationError
+from aapcgen.core.errors import InputError, VerificationError
 from aapcgen.tune.model import Call, fit_model, nonnegative_fit, relative_errors
 from aapcgen.verify.loground import check_order, replay, verify_loground
 
@@ -175,6 +177,38 @@ def test_the_library_serves_small_blocks_and_our_phases_large_ones():
     assert costs_hi["library"] > min(costs_hi.values())
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    message=st.floats(min_value=0, max_value=1e9),
+    phases=st.integers(min_value=1, max_value=100_000),
+    budget=st.sampled_from([0, 1, 1000, 65536, 1 << 24]),
+)
+def test_the_window_keeps_the_budget_and_covers_no_more_than_the_phases(message, phases, budget):
+    """A power of two, at least 1 and at most 4096; its blocks fit the budget (64 KiB for 0)
+    unless it is 1; and it is the largest such: doubling it would pass the budget, or already
+    covers every phase, or is the executor's limit."""
+    w = inflight_window(message, phases, budget)
+    cap = budget or 65536
+    assert 1 <= w <= 4096 and w & (w - 1) == 0
+    assert w == 1 or (w * message <= cap and w // 2 < phases)
+    assert 2 * w * message > cap or w >= phases or w == 4096
+
+
+def test_small_aggregated_blocks_cost_a_window_of_phases_not_one_per_phase():
+    """The leaders' per-phase term counts windows: 2 ranks on each of 8 machines of the 4+4
+    tree, 16 machine-level phases (the trunk carries 4 x 4 machine pairs); at 8 B per block the
+    32-byte machine blocks fit one window of 16 phases, at 16 KiB (64 KiB machine blocks) each
+    phase is a window of its own, at 2 KiB (8 KiB) two windows of 8."""
+    topo = star_of_subtrees([4, 4])
+    shape = job_shape(topo, [m for m in range(8) for _ in range(2)])
+    unit = {k: 1.0 if k == "phase_alpha" else 0.0 for k in COST_FIELDS}
+    assert shape.machine_phases == 16
+    assert inflight_window(2 * 2 * 8, 16) == 16 and inflight_window(2 * 2 * 16384, 16) == 1
+    assert way_costs(unit, shape, 8)["leaders"] == 1
+    assert way_costs(unit, shape, 16384)["leaders"] == 16
+    assert way_costs(unit, shape, 2048)["leaders"] == 2
+
+
 def test_nonnegative_fit_drops_a_column_that_would_go_negative():
     import numpy as np
 
@@ -286,6 +320,20 @@ def test_a_model_file_compiles_into_the_cluster_table_and_info_shows_it(tmp_path
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert "constants measured on this cluster by aapcgen tune" in out
+
+
+def test_a_model_file_without_the_per_message_constant_reads_it_as_zero(tmp_path):
+    """Model files written before msg_alpha existed counted a message in phase_alpha: they
+    read with msg_alpha 0, so their phases cost what they did; a bad value is still refused."""
+    from aapcgen.tune.model import read_model
+
+    old = {k: v for k, v in default_model().items() if k != "msg_alpha"}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"model": old}))
+    assert read_model(str(path)) == {**old, "msg_alpha": 0.0}
+    path.write_text(json.dumps({"model": {**old, "msg_alpha": -1}}))
+    with pytest.raises(InputError, match="model.msg_alpha must be a number of seconds >= 0"):
+        read_model(str(path))
 
 
 @pytest.mark.parametrize(

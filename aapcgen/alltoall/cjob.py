@@ -151,6 +151,8 @@ def library() -> ctypes.CDLL:
     lib.aapc_ways_possible.restype = ctypes.c_uint
     lib.aapc_way_name.argtypes = [ctypes.c_int]
     lib.aapc_way_name.restype = ctypes.c_char_p
+    lib.aapc_inflight_window.argtypes = [ctypes.c_double, ctypes.c_double, ctypes.c_double]
+    lib.aapc_inflight_window.restype = ctypes.c_int32
     lib.aapc_cluster_machine_order.argtypes = [ctypes.POINTER(_Cluster), _I32]
     lib.aapc_cluster_machine_order.restype = ctypes.c_int
     return lib
@@ -274,6 +276,12 @@ def choose_way(
     mask = sum(1 << WAYS.index(w) for w in allowed)
     way = lib.aapc_way_choose(byref(_c_model(model)), byref(_Shape(*astuple(shape))), block, mask)
     return WAYS[way] if way >= 0 else "none"
+
+
+def inflight_window(message: float, phases: float, budget: float = 0) -> int:
+    """The phases of ``message``-byte aggregated blocks a leader keeps in flight over a schedule
+    of ``phases`` phases within ``budget`` bytes, 0 for the default (C: aapc_inflight_window)."""
+    return int(library().aapc_inflight_window(float(message), float(phases), float(budget)))
 
 
 def machine_order(cluster: Topology) -> list[int]:

@@ -33,7 +33,15 @@ class ClusterTables:
 
 
 # aapc_cost_model_t's fields, in order (runtime_c/cluster/aapc_cluster.h)
-COST_FIELDS = ("lib_alpha", "lib_beta", "phase_alpha", "phase_beta", "copy_beta", "round_alpha")
+COST_FIELDS = (
+    "lib_alpha",
+    "lib_beta",
+    "phase_alpha",
+    "phase_beta",
+    "copy_beta",
+    "round_alpha",
+    "msg_alpha",
+)
 
 
 def cluster_tables(topo: Topology, model: dict[str, float] | None = None) -> ClusterTables:

@@ -25,7 +25,10 @@ from aapcgen.core.errors import InputError
 from aapcgen.core.inputs import read_bytes
 
 LIBRARY_FIELDS = ("lib_alpha", "lib_beta")
-OURS_FIELDS = ("phase_alpha", "phase_beta", "copy_beta", "round_alpha")
+OURS_FIELDS = ("phase_alpha", "phase_beta", "copy_beta", "round_alpha", "msg_alpha")
+# constants a model file written before they existed may lack: read as 0 (msg_alpha: the
+# per-message part of a phase, counted in phase_alpha by those files)
+OPTIONAL_FIELDS = ("msg_alpha",)
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ def read_model(path: str) -> dict[str, float]:
         raise InputError(f"{path}: not a model file (no 'model' object)")
     out = {}
     for k in COST_FIELDS:
-        v = model.get(k)
+        v = model.get(k, 0.0 if k in OPTIONAL_FIELDS else None)
         if type(v) not in (int, float) or not (0 <= v < 1e6):
             raise InputError(f"{path}: model.{k} must be a number of seconds >= 0, got {v!r}")
         out[k] = float(v)

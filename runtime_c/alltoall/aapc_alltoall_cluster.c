@@ -460,6 +460,13 @@ static int order_lookup(aapc_cluster_comm_t *cc, const int **rank_at)
    L by size: hier/aapc_hier.h aapc_hier_lanes) exchange the machine's blocks with the other
    machines' leaders of their lane, in the machine-level phases (built on a leader's first call
    that takes them) or in log rounds. */
+/* The row sets a leader keeps: those of the windows it ran last (a window is the user's,
+   AAPC_WINDOW, or a power of two up to AAPC_INFLIGHT_MAX_WINDOW by the aggregated block's size:
+   aapc_inflight_window). A program whose calls cycle through more window classes rebuilds the
+   least recently used set (a first call's local work); the memory stays LEADER_WINDOWS sets. */
+#define LEADER_WINDOWS 3
+_Static_assert(AAPC_INFLIGHT_MAX_WINDOW == AAPC_MAX_WINDOW, "one window limit");
+
 struct leader_entry {
     int usable;
     int r, n;              /* ranks per machine, machines */
@@ -468,9 +475,15 @@ struct leader_entry {
     int *order;            /* order[k*R + i]: rank of local rank i of machine k */
     int *machine_at;       /* the leaders in the switch tree's order (log rounds; lazily) */
     MPI_Comm node, lane;   /* my machine's ranks; local rank `local` of every machine */
-    int rows_built;        /* 1: rows and info below are set (leaders only) */
-    aapc_rows_t rows;      /* the leaders' machine-level rows (leaders only) */
-    aapc_comm_info_t info; /* where the leaders run them */
+    int n_rows;            /* windows whose rows are built (leaders only, on first use) */
+    long long uses;        /* calls that looked a set up (for the least recently used) */
+    struct {
+        int32_t window;
+        long long used;
+        aapc_rows_t rows;
+    } rows[LEADER_WINDOWS]; /* the leaders' machine-level rows, one set per window */
+    const aapc_rows_t *now; /* the rows of this call's window */
+    aapc_comm_info_t info;  /* where the leaders run them */
 };
 
 static void leader_free(void *p)
@@ -480,7 +493,8 @@ static void leader_free(void *p)
         PMPI_Comm_free(&le->node);
     if (le->lane != MPI_COMM_NULL)
         PMPI_Comm_free(&le->lane);
-    aapc_rows_free(&le->rows);
+    for (int k = 0; k < le->n_rows; k++)
+        aapc_rows_free(&le->rows[k].rows);
     free(le->order);
     free(le->lm);
     free(le->machine_at);
@@ -513,7 +527,7 @@ static int leader_exchange(void *ctx, const void *g, MPI_Datatype gt, void *s, M
 {
     struct leader_entry *le = ctx;
     (void)leaders;
-    return aapc_alltoall_exec(&le->rows.sched, &le->info, g, 1, gt, s, 1, st);
+    return aapc_alltoall_exec(&le->now->sched, &le->info, g, 1, gt, s, 1, st);
 }
 
 /* The machine-level exchange in log rounds: Bruck among the leaders in the tree's order. */
@@ -568,14 +582,30 @@ static int build_leader(struct leader_entry *le, aapc_cluster_comm_t *cc, int r,
     return MPI_SUCCESS;
 }
 
-/* The leaders' machine-level phases for `sync` (local work on a leader of one of `lanes`
-   lanes, at its first call of the leader-based way): one rank per machine, machine k = rank k
-   of the lane. */
+/* The leaders' machine-level phases for `sync` and `window` in le->now (local work on a leader
+   of one of `lanes` lanes, at its first call of the leader-based way with that window): one
+   rank per machine, machine k = rank k of the lane. */
 static int leader_rows(struct leader_entry *le, const aapc_cluster_comm_t *cc, int sync,
                        int32_t window, const char *name, int lanes)
 {
-    if (le->local >= lanes || le->rows_built)
+    if (le->local >= lanes)
         return MPI_SUCCESS;
+    int k, old = 0;
+    for (k = 0; k < le->n_rows; k++) {
+        if (le->rows[k].window == window) {
+            le->rows[k].used = ++le->uses;
+            le->now = &le->rows[k].rows;
+            return MPI_SUCCESS;
+        }
+        if (le->rows[k].used < le->rows[old].used)
+            old = k;
+    }
+    if (le->n_rows == LEADER_WINDOWS) { /* drop the least recently used set */
+        aapc_rows_free(&le->rows[old].rows);
+        le->rows[old] = le->rows[--le->n_rows];
+    }
+    aapc_rows_t *rows = &le->rows[le->n_rows].rows;
+    memset(rows, 0, sizeof *rows);
     aapc_job_phases_t ph;
     aapc_job_tree_t tree;
     char err[160];
@@ -584,20 +614,22 @@ static int leader_rows(struct leader_entry *le, const aapc_cluster_comm_t *cc, i
     int jr = aapc_job_tree(cc->cluster, le->lm, le->n, &tree, err, (int)sizeof err);
     int streamed = jr != AAPC_JOB_OK ? 1
                                      : aapc_rows_build_seed(cc->cluster, le->lm, le->n, &tree, sync,
-                                                            window, le->mine, name, &le->rows);
+                                                            window, le->mine, name, rows);
     if (streamed < 0)
         jr = AAPC_JOB_ENOMEM;
     if (streamed > 0 && jr == AAPC_JOB_OK) /* the capacity-aware phases: stored */
         jr = aapc_job_phases(cc->cluster, le->lm, le->n, &ph);
     if (streamed > 0 && jr == AAPC_JOB_OK &&
-        aapc_rows_build(&ph, &tree, sync, window, le->mine, name, &le->rows) != 0)
+        aapc_rows_build(&ph, &tree, sync, window, le->mine, name, rows) != 0)
         jr = AAPC_JOB_ENOMEM;
     aapc_job_phases_free(&ph);
     aapc_job_tree_free(&tree);
     if (jr != AAPC_JOB_OK)
         return MPI_ERR_NO_MEM; /* the per-rank path took this job: only memory fails here */
     le->info = (aapc_comm_info_t){1, le->lane, le->mine, NULL, NULL, NULL, 0};
-    le->rows_built = 1;
+    le->rows[le->n_rows].window = window;
+    le->rows[le->n_rows++].used = ++le->uses;
+    le->now = rows;
     return MPI_SUCCESS;
 }
 
@@ -757,6 +789,40 @@ static int call_lanes(const struct leader_entry *le, int shared, MPI_Comm comm,
     return shared ? aapc_hier_lanes(comm, le->r, (MPI_Aint)(b > 0 ? b : 0)) : 1;
 }
 
+/* AAPC_INFLIGHT: the bytes of aggregated blocks a leader may keep in flight towards the
+   machines (cluster/aapc_cluster.h aapc_inflight_window); unset: AAPC_INFLIGHT_BYTES. A
+   setting every rank shares; a value that is not a whole number of at least 1 is said once and
+   the default runs. */
+static double inflight_budget(MPI_Comm comm)
+{
+    static atomic_int warned;
+    const char *e = aapc_setting(comm, "AAPC_INFLIGHT");
+    char *end = NULL;
+    long long v = e != NULL && e[0] != '\0' ? strtoll(e, &end, 10) : 0;
+    if (e != NULL && e[0] != '\0' && (v < 1 || *end != '\0')) {
+        if (atomic_exchange(&warned, 1) == 0)
+            fprintf(stderr, "aapcgen: AAPC_INFLIGHT=%s is not a number of bytes (1 or more); "
+                            "using %.0f\n", e, AAPC_INFLIGHT_BYTES);
+        v = 0;
+    }
+    return v > 0 ? (double)v : AAPC_INFLIGHT_BYTES;
+}
+
+/* The window of this call's machine-level phases: the user's (AAPC_WINDOW), or more where
+   the aggregated blocks are small (aapc_inflight_window on a lane's block to one machine: its
+   ceil(R / lanes) ranks' blocks for the R ranks there). The same on every rank. */
+static int32_t leader_window(const struct leader_entry *le, const aapc_cluster_comm_t *cc,
+                             MPI_Comm comm, int lanes, int32_t user, const void *sendbuf,
+                             int sendcount, MPI_Datatype sendtype, int recvcount,
+                             MPI_Datatype recvtype)
+{
+    long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
+    double per_lane = (double)((le->r + lanes - 1) / lanes);
+    int32_t w = aapc_inflight_window(per_lane * le->r * (double)(b > 0 ? b : 0),
+                                     cc->shape.machine_phases, inflight_budget(comm));
+    return w > user ? w : user;
+}
+
 static const char *const aggregated_how[2][3] = {
     {"run-time, leader-based", "run-time, leader-based, shared segment",
      "run-time, leader-based, shared segment, several leaders"},
@@ -774,7 +840,9 @@ static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, cons
     if (rc == MPI_SUCCESS && le != NULL &&
         (rc = aapc_hier_segment_shared(le->node, &shared)) == MPI_SUCCESS) {
         lanes = call_lanes(le, shared, comm, sendbuf, sendcount, sendtype, recvcount, recvtype);
-        rc = leader_rows(le, cc, sync, runtime_window(comm), name, lanes);
+        int32_t window = leader_window(le, cc, comm, lanes, runtime_window(comm), sendbuf,
+                                       sendcount, sendtype, recvcount, recvtype);
+        rc = leader_rows(le, cc, sync, window, name, lanes);
     }
     if (rc != MPI_SUCCESS || le == NULL)
         return aapc_args_raise_alone(comm, rc);

@@ -8,8 +8,12 @@
  * the time per byte of block the busiest link needs, P ranks, N machines, R ranks per machine,
  * lg x = ceil(log2 x)):
  *   library   T = lib_alpha lg P            + lib_beta   S b
- *   phases    T = phase_alpha rank_phases    + phase_beta S b
- *   leaders   T = phase_alpha machine_phases + phase_beta S b + copy_beta 2 R P b
+ *   phases    T = (phase_alpha + msg_alpha) rank_phases + phase_beta S b
+ *   leaders   T = phase_alpha ceil(machine_phases / w) + msg_alpha machine_phases
+ *                 + phase_beta S b + copy_beta 2 R P b,
+ *             w = aapc_inflight_window(R^2 b, machine_phases, 64 KiB): the phases of R^2 b-byte
+ *             messages a leader keeps in flight (1 above 32 KiB per block of a machine pair);
+ *             a window of w phases pays one sync and latency (phase_alpha) but w messages
  *   loground  T = round_alpha lg P           + phase_beta S b lg P P / (2 (P - 1))
  *                                             + copy_beta (2 + lg P) P b
  *             with R > 1 ranks on every machine (aggregated: the leaders' rounds among N
@@ -41,15 +45,20 @@
    at 8 B over lg 8 = 3 rounds; its 4 KB-256 KB times 1.07-2.9x the bound, 1.5 where the
    choice against the phases falls; the phases 4.49 ms at 8 B over 16 phases, 1.06x the bound at
    256 KB; the log-round 1.61 ms at 8 B over 3 rounds; the leaders' gather and scatter 40 ms more
-   than the phases at 32 KB, 2 ranks per machine); aapcgen tune replaces them with the cluster's
-   own. */
+   than the phases at 32 KB, 2 ranks per machine). 2026-12-02, with the leaders' windows: a
+   phase's 300 us split into phase_alpha 100 us and msg_alpha 200 us, and copy_beta 2e-8 (fits
+   of that day's CPU-bound runs: 5-6e-8), so that the windows' credit leaves every point
+   measured on the library there (the leaders' 16 phases at 64 B, 2 ranks per machine: all in
+   one window 5.87 ms, one per phase 12.0; 4 ranks per machine at 512 B: MPICH 25.0 ms, the
+   windowed leaders 44.5). aapcgen tune replaces them with the cluster's own. */
 const aapc_cost_model_t aapc_cost_model_default = {
     .lib_alpha = 250e-6,
     .lib_beta = 1.5,
-    .phase_alpha = 300e-6,
+    .phase_alpha = 100e-6,
     .phase_beta = 1.08,
-    .copy_beta = 1.0e-8,
+    .copy_beta = 2.0e-8,
     .round_alpha = 500e-6,
+    .msg_alpha = 200e-6,
     .tuned = 0,
 };
 
@@ -60,6 +69,23 @@ static double lg(double x)
     for (double p = 1; p < x; p *= 2)
         n++;
     return n;
+}
+
+/* ceil(phases / w): the windows of w phases a schedule of `phases` runs in */
+static double windows(double phases, int32_t w)
+{
+    double whole = (double)(long long)(phases / w);
+    return whole * w < phases ? whole + 1 : whole;
+}
+
+int32_t aapc_inflight_window(double message_bytes, double phases, double budget)
+{
+    int32_t w = 1;
+    if (!(budget > 0))
+        budget = AAPC_INFLIGHT_BYTES;
+    while (w < AAPC_INFLIGHT_MAX_WINDOW && w < phases && 2.0 * w * message_bytes <= budget)
+        w *= 2;
+    return w;
 }
 
 /* The aggregated ways (alltoall/aapc_alltoall_cluster.c): the leader-based phases, and the
@@ -79,9 +105,11 @@ double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int 
     case AAPC_WAY_LIBRARY:
         return m->lib_alpha * lg(P) + m->lib_beta * S * b;
     case AAPC_WAY_PHASES:
-        return m->phase_alpha * s->rank_phases + m->phase_beta * S * b;
+        return (m->phase_alpha + m->msg_alpha) * s->rank_phases + m->phase_beta * S * b;
     case AAPC_WAY_LEADERS:
-        return m->phase_alpha * s->machine_phases + m->phase_beta * S * b +
+        return m->phase_alpha * windows(s->machine_phases,
+                                        aapc_inflight_window(R * R * b, s->machine_phases, 0)) +
+               m->msg_alpha * s->machine_phases + m->phase_beta * S * b +
                m->copy_beta * 2 * R * P * b;
     case AAPC_WAY_LOGROUND:
         if (aapc_leaders_fit(s)) { /* lg N rounds among the machines' leaders */

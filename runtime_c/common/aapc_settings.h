@@ -26,7 +26,8 @@ extern "C" {
    AAPC_BARRIER, AAPC_DISABLE, AAPC_COLL_MAX_BYTES, AAPC_COLL_RING_MIN, AAPC_COLL_PHASED_MIN,
    AAPC_COLL_MIN_BCAST, AAPC_COLL_MIN_ALLGATHER, AAPC_COLL_MIN_ALLREDUCE, AAPC_COLL_MIN_REDUCE,
    AAPC_COLL_MIN_BARRIER, AAPC_SCATTER, AAPC_SCATTERV, AAPC_COLL_MIN_SCATTER,
-   AAPC_COLL_MIN_SCATTERV, AAPC_SHM_CHANNELS, AAPC_COLL_CHAIN_CHUNK, AAPC_COLL_CHAIN_MIN. (Others only change how a rank waits or when it posts its
+   AAPC_COLL_MIN_SCATTERV, AAPC_SHM_CHANNELS, AAPC_COLL_CHAIN_CHUNK, AAPC_COLL_CHAIN_MIN,
+   AAPC_INFLIGHT. (Others only change how a rank waits or when it posts its
    receives, AAPC_WAIT, AAPC_PREPOST_WINDOW, or what it prints; they may differ.) */
 extern const char *const aapc_settings_names[];
 extern const int aapc_settings_count;

@@ -332,9 +332,9 @@ int aapc_trace_end(struct aapc_run *st, int myrank)
     if (f != NULL) {
         fprintf(f,
                 "# aapc-trace 1 schedule=%s comm=%s call=%ld rank=%d machine=%d nphases=%d "
-                "sync_kind=%d bytes=%lld t0=%.9f t1=%.9f offset=%.9f\n",
+                "sync_kind=%d window=%d bytes=%lld t0=%.9f t1=%.9f offset=%.9f\n",
                 sched, tc->id, tc->calls, myrank, st->m, st->s->nphases, st->s->sync_kind,
-                (long long)tr->bytes, tr->t0, t1, offset);
+                (int)st->s->window, (long long)tr->bytes, tr->t0, t1, offset);
         for (size_t i = 0; i < tr->n; i++)
             fprintf(f, "%.9f,%s,%d,%d\n", tr->ev[i].t, kind_name[tr->ev[i].kind], tr->ev[i].phase,
                     tr->ev[i].peer);

@@ -373,6 +373,9 @@ static const struct test_case cases[] = {
     {"bytes-1", case_bytes, 1, 1},
     {"bytes-7", case_bytes, 7, 7},
     {"bytes-1000", case_bytes, 1000, 1000},
+    {"bytes-1500", case_bytes, 1500, 1500}, /* with the next two: the leaders' windows of */
+    {"bytes-2500", case_bytes, 2500, 2500}, /* 8, 4 and 2 phases at 2 ranks per machine */
+    {"bytes-5000", case_bytes, 5000, 5000},
     {"bytes-65536", case_bytes, 65536, 65536},
     {"bytes-300000", case_bytes, 300000, 300000},
     {"vector-to-int", case_vector_to_int, 0, 32},
