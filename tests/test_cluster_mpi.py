@@ -493,9 +493,10 @@ def traced_windows(prefix: Path) -> list[int]:
     return [int(h.split(" window=")[1].split()[0]) for h in heads if h.startswith("# aapc-trace")]
 
 
-def test_small_aggregated_blocks_keep_several_phases_in_flight(exe, tmp_path):
+def test_small_blocks_keep_several_phases_in_flight(exe, tmp_path):
     """The leaders' machine-level phases run in windows of as many phases as fit 64 KiB of
-    aggregated blocks (cluster/aapc_cluster.h aapc_inflight_window): 2 ranks on each of 3
+    aggregated blocks (cluster/aapc_cluster.h aapc_inflight_window), and the per-rank phases
+    as many as fit 64 KiB of blocks: 2 ranks on each of 3
     machines, 2-4 phases, blocks up to 64 KiB: the small calls keep every phase in flight, the
     largest one at a time, byte-exact; AAPC_INFLIGHT=1 keeps one everywhere, and a value that
     is not a number of bytes is said once per process and runs the default."""
@@ -525,6 +526,16 @@ def test_small_aggregated_blocks_keep_several_phases_in_flight(exe, tmp_path):
     proc = run(exe, eight, "--variant", "runtime-receiver-all", "--max-bytes", "16384", env=env)
     passed(proc, 15)
     assert set(traced_windows(prefix)) == {1, 2, 4, 8, 16}
+    # the per-rank phases likewise, by one block: 8 machines, one rank each, 15 phases
+    prefix = tmp_path / "ranks" / "t"
+    prefix.parent.mkdir()
+    env = {"AAPC_WAY": "phases", "AAPC_TRACE": str(prefix)}
+    proc = run(exe, JOBS["8 machines on 4 switches"], "--variant", "runtime-receiver-all",
+               "--max-bytes", "65536", env=env)  # fmt: skip
+    passed(proc, 15)
+    assert "aapcgen:" not in proc.stderr, proc.stderr
+    windows = set(traced_windows(prefix))
+    assert {1, 16} <= windows and len(windows) >= 4, sorted(windows)
 
 
 def test_windowed_runtime_sanitizers(tmp_path):

@@ -194,7 +194,7 @@ def test_the_window_keeps_the_budget_and_covers_no_more_than_the_phases(message,
     assert 2 * w * message > cap or w >= phases or w == 4096
 
 
-def test_small_aggregated_blocks_cost_a_window_of_phases_not_one_per_phase():
+def test_small_blocks_cost_a_window_of_phases_not_one_per_phase():
     """The leaders' per-phase term counts windows: 2 ranks on each of 8 machines of the 4+4
     tree, 16 machine-level phases (the trunk carries 4 x 4 machine pairs); at 8 B per block the
     32-byte machine blocks fit one window of 16 phases, at 16 KiB (64 KiB machine blocks) each
@@ -207,6 +207,14 @@ def test_small_aggregated_blocks_cost_a_window_of_phases_not_one_per_phase():
     assert way_costs(unit, shape, 8)["leaders"] == 1
     assert way_costs(unit, shape, 16384)["leaders"] == 16
     assert way_costs(unit, shape, 2048)["leaders"] == 2
+    # the per-rank phases by one block: 64 phases (the trunk's 8 x 8 rank pairs)
+    assert shape.rank_phases == 64
+    assert way_costs(unit, shape, 8)["phases"] == 1  # one window of 64 phases
+    assert way_costs(unit, shape, 4096)["phases"] == 4  # windows of 16 phases of 4 KiB
+    assert way_costs(unit, shape, 65536)["phases"] == 64
+    per_message = {k: 1.0 if k == "msg_alpha" else 0.0 for k in COST_FIELDS}
+    assert way_costs(per_message, shape, 8)["phases"] == 64  # every message still costs
+    assert way_costs(per_message, shape, 8)["leaders"] == 16
 
 
 def test_nonnegative_fit_drops_a_column_that_would_go_negative():

@@ -31,7 +31,11 @@
  * transposes): a sibling that does not call leaves the others waiting for its syncs. Not for
  * barrier-all (a barrier would span the parent); a union the scheduler refuses (a parent of more
  * than AAPC_JOB_MAX_RANKS ranks) leaves each communicator its own schedule.
- * Then the phase executor (common/aapc_exec.c) runs this rank's rows.
+ * Then the phase executor (common/aapc_exec.c) runs this rank's rows: those of the agreed
+ * window, or, for a small block, those of the larger window the block size sets (the most
+ * phases whose blocks fit AAPC_INFLIGHT bytes, 64 KiB unset: cluster/aapc_cluster.h
+ * aapc_inflight_window), built at the first call that takes it; the last ROW_SETS such sets are
+ * kept. The leaders choose theirs alike, by their aggregated block per machine.
  * Cost of the first call: one MPI_Comm_dup, one Allgather of P ints (lg P alpha + 4 P beta),
  * O(P^2 d) local work and about 16 P^2 bytes for P ranks of a depth-d tree (119 ms, 34 MiB at
  * 1024 ranks: docs/measurements/runtime-scheduling.md); each call: the
@@ -69,17 +73,122 @@ void aapc_alltoall_ways_served(long long counts[AAPC_N_WAYS])
         counts[w] = atomic_load(&served[w]);
 }
 
+/* ---- row sets by window ------------------------------------------------------------------ */
+
+/* The row sets a communicator keeps for the windows its calls take by block size (the leaders'
+   machine-level phases, and the per-rank phases beyond the user's window): those it ran last.
+   A window is a power of two up to AAPC_INFLIGHT_MAX_WINDOW (aapc_inflight_window) or the
+   user's (AAPC_WINDOW); a program whose calls cycle through more window classes rebuilds the
+   least recently used set (a first call's local work), so the memory stays ROW_SETS sets. */
+#define ROW_SETS 3
+_Static_assert(AAPC_INFLIGHT_MAX_WINDOW == AAPC_MAX_WINDOW, "one window limit");
+
+struct row_sets {
+    int n;
+    long long uses; /* lookups so far (for the least recently used) */
+    struct {
+        int32_t window;
+        long long used;
+        aapc_rows_t rows;
+    } set[ROW_SETS];
+};
+
+static void row_sets_free(struct row_sets *r)
+{
+    for (int k = 0; k < r->n; k++)
+        aapc_rows_free(&r->set[k].rows);
+    r->n = 0;
+}
+
+/* Member me's rows, for `sync` and `window`, of the all-to-all among n members, member j on
+   machine machines[j]: seed 002's phases streamed where they are the job's, else the stored
+   capacity-aware ones. Returns 0, or -1 (out of memory, or no phases for this job). */
+static int build_rows(const aapc_cluster_t *cl, const int32_t *machines, int n, int me,
+                      int sync, int32_t window, const char *name, aapc_rows_t *rows)
+{
+    aapc_job_phases_t ph;
+    aapc_job_tree_t tree;
+    char err[160];
+    memset(&ph, 0, sizeof ph);
+    memset(&tree, 0, sizeof tree);
+    int jr = aapc_job_tree(cl, machines, n, &tree, err, (int)sizeof err);
+    int streamed = jr != AAPC_JOB_OK ? 1
+                                     : aapc_rows_build_seed(cl, machines, n, &tree, sync, window,
+                                                            me, name, rows);
+    if (streamed < 0)
+        jr = AAPC_JOB_ENOMEM;
+    if (streamed > 0 && jr == AAPC_JOB_OK) /* the capacity-aware phases: stored */
+        jr = aapc_job_phases(cl, machines, n, &ph);
+    if (streamed > 0 && jr == AAPC_JOB_OK &&
+        aapc_rows_build(&ph, &tree, sync, window, me, name, rows) != 0)
+        jr = AAPC_JOB_ENOMEM;
+    aapc_job_phases_free(&ph);
+    aapc_job_tree_free(&tree);
+    return jr == AAPC_JOB_OK ? 0 : -1;
+}
+
+/* The rows of `window` from r, built at their first use (build_rows' arguments); NULL when they
+   cannot be built. */
+static const aapc_rows_t *row_sets_get(struct row_sets *r, const aapc_cluster_t *cl,
+                                       const int32_t *machines, int n, int me, int sync,
+                                       int32_t window, const char *name)
+{
+    int old = 0;
+    for (int k = 0; k < r->n; k++) {
+        if (r->set[k].window == window) {
+            r->set[k].used = ++r->uses;
+            return &r->set[k].rows;
+        }
+        if (r->set[k].used < r->set[old].used)
+            old = k;
+    }
+    if (r->n == ROW_SETS) { /* drop the least recently used set */
+        aapc_rows_free(&r->set[old].rows);
+        r->set[old] = r->set[--r->n];
+    }
+    aapc_rows_t *rows = &r->set[r->n].rows;
+    memset(rows, 0, sizeof *rows);
+    if (build_rows(cl, machines, n, me, sync, window, name, rows) != 0)
+        return NULL;
+    r->set[r->n].window = window;
+    r->set[r->n++].used = ++r->uses;
+    return rows;
+}
+
+/* AAPC_INFLIGHT: the bytes of blocks a rank may keep in flight towards the others in the
+   windows the block size sets (cluster/aapc_cluster.h aapc_inflight_window); unset:
+   AAPC_INFLIGHT_BYTES. A setting every rank shares; a value that is not a whole number of at
+   least 1 is said once and the default runs. */
+static double inflight_budget(MPI_Comm comm)
+{
+    static atomic_int warned;
+    const char *e = aapc_setting(comm, "AAPC_INFLIGHT");
+    char *end = NULL;
+    long long v = e != NULL && e[0] != '\0' ? strtoll(e, &end, 10) : 0;
+    if (e != NULL && e[0] != '\0' && (v < 1 || *end != '\0')) {
+        if (atomic_exchange(&warned, 1) == 0)
+            fprintf(stderr, "aapcgen: AAPC_INFLIGHT=%s is not a number of bytes (1 or more); "
+                            "using %.0f\n", e, AAPC_INFLIGHT_BYTES);
+        v = 0;
+    }
+    return v > 0 ? (double)v : AAPC_INFLIGHT_BYTES;
+}
+
+/* ---- the per-rank phases ------------------------------------------------------------------ */
+
 /* One variant's schedule on one communicator (a slot of aapc_cluster_comm_t). */
 struct cluster_entry {
     int usable;
     aapc_rows_t rows; /* rows.sched.window: agreed by every rank (1 for a union) */
     aapc_comm_info_t info; /* where the rows run (the family's dup for a union) */
+    struct row_sets more;  /* the larger windows small blocks take (not for a union) */
 };
 
 static void entry_free(void *p)
 {
     struct cluster_entry *e = p;
     aapc_rows_free(&e->rows);
+    row_sets_free(&e->more);
     free(e);
 }
 
@@ -460,13 +569,6 @@ static int order_lookup(aapc_cluster_comm_t *cc, const int **rank_at)
    L by size: hier/aapc_hier.h aapc_hier_lanes) exchange the machine's blocks with the other
    machines' leaders of their lane, in the machine-level phases (built on a leader's first call
    that takes them) or in log rounds. */
-/* The row sets a leader keeps: those of the windows it ran last (a window is the user's,
-   AAPC_WINDOW, or a power of two up to AAPC_INFLIGHT_MAX_WINDOW by the aggregated block's size:
-   aapc_inflight_window). A program whose calls cycle through more window classes rebuilds the
-   least recently used set (a first call's local work); the memory stays LEADER_WINDOWS sets. */
-#define LEADER_WINDOWS 3
-_Static_assert(AAPC_INFLIGHT_MAX_WINDOW == AAPC_MAX_WINDOW, "one window limit");
-
 struct leader_entry {
     int usable;
     int r, n;              /* ranks per machine, machines */
@@ -475,13 +577,7 @@ struct leader_entry {
     int *order;            /* order[k*R + i]: rank of local rank i of machine k */
     int *machine_at;       /* the leaders in the switch tree's order (log rounds; lazily) */
     MPI_Comm node, lane;   /* my machine's ranks; local rank `local` of every machine */
-    int n_rows;            /* windows whose rows are built (leaders only, on first use) */
-    long long uses;        /* calls that looked a set up (for the least recently used) */
-    struct {
-        int32_t window;
-        long long used;
-        aapc_rows_t rows;
-    } rows[LEADER_WINDOWS]; /* the leaders' machine-level rows, one set per window */
+    struct row_sets rows;   /* the leaders' machine-level rows by window (leaders only) */
     const aapc_rows_t *now; /* the rows of this call's window */
     aapc_comm_info_t info;  /* where the leaders run them */
 };
@@ -493,8 +589,7 @@ static void leader_free(void *p)
         PMPI_Comm_free(&le->node);
     if (le->lane != MPI_COMM_NULL)
         PMPI_Comm_free(&le->lane);
-    for (int k = 0; k < le->n_rows; k++)
-        aapc_rows_free(&le->rows[k].rows);
+    row_sets_free(&le->rows);
     free(le->order);
     free(le->lm);
     free(le->machine_at);
@@ -590,46 +685,10 @@ static int leader_rows(struct leader_entry *le, const aapc_cluster_comm_t *cc, i
 {
     if (le->local >= lanes)
         return MPI_SUCCESS;
-    int k, old = 0;
-    for (k = 0; k < le->n_rows; k++) {
-        if (le->rows[k].window == window) {
-            le->rows[k].used = ++le->uses;
-            le->now = &le->rows[k].rows;
-            return MPI_SUCCESS;
-        }
-        if (le->rows[k].used < le->rows[old].used)
-            old = k;
-    }
-    if (le->n_rows == LEADER_WINDOWS) { /* drop the least recently used set */
-        aapc_rows_free(&le->rows[old].rows);
-        le->rows[old] = le->rows[--le->n_rows];
-    }
-    aapc_rows_t *rows = &le->rows[le->n_rows].rows;
-    memset(rows, 0, sizeof *rows);
-    aapc_job_phases_t ph;
-    aapc_job_tree_t tree;
-    char err[160];
-    memset(&ph, 0, sizeof ph);
-    memset(&tree, 0, sizeof tree);
-    int jr = aapc_job_tree(cc->cluster, le->lm, le->n, &tree, err, (int)sizeof err);
-    int streamed = jr != AAPC_JOB_OK ? 1
-                                     : aapc_rows_build_seed(cc->cluster, le->lm, le->n, &tree, sync,
-                                                            window, le->mine, name, rows);
-    if (streamed < 0)
-        jr = AAPC_JOB_ENOMEM;
-    if (streamed > 0 && jr == AAPC_JOB_OK) /* the capacity-aware phases: stored */
-        jr = aapc_job_phases(cc->cluster, le->lm, le->n, &ph);
-    if (streamed > 0 && jr == AAPC_JOB_OK &&
-        aapc_rows_build(&ph, &tree, sync, window, le->mine, name, rows) != 0)
-        jr = AAPC_JOB_ENOMEM;
-    aapc_job_phases_free(&ph);
-    aapc_job_tree_free(&tree);
-    if (jr != AAPC_JOB_OK)
+    le->now = row_sets_get(&le->rows, cc->cluster, le->lm, le->n, le->mine, sync, window, name);
+    if (le->now == NULL)
         return MPI_ERR_NO_MEM; /* the per-rank path took this job: only memory fails here */
     le->info = (aapc_comm_info_t){1, le->lane, le->mine, NULL, NULL, NULL, 0};
-    le->rows[le->n_rows].window = window;
-    le->rows[le->n_rows++].used = ++le->uses;
-    le->now = rows;
     return MPI_SUCCESS;
 }
 
@@ -789,25 +848,6 @@ static int call_lanes(const struct leader_entry *le, int shared, MPI_Comm comm,
     return shared ? aapc_hier_lanes(comm, le->r, (MPI_Aint)(b > 0 ? b : 0)) : 1;
 }
 
-/* AAPC_INFLIGHT: the bytes of aggregated blocks a leader may keep in flight towards the
-   machines (cluster/aapc_cluster.h aapc_inflight_window); unset: AAPC_INFLIGHT_BYTES. A
-   setting every rank shares; a value that is not a whole number of at least 1 is said once and
-   the default runs. */
-static double inflight_budget(MPI_Comm comm)
-{
-    static atomic_int warned;
-    const char *e = aapc_setting(comm, "AAPC_INFLIGHT");
-    char *end = NULL;
-    long long v = e != NULL && e[0] != '\0' ? strtoll(e, &end, 10) : 0;
-    if (e != NULL && e[0] != '\0' && (v < 1 || *end != '\0')) {
-        if (atomic_exchange(&warned, 1) == 0)
-            fprintf(stderr, "aapcgen: AAPC_INFLIGHT=%s is not a number of bytes (1 or more); "
-                            "using %.0f\n", e, AAPC_INFLIGHT_BYTES);
-        v = 0;
-    }
-    return v > 0 ? (double)v : AAPC_INFLIGHT_BYTES;
-}
-
 /* The window of this call's machine-level phases: the user's (AAPC_WINDOW), or more where
    the aggregated blocks are small (aapc_inflight_window on a lane's block to one machine: its
    ceil(R / lanes) ranks' blocks for the R ranks there). The same on every rank. */
@@ -898,6 +938,26 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
                                                               rank_at));
 }
 
+/* The per-rank rows this call runs: the entry's (the user's window), or those of the larger
+   window small blocks take (aapc_inflight_window on one block over the per-rank phases), built
+   at their first use; the entry's for a siblings' union or barrier-all, and where a set cannot
+   be built (out of memory: a slower call, the same result). */
+static const aapc_schedule_t *rank_rows(struct cluster_entry *e, aapc_cluster_comm_t *cc,
+                                        int sync, const char *name, MPI_Comm comm,
+                                        MPI_Aint bytes)
+{
+    int nomem = 0;
+    const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
+    if (e->info.machine_block != NULL || sync == AAPC_VSYNC_BARRIER || shape == NULL)
+        return &e->rows.sched;
+    int32_t w = aapc_inflight_window((double)bytes, shape->rank_phases, inflight_budget(comm));
+    if (w <= e->rows.sched.window)
+        return &e->rows.sched;
+    const aapc_rows_t *r = row_sets_get(&e->more, cc->cluster, cc->rank_machine, cc->size,
+                                        cc->rank, sync, w, name);
+    return r != NULL ? &r->sched : &e->rows.sched;
+}
+
 static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluster_fallback_fn otherwise,
                unsigned ways, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
@@ -950,9 +1010,10 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
     aapc_args_private_returns(e->info.dup);
     atomic_fetch_add(&served[AAPC_WAY_PHASES], 1);
     aapc_report_served(e->info.machine_block != NULL ? "run-time, siblings' union" : "run-time");
-    return aapc_args_raise_alone(comm, aapc_alltoall_exec(&e->rows.sched, &e->info, sendbuf,
-                                                          sendcount, sendtype, recvbuf, recvcount,
-                                                          recvtype));
+    return aapc_args_raise_alone(comm, aapc_alltoall_exec(rank_rows(e, state, sync, name, comm,
+                                                                    bytes),
+                                                          &e->info, sendbuf, sendcount, sendtype,
+                                                          recvbuf, recvcount, recvtype));
 }
 
 int aapc_alltoall_cluster(const aapc_cluster_t *cl, int sync, const char *name,

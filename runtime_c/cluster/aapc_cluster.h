@@ -158,15 +158,16 @@ enum { AAPC_WAY_LIBRARY = 0, AAPC_WAY_PHASES, AAPC_WAY_LEADERS, AAPC_WAY_LOGROUN
 extern const aapc_cost_model_t aapc_cost_model_default;
 /* The model's time of `way` for blocks of b bytes on a job of shape s (seconds). */
 double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b);
-/* The window of the leaders' machine-level phases for aggregated messages of message_bytes
-   (each leader's block to one machine) over `phases` phases: the largest power of two w with
-   w x message_bytes <= budget bytes (<= 0: AAPC_INFLIGHT_BYTES), at least 1, at most the power of two that covers every
-   phase (and AAPC_INFLIGHT_MAX_WINDOW). A window of w phases lets each receiver take w
-   messages at once (incast), so the default budget, AAPC_INFLIGHT_BYTES, stays under a shallow
-   switch port's buffer (the emulated ports hold 100 KB: docs/measurements/windows.md); small
-   aggregated blocks then cost a few latencies instead of one per phase. The cost model uses
-   the default; AAPC_INFLIGHT changes what the leaders run (lossless or deep-buffered
-   fabrics). The same on every rank (from the block size, the shape and a shared setting). */
+/* The window, in phases, of a phase schedule whose messages are message_bytes each (a block
+   for the per-rank phases, a leader's aggregated block to one machine for the leaders'), over
+   `phases` phases: the largest power of two w with w x message_bytes <= budget bytes (<= 0:
+   AAPC_INFLIGHT_BYTES), at least 1, at most the power of two that covers every phase (and
+   AAPC_INFLIGHT_MAX_WINDOW). A window of w phases lets each receiver take w messages at once
+   (incast), so the default budget stays under a shallow switch port's buffer (the emulated
+   ports hold 100 KB: docs/measurements/windows.md); small blocks then cost a few latencies
+   instead of one per phase. The cost model uses the default; AAPC_INFLIGHT changes what runs
+   (lossless or deep-buffered fabrics). The same on every rank (from the block size, the shape
+   and a shared setting). */
 #define AAPC_INFLIGHT_BYTES 65536.0
 #define AAPC_INFLIGHT_MAX_WINDOW 4096 /* the executor's AAPC_MAX_WINDOW */
 int32_t aapc_inflight_window(double message_bytes, double phases, double budget);

@@ -8,12 +8,14 @@
  * the time per byte of block the busiest link needs, P ranks, N machines, R ranks per machine,
  * lg x = ceil(log2 x)):
  *   library   T = lib_alpha lg P            + lib_beta   S b
- *   phases    T = (phase_alpha + msg_alpha) rank_phases + phase_beta S b
+ *   phases    T = phase_alpha ceil(rank_phases / w) + msg_alpha rank_phases + phase_beta S b,
+ *             w = aapc_inflight_window(b, rank_phases, 64 KiB): the phases of b-byte blocks a
+ *             rank keeps in flight (1 above 32 KiB); a window of w phases pays one sync and
+ *             latency (phase_alpha) but w messages
  *   leaders   T = phase_alpha ceil(machine_phases / w) + msg_alpha machine_phases
  *                 + phase_beta S b + copy_beta 2 R P b,
- *             w = aapc_inflight_window(R^2 b, machine_phases, 64 KiB): the phases of R^2 b-byte
- *             messages a leader keeps in flight (1 above 32 KiB per block of a machine pair);
- *             a window of w phases pays one sync and latency (phase_alpha) but w messages
+ *             w = aapc_inflight_window(R^2 b, machine_phases, 64 KiB): the same for a leader's
+ *             R^2 b-byte messages
  *   loground  T = round_alpha lg P           + phase_beta S b lg P P / (2 (P - 1))
  *                                             + copy_beta (2 + lg P) P b
  *             with R > 1 ranks on every machine (aggregated: the leaders' rounds among N
@@ -105,7 +107,9 @@ double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int 
     case AAPC_WAY_LIBRARY:
         return m->lib_alpha * lg(P) + m->lib_beta * S * b;
     case AAPC_WAY_PHASES:
-        return (m->phase_alpha + m->msg_alpha) * s->rank_phases + m->phase_beta * S * b;
+        return m->phase_alpha * windows(s->rank_phases,
+                                        aapc_inflight_window(b, s->rank_phases, 0)) +
+               m->msg_alpha * s->rank_phases + m->phase_beta * S * b;
     case AAPC_WAY_LEADERS:
         return m->phase_alpha * windows(s->machine_phases,
                                         aapc_inflight_window(R * R * b, s->machine_phases, 0)) +
