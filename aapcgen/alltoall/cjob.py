@@ -279,8 +279,9 @@ def choose_way(
 
 
 def inflight_window(message: float, phases: float, budget: float = 0) -> int:
-    """The phases of ``message``-byte aggregated blocks a leader keeps in flight over a schedule
-    of ``phases`` phases within ``budget`` bytes, 0 for the default (C: aapc_inflight_window)."""
+    """The phases of ``message``-byte messages (a block, or a leader's aggregated block) a rank
+    keeps in flight over a schedule of ``phases`` phases within ``budget`` bytes, 0 for the
+    default (C: aapc_inflight_window)."""
     return int(library().aapc_inflight_window(float(message), float(phases), float(budget)))
 
 

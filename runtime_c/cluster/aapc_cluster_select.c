@@ -47,7 +47,7 @@
    at 8 B over lg 8 = 3 rounds; its 4 KB-256 KB times 1.07-2.9x the bound, 1.5 where the
    choice against the phases falls; the phases 4.49 ms at 8 B over 16 phases, 1.06x the bound at
    256 KB; the log-round 1.61 ms at 8 B over 3 rounds; the leaders' gather and scatter 40 ms more
-   than the phases at 32 KB, 2 ranks per machine). 2026-12-02, with the leaders' windows: a
+   than the phases at 32 KB, 2 ranks per machine). 2026-12-02, with windows by block size: a
    phase's 300 us split into phase_alpha 100 us and msg_alpha 200 us, and copy_beta 2e-8 (fits
    of that day's CPU-bound runs: 5-6e-8), so that the windows' credit leaves every point
    measured on the library there (the leaders' 16 phases at 64 B, 2 ranks per machine: all in
