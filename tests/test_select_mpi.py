@@ -97,7 +97,7 @@ def expected(machines: list[int], comm: str, size: int, v: bool = False) -> str:
     ranks = members(comm, len(machines))
     shape = job_shape(TOPO, [machines[r] for r in ranks])
     allowed = ("library", "phases") if v else ("library", "phases", "leaders", "loground")
-    way = choose_way(default_model(), shape, size, allowed)
+    way = choose_way(default_model(), shape, size, allowed, windows=not v)
     return "none" if size == 0 and way != "library" else way
 
 

@@ -268,12 +268,21 @@ def way_costs(model: dict[str, float], shape: Shape, block: float) -> dict[str, 
     }
 
 
+NO_WINDOWS = 1 << 16  # AAPC_WAYS_NO_WINDOWS (aapc_cluster.h)
+
+
 def choose_way(
-    model: dict[str, float], shape: Shape, block: float, allowed: Sequence[str] = WAYS
+    model: dict[str, float],
+    shape: Shape,
+    block: float,
+    allowed: Sequence[str] = WAYS,
+    windows: bool = True,
 ) -> str:
-    """The way the generated library takes for blocks of ``block`` bytes on ``shape``."""
+    """The way the generated library takes for blocks of ``block`` bytes on ``shape``;
+    ``windows`` False: the phased ways run one phase at a time (MPI_Alltoallv, the non-blocking
+    calls)."""
     lib = library()
-    mask = sum(1 << WAYS.index(w) for w in allowed)
+    mask = sum(1 << WAYS.index(w) for w in allowed) | (0 if windows else NO_WINDOWS)
     way = lib.aapc_way_choose(byref(_c_model(model)), byref(_Shape(*astuple(shape))), block, mask)
     return WAYS[way] if way >= 0 else "none"
 

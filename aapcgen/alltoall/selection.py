@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aapcgen.alltoall.cjob import WAYS, Shape, choose_way, default_model, job_shape
+from aapcgen.alltoall.cjob import (
+    WAYS,
+    Shape,
+    choose_way,
+    default_model,
+    inflight_window,
+    job_shape,
+)
 from aapcgen.core.model import Topology
 
 LARGEST = 1 << 30  # blocks up to 1 GiB are described
@@ -24,13 +31,13 @@ ALLTOALLV_WAYS = ("library", "phases")  # what MPI_Alltoallv chooses between
 
 
 def way_ranges(
-    model: dict[str, float], shape: Shape, allowed: Sequence[str] = WAYS
+    model: dict[str, float], shape: Shape, allowed: Sequence[str] = WAYS, windows: bool = True
 ) -> list[WayRange]:
     """The ranges of block sizes (1 B .. LARGEST) over which one way of ``allowed`` is chosen,
-    in order (MPI_Alltoall: all four; MPI_Alltoallv: ALLTOALLV_WAYS)."""
+    in order (MPI_Alltoall: all four; MPI_Alltoallv: ALLTOALLV_WAYS, one phase at a time)."""
 
     def choose_way_at(m: dict[str, float], sh: Shape, b: float) -> str:
-        return choose_way(m, sh, b, allowed)
+        return choose_way(m, sh, b, allowed, windows)
 
     out: list[WayRange] = []
     lo, way = 1, choose_way_at(model, shape, 1)
@@ -68,6 +75,36 @@ def ranges_text(ranges: Sequence[WayRange]) -> str:
     return ", ".join(parts)
 
 
+def last_size(holds, lo: int = 1) -> int:  # noqa: ANN001
+    """The largest block size from ``lo`` up to LARGEST for which ``holds`` (true at lo, false
+    from some size on) is still true."""
+    hi = lo
+    while hi * 2 <= LARGEST and holds(hi * 2):
+        hi *= 2
+    top = min(hi * 2, LARGEST + 1)
+    while top - hi > 1:
+        mid = (hi + top) // 2
+        hi, top = (mid, top) if holds(mid) else (hi, mid)
+    return hi
+
+
+def window_text(phases: float, per_block: int) -> str:
+    """How many of ``phases`` phases a blocking call keeps in flight by block size, its messages
+    ``per_block`` blocks each (C: aapc_inflight_window, the default budget)."""
+    n = int(phases)
+    if n < 2:
+        return "one phase"
+    every = last_size(lambda b: inflight_window(per_block * b, phases) >= phases)
+    one = last_size(lambda b: inflight_window(per_block * b, phases) > 1) + 1
+    head = (
+        f"all {n} at once up to {size_text(every)}"
+        if inflight_window(per_block, phases) >= phases
+        else ""
+    )
+    tail = f"one at a time from {size_text(one)}"
+    return f"{head}, {tail}" if head else tail
+
+
 def selection_lines(topo: Topology, model: dict[str, float] | None = None) -> list[str]:
     """``aapcgen info``'s account of the selection for this job (ranks_per_machine ranks on
     every machine, in blocks)."""
@@ -81,10 +118,14 @@ def selection_lines(topo: Topology, model: dict[str, float] | None = None) -> li
         else "untuned: built-in constants measured on emulated trees (docs/measurements/selection.md); "
         "`aapcgen tune` measures this cluster's"
     )
+    windows = f"the per-rank phases {window_text(shape.rank_phases, 1)}"
+    if r > 1:
+        windows += f"; the leaders' {window_text(shape.machine_phases, r * r)}"
     return [
         f"selection   the default MPI_Alltoall per block, {shape.ranks} ranks "
         f"({r} per machine): {ranges_text(way_ranges(model, shape))}",
+        f"            phases in flight (64 KiB of messages, AAPC_INFLIGHT): {windows}",
         "            MPI_Alltoallv, by the busiest rank's bytes over P - 1: "
-        f"{ranges_text(way_ranges(model, shape, ALLTOALLV_WAYS))}",
+        f"{ranges_text(way_ranges(model, shape, ALLTOALLV_WAYS, windows=False))}",
         f"            {source}",
     ]

@@ -556,7 +556,8 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
                             &b)) != MPI_SUCCESS)
         return rc;
     *way = aapc_way_choose(prog->cluster->model, shape, b,
-                           (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES));
+                           (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES) |
+                               AAPC_WAYS_NO_WINDOWS);
     return MPI_SUCCESS;
 }
 

@@ -154,6 +154,9 @@ int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t
 enum { AAPC_WAY_LIBRARY = 0, AAPC_WAY_PHASES, AAPC_WAY_LEADERS, AAPC_WAY_LOGROUND, AAPC_N_WAYS };
 #define AAPC_WAYS_ALL ((1u << AAPC_N_WAYS) - 1u)
 #define AAPC_WAYS_OURS (AAPC_WAYS_ALL & ~(1u << AAPC_WAY_LIBRARY))
+/* With the ways of aapc_way_choose: the phased ways run one phase at a time (MPI_Alltoallv and
+   the non-blocking calls, which keep AAPC_WINDOW's rows): their costs count no windows. */
+#define AAPC_WAYS_NO_WINDOWS (1u << 16)
 
 extern const aapc_cost_model_t aapc_cost_model_default;
 /* The model's time of `way` for blocks of b bytes on a job of shape s (seconds). */
@@ -190,8 +193,8 @@ int aapc_leaders_fit(const aapc_job_shape_t *s);
    AAPC_JOB_MAX_RANKS ranks; leaders where aapc_leaders_fit; the log-round exchange from 2
    ranks, any number and placement. */
 unsigned aapc_ways_possible(const aapc_job_shape_t *s);
-/* The cheapest way among `allowed` (a bit per way) that can run on s; -1 when none. m NULL:
-   aapc_cost_model_default (an untuned library). */
+/* The cheapest way among `allowed` (a bit per way, and AAPC_WAYS_NO_WINDOWS) that can run on
+   s; -1 when none. m NULL: aapc_cost_model_default (an untuned library). */
 int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
                     unsigned allowed);
 /* "library", "phases", "leaders", "loground" (AAPC_WAY=...), and back (-1: no such way). */

@@ -100,19 +100,23 @@ int aapc_leaders_fit(const aapc_job_shape_t *s)
                                     : AAPC_LEADERS_MAX_MACHINES);
 }
 
-double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b)
+/* The cost of `way`; windowed 0: the phases run one at a time (AAPC_WAYS_NO_WINDOWS). */
+static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b,
+                       int windowed)
 {
     double P = s->ranks, R = s->max_per_machine, S = s->bound_s_per_byte;
     switch (way) {
     case AAPC_WAY_LIBRARY:
         return m->lib_alpha * lg(P) + m->lib_beta * S * b;
     case AAPC_WAY_PHASES:
-        return m->phase_alpha * windows(s->rank_phases,
-                                        aapc_inflight_window(b, s->rank_phases, 0)) +
+        return m->phase_alpha *
+                   windows(s->rank_phases,
+                           windowed ? aapc_inflight_window(b, s->rank_phases, 0) : 1) +
                m->msg_alpha * s->rank_phases + m->phase_beta * S * b;
     case AAPC_WAY_LEADERS:
-        return m->phase_alpha * windows(s->machine_phases,
-                                        aapc_inflight_window(R * R * b, s->machine_phases, 0)) +
+        return m->phase_alpha *
+                   windows(s->machine_phases,
+                           windowed ? aapc_inflight_window(R * R * b, s->machine_phases, 0) : 1) +
                m->msg_alpha * s->machine_phases + m->phase_beta * S * b +
                m->copy_beta * 2 * R * P * b;
     case AAPC_WAY_LOGROUND:
@@ -126,6 +130,11 @@ double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int 
     default:
         return INFINITY;
     }
+}
+
+double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b)
+{
+    return way_cost(m, s, way, b, 1);
 }
 
 unsigned aapc_ways_possible(const aapc_job_shape_t *s)
@@ -146,13 +155,13 @@ int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, doubl
 {
     if (m == NULL)
         m = &aapc_cost_model_default;
-    allowed &= aapc_ways_possible(s);
+    unsigned ways = allowed & aapc_ways_possible(s);
     int best = -1;
     double best_t = INFINITY;
     for (int w = 0; w < AAPC_N_WAYS; w++) {
-        if (!(allowed & (1u << w)))
+        if (!(ways & (1u << w)))
             continue;
-        double t = aapc_way_cost(m, s, w, b);
+        double t = way_cost(m, s, w, b, !(allowed & AAPC_WAYS_NO_WINDOWS));
         if (best < 0 || t < best_t) {
             best = w;
             best_t = t;

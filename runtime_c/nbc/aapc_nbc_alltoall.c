@@ -101,7 +101,7 @@ static int choose(struct call *c, const char **why, int *by_size)
         return AAPC_WAY_LIBRARY;
     }
     int forced = aapc_way_forced(aapc_setting(c->comm, "AAPC_WAY"));
-    unsigned ways = (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES);
+    unsigned ways = (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES) | AAPC_WAYS_NO_WINDOWS;
     int way = forced == AAPC_WAY_LIBRARY || forced == AAPC_WAY_PHASES
                   ? forced
                   : aapc_way_choose(c->cl->model, shape, (double)b, ways);

@@ -241,7 +241,8 @@ static int decide(struct vcall *c, int *wait)
         int choice = forced == AAPC_WAY_LIBRARY || forced == AAPC_WAY_PHASES
                          ? forced
                          : aapc_way_choose(c->prog->cluster->model, shape, b,
-                                           (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES));
+                                           (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES) |
+                                               AAPC_WAYS_NO_WINDOWS);
         if (choice == AAPC_WAY_PHASES && c->plan == NULL && c->rreq == NULL) {
             *wait = 1; /* step 3: the rows first */
             return post_rows(c);
