@@ -495,11 +495,11 @@ def traced_windows(prefix: Path) -> list[int]:
 
 def test_small_blocks_keep_several_phases_in_flight(exe, tmp_path):
     """The leaders' machine-level phases run in windows of as many phases as fit 64 KiB of
-    aggregated blocks (cluster/aapc_cluster.h aapc_inflight_window), and the per-rank phases
-    as many as fit 64 KiB of blocks: 2 ranks on each of 3
-    machines, 2-4 phases, blocks up to 64 KiB: the small calls keep every phase in flight, the
-    largest one at a time, byte-exact; AAPC_INFLIGHT=1 keeps one everywhere, and a value that
-    is not a number of bytes is said once per process and runs the default."""
+    aggregated blocks (cluster/aapc_cluster.h aapc_inflight_window), the per-rank phases as many
+    as fit 64 KiB of blocks. 2 ranks on each of 3 machines, 2-4 phases, blocks up to 64 KiB: the
+    small calls keep every phase in flight, the largest one at a time, byte-exact;
+    AAPC_INFLIGHT=1 keeps one everywhere, and a value that is not a number of bytes is said once
+    per process and runs the default."""
     job = JOBS["2 ranks per machine, round robin"]
     runs = {"default": {}, "one": {"AAPC_INFLIGHT": "1"}, "bad": {"AAPC_INFLIGHT": "64k"}}
     for name, extra in runs.items():
