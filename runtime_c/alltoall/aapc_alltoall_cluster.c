@@ -840,11 +840,8 @@ static int select_way(const aapc_cluster_t *cl, const char *name, unsigned ways,
    phases). */
 /* How many leaders per machine an aggregated call takes (1 without a shared segment), and what
    the report says it ran: [log rounds][0 no segment, 1 segment, 2 several leaders]. */
-static int call_lanes(const struct leader_entry *le, int shared, MPI_Comm comm,
-                      const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
-                      MPI_Datatype recvtype)
+static int call_lanes(const struct leader_entry *le, int shared, MPI_Comm comm, long long b)
 {
-    long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
     return shared ? aapc_hier_lanes(comm, le->r, (MPI_Aint)(b > 0 ? b : 0)) : 1;
 }
 
@@ -852,11 +849,8 @@ static int call_lanes(const struct leader_entry *le, int shared, MPI_Comm comm,
    the aggregated blocks are small (aapc_inflight_window on a lane's block to one machine: its
    ceil(R / lanes) ranks' blocks for the R ranks there). The same on every rank. */
 static int32_t leader_window(const struct leader_entry *le, const aapc_cluster_comm_t *cc,
-                             MPI_Comm comm, int lanes, int32_t user, const void *sendbuf,
-                             int sendcount, MPI_Datatype sendtype, int recvcount,
-                             MPI_Datatype recvtype)
+                             MPI_Comm comm, int lanes, int32_t user, long long b)
 {
-    long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
     double per_lane = (double)((le->r + lanes - 1) / lanes);
     int32_t w = aapc_inflight_window(per_lane * le->r * (double)(b > 0 ? b : 0),
                                      cc->shape.machine_phases, inflight_budget(comm));
@@ -879,9 +873,9 @@ static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, cons
     *ran = rc != MPI_SUCCESS || le != NULL;
     if (rc == MPI_SUCCESS && le != NULL &&
         (rc = aapc_hier_segment_shared(le->node, &shared)) == MPI_SUCCESS) {
-        lanes = call_lanes(le, shared, comm, sendbuf, sendcount, sendtype, recvcount, recvtype);
-        int32_t window = leader_window(le, cc, comm, lanes, runtime_window(comm), sendbuf,
-                                       sendcount, sendtype, recvcount, recvtype);
+        long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
+        lanes = call_lanes(le, shared, comm, b);
+        int32_t window = leader_window(le, cc, comm, lanes, runtime_window(comm), b);
         rc = leader_rows(le, cc, sync, window, name, lanes);
     }
     if (rc != MPI_SUCCESS || le == NULL)
@@ -921,8 +915,8 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
         return aapc_args_raise_alone(comm, rc);
     atomic_fetch_add(&served[AAPC_WAY_LOGROUND], 1);
     if (le != NULL) {
-        int lanes =
-            call_lanes(le, shared, comm, sendbuf, sendcount, sendtype, recvcount, recvtype);
+        long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
+        int lanes = call_lanes(le, shared, comm, b);
         aapc_hier_layout_t h = {le->r,    cc->size,      le->order, le->node,
                                 le->lane, leader_rounds, le,        aapc_hier_round_limit(comm),
                                 1,        lanes};
