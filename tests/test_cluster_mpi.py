@@ -460,6 +460,14 @@ def test_leader_based_way_sanitizers(tmp_path):
                    env=env)  # fmt: skip
         passed(proc, 4 * 16)
         assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+    # the log rounds in the tree's digits among the ranks, one per machine: 2 x 3 on s0 and s1
+    env = {"AAPC_WAY": "loground", "AAPC_DUMP_SCHEDULE": str(tmp_path)}
+    proc = run(exe, n(0, 1, 2, 4, 5, 6), "--variant", "runtime-sender-all", "--max-bytes", "4096",
+               env=env)  # fmt: skip
+    passed(proc, 14)
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+    dumped = [json.loads(f.read_text()) for f in tmp_path.glob("aapc-loground-*.json")]
+    assert any(d["radix"] == [3, 2] and len(d["members"]) == 6 for d in dumped), dumped
     # 5 machines, 6 phases: windows of 1, 2, 4 and 8 phases, one more class than a leader keeps
     # row sets for: the least recently used set is dropped and rebuilt
     five = [m for m in n(13, 2, 7, 3, 9) for _ in range(2)]

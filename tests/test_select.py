@@ -17,13 +17,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_cluster_c import TOPOS, placements
-from trees import MBIT100, make_topology, star_of_subtrees, switch_trees
+from trees import MBIT100, make_topology, star_of_subtrees, switch_trees, uniform_trees
 
 from aapcgen.alltoall.capacity import capacity_model
 from aapcgen.alltoall.cjob import (
     WAYS,
+    Digits,
     Shape,
     choose_way,
+    cluster_digits,
     default_model,
     inflight_window,
     job_phases,
@@ -36,7 +38,13 @@ from aapcgen.alltoall.tree import analyze
 from aapcgen.codegen.cluster import COST_FIELDS
 from aapcgen.core.errors import InputError, VerificationError
 from aapcgen.tune.model import Call, fit_model, nonnegative_fit, relative_errors
-from aapcgen.verify.loground import check_order, replay, verify_loground
+from aapcgen.verify.loground import (
+    check_order,
+    replay,
+    replay_digits,
+    tree_digits,
+    verify_loground,
+)
 
 
 def python_shape(topo, rank_machine: list[int]) -> Shape:  # noqa: ANN001
@@ -95,7 +103,8 @@ def test_a_machine_link_faster_than_the_others_carries_several_messages():
     topo = dataclasses.replace(topo, machine_bandwidth=tuple(fast))
     rank_machine = [0, 0, 0, 1, 2, 3]
     c, py = job_shape(topo, rank_machine), python_shape(topo, rank_machine)
-    assert c == py
+    assert dataclasses.replace(c, digits=py.digits) == py
+    assert c.digits.radix == tree_digits(topo, [0, 1, 2, 3]) == (2, 2)
 
 
 def shapes() -> st.SearchStrategy[Shape]:
@@ -390,5 +399,101 @@ def test_info_gives_alltoallv_its_two_ways_at_the_same_crossover_with_the_phases
     assert lines[1].strip().startswith("phases in flight (64 KiB of messages, AAPC_INFLIGHT):")
     assert "the per-rank phases all 64 at once up to 1 KB" in lines[1]
     assert "the leaders' all 16 at once up to 1 KB, one at a time from 8193 B" in lines[1]
-    assert lines[2].strip().startswith("MPI_Alltoallv, by the busiest rank's bytes over P - 1:")
-    assert f"library up to {vr[0].last} B, phases from {vr[1].first} B" in lines[2]
+    assert lines[2].strip() == (
+        "log-round way: among the machines' leaders in the tree's digits 4 x 2 (machines' "
+        "switches first), each phase of a level in 1, 4 contention-free sub-phases"
+    )
+    assert lines[3].strip().startswith("MPI_Alltoallv, by the busiest rank's bytes over P - 1:")
+    assert f"library up to {vr[0].last} B, phases from {vr[1].first} B" in lines[3]
+
+
+# --------------------------------------------------------------------------- the tree's digits
+
+
+def job_order(topo, machines: list[int]) -> list[int]:  # noqa: ANN001
+    """The job's machines in the tree's depth-first order (C), as the runtime numbers them."""
+    wanted = set(machines)
+    return [m for m in machine_order(topo) if m in wanted]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(uniform_trees())
+def test_uniform_trees_have_their_digits_and_the_exchange_is_proved(case):
+    """On trees built uniform (leaf groups on their parent, chains, empty switches, faster
+    links, machines outside the job), C's digits are the radices the tree was built with and
+    the checker's own; the exchange in them is proved: delivery, every level inside its
+    switches, every level's sub-phases contention-free with C's groups."""
+    topo, machines, radix = case
+    got = cluster_digits(topo, machines)
+    assert got.radix == radix == tree_digits(topo, machines)
+    proof = verify_loground(topo, job_order(topo, machines), got.radix, got.groups)
+    assert [f for f, _, _ in proof.levels] == list(radix)
+    assert proof.messages == len(machines) * sum(f - 1 for f in radix)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(placements())
+def test_c_digits_are_the_checkers_on_random_jobs(case):
+    """Any tree, any job: C finds digits exactly where the checker's own derivation does."""
+    topo, rank_machine = case
+    machines = sorted(set(rank_machine))
+    assert cluster_digits(topo, machines).radix == tree_digits(topo, machines)
+    assert job_shape(topo, rank_machine).digits == cluster_digits(topo, machines)
+
+
+@pytest.mark.parametrize(
+    ("name", "radix", "groups"),
+    [("two-level-64x", (8, 8), (1, 1)), ("two-switch-4-4", (4, 2), (1, 4)),
+     ("three-level-4096", (32, 16, 8), (1, 4, 13)), ("chain-4x4", (), ()),
+     ("trunk-8-8", (8, 2), (1, 2))],
+)  # fmt: skip
+def test_the_digits_of_the_shipped_trees(name, radix, groups):
+    """Two switches linked directly are a level of 2 (a switch's own machines are its first
+    child); three-level-4096's aggregation uplinks (40 machine links) carry 40 of the 512
+    messages of a level-2 phase at once: 13 sub-phases; a chain of four switches has none."""
+    from aapcgen.core.topology import load_topology
+
+    topo = load_topology(TOPOS / f"{name}.yaml")
+    got = cluster_digits(topo, list(range(topo.n_machines)))
+    assert (got.radix, got.groups) == (radix, groups)
+
+
+def test_the_checker_refuses_digits_that_are_not_the_trees():
+    topo = star_of_subtrees([4, 4])
+    order = job_order(topo, list(range(8)))
+    verify_loground(topo, order, (4, 2), (1, 4))
+    with pytest.raises(VerificationError, match="phase 1 sub-phase 0: 4 messages"):
+        verify_loground(topo, order, (4, 2), (1, 1))  # the trunk carries one at a time
+    with pytest.raises(VerificationError, match="not the tree's digits"):
+        verify_loground(topo, order, (2, 4), (1, 2))
+    with pytest.raises(VerificationError, match="do not multiply"):
+        replay_digits(8, (2, 2))
+    two = make_topology([0], [0, 0, 0, 0, 1, 1, 1, 1])  # s1's machines stay consecutive
+    with pytest.raises(VerificationError, match="level 0: blocks 0 and 1 share the link"):
+        verify_loground(two, [1, 2, 3, 4, 5, 6, 7, 0], (4, 2), (1, 4))
+
+
+@pytest.mark.parametrize("radix", [(2,), (3, 2), (2, 3, 4), (5, 5), (4, 4, 4)])
+def test_the_mixed_radix_exchange_delivers_every_block(radix):
+    assert replay_digits(math.prod(radix), radix) == sum(f - 1 for f in radix)
+
+
+def test_the_digits_cost_fewer_rounds_than_radix_two():
+    """The selection prices the exchange in the tree's digits: on two-level-64x (8 x 8), one
+    rank per machine, 64-byte blocks: 2 windows (all 7 messages of a level in flight) against
+    radix 2's 6 rounds, and a block forwarded 7/8 + 7/8 times against 3; with 16 ranks per
+    machine a leader's level message is 8 x 256 x 64 B = 128 KiB, over the 64 KiB in flight:
+    one message per round, 14 rounds."""
+    from aapcgen.core.topology import load_topology
+
+    topo = load_topology(TOPOS / "two-level-64x.yaml")
+    shape = job_shape(topo, list(range(64)))
+    plain = dataclasses.replace(shape, digits=Digits((), (), ()))
+    model = {name: 0.0 for name in COST_FIELDS} | {"round_alpha": 1.0}
+    assert way_costs(model, shape, 64)["loground"] == 2
+    assert way_costs(model, plain, 64)["loground"] == 6
+    sixteen = job_shape(topo, [m for m in range(64) for _ in range(16)])
+    assert way_costs(model, sixteen, 64)["loground"] == 14
+    model = {name: 0.0 for name in COST_FIELDS} | {"phase_beta": 1.0}
+    ratio = way_costs(model, shape, 64)["loground"] / way_costs(model, plain, 64)["loground"]
+    assert ratio == pytest.approx((7 / 8 + 7 / 8) / 3)

@@ -205,9 +205,16 @@ def test_the_log_round_members_the_runtime_dumps_are_proved(exe, tmp_path):
         proc = run(exe, PLACEMENTS[placement], lambda r, env=env: env, False, "--max-bytes", "64")
         ways_of(proc, at_least=25)
         files += sorted(dump.glob("aapc-loground-*.json"))
-        members = [json.loads(f.read_text())["members"] for f in dump.iterdir()]
+        dumped = [json.loads(f.read_text()) for f in dump.iterdir()]
+        members = [d["members"] for d in dumped]
         if k == 1:  # the log rounds among the 8 machines' leaders, each machine once
             assert any(len(m) == len(set(m)) == 8 for m in members), members
+        # the whole job (its ranks, or its machines' leaders) in the tree's digits: 4 machines
+        # on each switch, then the two switches (the trunk carries one message at a time: 4
+        # sub-phases); the halves, on one switch, in one digit
+        whole = [d for d in dumped if len(d["members"]) == len(set(d["members"])) == 8]
+        assert whole and all(d["radix"] == [4, 2] and d["groups"] == [1, 4] for d in whole)
+        assert any(d["radix"] == [4] for d in dumped), dumped
     assert len(files) >= 4, files
     for f in files:
         proc = subprocess.run(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
 from aapcgen.core.model import Link, Topology
@@ -78,3 +80,45 @@ def grouped_tree(k: int, e: int, m: int, core: float, agg: float, machine: float
         Link(ln.a, ln.b, core if ln.a == "s0" else agg) for ln in t.links
     )  # fmt: skip
     return Topology(**{**t.__dict__, "links": links})
+
+
+@st.composite
+def uniform_trees(draw: st.DrawFn) -> tuple[Topology, list[int], tuple[int, ...]]:
+    """A tree whose job machines hang uniformly: radices (bottom-up) of 1-3 levels, with the
+    variations that keep it uniform: a switch's first leaf group attached to it directly, chains
+    of one-child switches, empty switches, faster switch links, and machines outside the job
+    on a switch of their own. Returns (topology, the job's machines, the radices)."""
+    radix = tuple(draw(st.lists(st.integers(2, 4), min_size=1, max_size=3)))
+    parents: list[int] = []
+    speeds: list[float] = []
+    machine_switch: list[int] = []
+
+    def switch(parent: int) -> int:
+        parents.append(parent)
+        speeds.append(MBIT100 * draw(st.sampled_from([1, 2, 4, 10])))
+        return len(parents)
+
+    def hang(node: int, level: int) -> None:  # the subtree of `level` digits below switch node
+        for child in range(radix[level - 1]):
+            if level == 1:
+                machine_switch.append(node)
+                continue
+            if level == 2 and child == 0 and draw(st.booleans()):
+                machine_switch.extend([node] * radix[0])  # the leaf group on its parent
+                continue
+            below = switch(node)
+            if draw(st.integers(0, 3)) == 0:
+                below = switch(below)  # a chain
+            if draw(st.integers(0, 4)) == 0:
+                switch(node)  # an empty switch
+            hang(below, level - 1)
+
+    hang(0, len(radix))
+    job = list(range(len(machine_switch)))
+    if draw(st.booleans()):
+        machine_switch += [switch(0)] * draw(st.integers(1, 3))  # outside the job
+    order = draw(st.permutations(range(len(machine_switch))))
+    topo = make_topology(parents, [machine_switch[i] for i in order])
+    links = tuple(Link(ln.a, ln.b, s) for ln, s in zip(topo.links, speeds))
+    topo = dataclasses.replace(topo, links=links)
+    return topo, sorted(order.index(m) for m in job), radix

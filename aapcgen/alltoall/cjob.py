@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from ctypes import byref
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -57,6 +57,18 @@ class _CostModel(ctypes.Structure):
     _fields_ = [(name, ctypes.c_double) for name in COST_FIELDS] + [("tuned", ctypes.c_int)]
 
 
+MAX_DIGITS = 16  # AAPC_MAX_DIGITS (aapc_cluster.h)
+
+
+class _Digits(ctypes.Structure):
+    _fields_ = [
+        ("levels", ctypes.c_int32),
+        ("radix", ctypes.c_int32 * MAX_DIGITS),
+        ("cap", ctypes.c_int32 * MAX_DIGITS),
+        ("groups", ctypes.c_int32 * MAX_DIGITS),
+    ]
+
+
 class _Shape(ctypes.Structure):
     _fields_ = [
         ("ranks", ctypes.c_int32),
@@ -68,6 +80,7 @@ class _Shape(ctypes.Structure):
         ("bound_s_per_byte", ctypes.c_double),
         ("machine_load", ctypes.c_double),
         ("machine_streamed", ctypes.c_int32),
+        ("digits", _Digits),
     ]
 
 
@@ -155,6 +168,13 @@ def library() -> ctypes.CDLL:
     lib.aapc_inflight_window.restype = ctypes.c_int32
     lib.aapc_cluster_machine_order.argtypes = [ctypes.POINTER(_Cluster), _I32]
     lib.aapc_cluster_machine_order.restype = ctypes.c_int
+    lib.aapc_cluster_digits.argtypes = [
+        ctypes.POINTER(_Cluster),
+        _I32,
+        ctypes.c_int32,
+        ctypes.POINTER(_Digits),
+    ]
+    lib.aapc_cluster_digits.restype = ctypes.c_int
     return lib
 
 
@@ -218,6 +238,32 @@ def machine_of_host(cluster: Topology, host: str) -> int:
 
 
 @dataclass(frozen=True)
+class Digits:
+    """The log-round exchange's digits over the job's machines (aapc_digits_t): radix, capacity
+    and contention-free sub-phases of each level, bottom-up; empty: the tree is not uniform."""
+
+    radix: tuple[int, ...]
+    cap: tuple[int, ...]
+    groups: tuple[int, ...]
+
+
+def _digits_of(d: _Digits) -> Digits:
+    n = int(d.levels)
+    return Digits(tuple(d.radix[:n]), tuple(d.cap[:n]), tuple(d.groups[:n]))
+
+
+def _c_digits(d: Digits) -> _Digits:
+    pad = [0] * (MAX_DIGITS - len(d.radix))
+    arr = ctypes.c_int32 * MAX_DIGITS
+    return _Digits(len(d.radix), arr(*d.radix, *pad), arr(*d.cap, *pad), arr(*d.groups, *pad))
+
+
+def _c_shape(shape: Shape) -> _Shape:
+    values = astuple(shape)[:-1]
+    return _Shape(*values, _c_digits(shape.digits))
+
+
+@dataclass(frozen=True)
 class Shape:
     """What the per-call selection knows of a job (aapc_job_shape_t)."""
 
@@ -230,6 +276,7 @@ class Shape:
     bound_s_per_byte: float
     machine_load: float
     machine_streamed: int
+    digits: Digits = field(default_factory=lambda: Digits((), (), ()))
 
 
 def job_shape(cluster: Topology, rank_machine: Sequence[int]) -> Shape:
@@ -240,7 +287,19 @@ def job_shape(cluster: Topology, rank_machine: Sequence[int]) -> Shape:
     out = _Shape()
     if library().aapc_job_shape(ctypes.byref(c), rm.ctypes.data_as(_I32), len(rm), byref(out)):
         raise InputError(f"no job shape for {len(rm)} ranks on cluster {cluster.name}")
-    return Shape(*(getattr(out, name) for name, _ in _Shape._fields_))
+    scalars = [getattr(out, name) for name, _ in _Shape._fields_[:-1]]
+    return Shape(*scalars, _digits_of(out.digits))
+
+
+def cluster_digits(cluster: Topology, machines: Sequence[int]) -> Digits:
+    """The log-round exchange's digits over ``machines`` (C: aapc_cluster_digits)."""
+    keep: list = []
+    c = _c_cluster(cluster, keep)
+    ms = np.ascontiguousarray(machines, dtype=np.int32)
+    out = _Digits()
+    if library().aapc_cluster_digits(byref(c), ms.ctypes.data_as(_I32), len(ms), byref(out)):
+        raise InputError(f"no digits for {len(ms)} machines on cluster {cluster.name}")
+    return _digits_of(out)
 
 
 def default_model() -> dict[str, float]:
@@ -259,7 +318,7 @@ def _c_model(model: dict[str, float]) -> _CostModel:
 def way_costs(model: dict[str, float], shape: Shape, block: float) -> dict[str, float]:
     """The model's time of every way that can run on ``shape`` for blocks of ``block`` bytes."""
     lib = library()
-    m, s = _c_model(model), _Shape(*astuple(shape))
+    m, s = _c_model(model), _c_shape(shape)
     possible = lib.aapc_ways_possible(byref(s))
     return {
         name: float(lib.aapc_way_cost(byref(m), byref(s), w, float(block)))
@@ -283,7 +342,7 @@ def choose_way(
     calls)."""
     lib = library()
     mask = sum(1 << WAYS.index(w) for w in allowed) | (0 if windows else NO_WINDOWS)
-    way = lib.aapc_way_choose(byref(_c_model(model)), byref(_Shape(*astuple(shape))), block, mask)
+    way = lib.aapc_way_choose(byref(_c_model(model)), byref(_c_shape(shape)), block, mask)
     return WAYS[way] if way >= 0 else "none"
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from aapcgen.alltoall.cjob import (
     WAYS,
+    Digits,
     Shape,
     choose_way,
     default_model,
@@ -105,6 +106,19 @@ def window_text(phases: float, per_block: int) -> str:
     return f"{head}, {tail}" if head else tail
 
 
+def digits_text(digits: Digits, r: int) -> str:
+    """How the log-round way runs on this job: in the tree's digits, or Bruck's radix 2."""
+    among = "the machines' leaders" if r > 1 else "the ranks"
+    if not digits.radix:
+        return f"log-round way: Bruck's radix 2 among {among} (the tree is not uniform)"
+    levels = " x ".join(str(f) for f in digits.radix)
+    split = ", ".join(str(g) for g in digits.groups)
+    return (
+        f"log-round way: among {among} in the tree's digits {levels} (machines' switches "
+        f"first), each phase of a level in {split} contention-free sub-phases"
+    )
+
+
 def selection_lines(topo: Topology, model: dict[str, float] | None = None) -> list[str]:
     """``aapcgen info``'s account of the selection for this job (ranks_per_machine ranks on
     every machine, in blocks)."""
@@ -125,6 +139,7 @@ def selection_lines(topo: Topology, model: dict[str, float] | None = None) -> li
         f"selection   the default MPI_Alltoall per block, {shape.ranks} ranks "
         f"({r} per machine): {ranges_text(way_ranges(model, shape))}",
         f"            phases in flight (64 KiB of messages, AAPC_INFLIGHT): {windows}",
+        f"            {digits_text(shape.digits, r)}",
         "            MPI_Alltoallv, by the busiest rank's bytes over P - 1: "
         f"{ranges_text(way_ranges(model, shape, ALLTOALLV_WAYS, windows=False))}",
         f"            {source}",

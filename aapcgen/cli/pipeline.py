@@ -181,7 +181,17 @@ def _verify_loground(path: str, topo: Topology, data: dict) -> None:
         raise InputError(f"{path}: members: '{bad[:80]}' is not a machine of {topo.name}")
     if len(names) < 2:
         raise InputError(f"{path}: members: a log-round exchange needs at least 2 members")
-    print(verify_loground(topo, [index[m] for m in names]).summary(f"{path} for {topo.name}"))
+    radix, groups = data.get("radix", 2), data.get("groups")
+    ints = isinstance(radix, list) and all(isinstance(f, int) for f in radix)
+    if radix != 2 and not (
+        ints
+        and isinstance(groups, list)
+        and len(groups) == len(radix)
+        and all(isinstance(g, int) for g in groups)
+    ):
+        raise InputError(f"{path}: 'radix' must be 2 or a list of radices with as many 'groups'")
+    proof = verify_loground(topo, [index[m] for m in names], *((radix, groups) if ints else ()))
+    print(proof.summary(f"{path} for {topo.name}"))
 
 
 def schedule_files(given: list[str]) -> list[str]:

@@ -53,6 +53,7 @@
 #include <string.h>
 
 #include "aapc_alltoall_loground.h"
+#include "aapc_alltoall_treedigits.h"
 #include "aapc_alltoall_rows.h"
 #include "aapc_cluster_comm.h"
 #include "aapc_comm.h"
@@ -508,9 +509,10 @@ static int tree_order(const aapc_cluster_t *cl, const int32_t *machine_of, int n
 
 /* AAPC_DUMP_SCHEDULE: the log-round members' machines in their order, member k on machine
    machine_of[rank_at[k]] (rank_at NULL: machine_of[k]); aapcgen verify TOPO --schedule FILE
-   proves it: aapcgen/verify/loground.py. */
+   proves it: aapcgen/verify/loground.py. dg: the tree's digits the exchange runs in (radix
+   and groups per level), NULL: Bruck's radix 2. */
 static void dump_loground(const aapc_cluster_t *cl, const int32_t *machine_of, const int *rank_at,
-                          int n)
+                          int n, const aapc_digits_t *dg)
 {
     static int serial = 0;
     FILE *f = aapc_dump_open("loground", &serial);
@@ -518,13 +520,33 @@ static void dump_loground(const aapc_cluster_t *cl, const int32_t *machine_of, c
         return;
     fprintf(f, "{\"topology\": ");
     json_string(f, cl->name);
-    fprintf(f, ", \"kind\": \"loground\", \"radix\": 2, \"members\": [");
+    fprintf(f, ", \"kind\": \"loground\", \"radix\": ");
+    if (dg == NULL)
+        fprintf(f, "2");
+    for (int32_t l = 0; dg != NULL && l < dg->levels; l++)
+        fprintf(f, "%s%d", l ? ", " : "[", (int)dg->radix[l]);
+    fprintf(f, dg != NULL ? "], \"groups\": " : "");
+    for (int32_t l = 0; dg != NULL && l < dg->levels; l++)
+        fprintf(f, "%s%d", l ? ", " : "[", (int)dg->groups[l]);
+    fprintf(f, dg != NULL ? "], \"members\": [" : ", \"members\": [");
     for (int k = 0; k < n; k++) {
         fprintf(f, k ? ", " : "");
         json_string(f, cl->machine_name[machine_of[rank_at != NULL ? rank_at[k] : k]]);
     }
     fprintf(f, "]}\n");
     fclose(f);
+}
+
+/* The tree's digits of the log-round exchange among the ranks: the machines' digits where each
+   machine runs one rank (NULL otherwise: Bruck's radix 2). */
+static const aapc_digits_t *rank_digits(aapc_cluster_comm_t *cc)
+{
+    int nomem = 0;
+    const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
+    return shape != NULL && shape->max_per_machine == 1 && shape->digits.levels > 0 &&
+                   shape->machines == cc->size
+               ? &shape->digits
+               : NULL;
 }
 
 /* The log-round way on a communicator: its ranks in tree order. */
@@ -555,7 +577,8 @@ static int order_lookup(aapc_cluster_comm_t *cc, const int **rank_at)
             return MPI_ERR_NO_MEM;
         }
         if (cc->rank == 0)
-            dump_loground(cc->cluster, cc->rank_machine, o->rank_at, cc->size);
+            dump_loground(cc->cluster, cc->rank_machine, o->rank_at, cc->size,
+                          rank_digits(cc));
         slot->data = o;
     }
     *rank_at = ((struct order_entry *)slot->data)->rank_at;
@@ -576,6 +599,8 @@ struct leader_entry {
     int32_t *lm;           /* lm[k]: the cluster's machine of leader k */
     int *order;            /* order[k*R + i]: rank of local rank i of machine k */
     int *machine_at;       /* the leaders in the switch tree's order (log rounds; lazily) */
+    const aapc_digits_t *digits; /* the machines' digits of the log rounds (NULL: radix 2) */
+    double budget;               /* this call's AAPC_INFLIGHT (the digits' windows) */
     MPI_Comm node, lane;   /* my machine's ranks; local rank `local` of every machine */
     struct row_sets rows;   /* the leaders' machine-level rows by window (leaders only) */
     const aapc_rows_t *now; /* the rows of this call's window */
@@ -630,6 +655,9 @@ static int leader_rounds(void *ctx, const void *g, MPI_Datatype gt, void *s, MPI
                          MPI_Comm leaders)
 {
     struct leader_entry *le = ctx;
+    if (le->digits != NULL)
+        return aapc_alltoall_treedigits(g, 1, gt, s, 1, st, leaders, le->machine_at, le->digits,
+                                        le->budget);
     return aapc_alltoall_loground(g, 1, gt, s, 1, st, leaders, le->machine_at);
 }
 
@@ -692,9 +720,18 @@ static int leader_rows(struct leader_entry *le, const aapc_cluster_comm_t *cc, i
     return MPI_SUCCESS;
 }
 
+/* The machines' digits of the leaders' log rounds among n machines (NULL: radix 2). */
+static const aapc_digits_t *leader_digits(aapc_cluster_comm_t *cc, int n)
+{
+    int nomem = 0;
+    const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
+    return shape != NULL && shape->digits.levels > 0 && shape->machines == n ? &shape->digits
+                                                                              : NULL;
+}
+
 /* The leaders in the switch tree's order (leader ranks), from the ranks' tree order rank_at:
    the machines of a machine's ranks are next to each other there. */
-static int leader_tree_order(struct leader_entry *le, const aapc_cluster_comm_t *cc,
+static int leader_tree_order(struct leader_entry *le, aapc_cluster_comm_t *cc,
                              const int *rank_at)
 {
     int P = cc->size;
@@ -732,7 +769,7 @@ static int leader_tree_order(struct leader_entry *le, const aapc_cluster_comm_t 
         for (int k = 0; mm != NULL && k < m; k++)
             mm[k] = le->lm[at[k]];
         if (mm != NULL)
-            dump_loground(cc->cluster, mm, NULL, m);
+            dump_loground(cc->cluster, mm, NULL, m, leader_digits(cc, m));
         free(mm);
     }
     return MPI_SUCCESS;
@@ -857,11 +894,14 @@ static int32_t leader_window(const struct leader_entry *le, const aapc_cluster_c
     return w > user ? w : user;
 }
 
-static const char *const aggregated_how[2][3] = {
+static const char *const aggregated_how[3][3] = {
     {"run-time, leader-based", "run-time, leader-based, shared segment",
      "run-time, leader-based, shared segment, several leaders"},
     {"run-time, log-round over machines", "run-time, log-round over machines, shared segment",
      "run-time, log-round over machines, shared segment, several leaders"},
+    {"run-time, log-round over machines in the tree's digits",
+     "run-time, log-round over machines in the tree's digits, shared segment",
+     "run-time, log-round over machines in the tree's digits, shared segment, several leaders"},
 };
 
 static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, const void *sendbuf,
@@ -896,7 +936,9 @@ static int run_leaders(aapc_cluster_comm_t *cc, int sync, const char *name, cons
    segment and its leader runs Bruck among the machines' leaders in the switch tree's order
    (lg N rounds of aggregated blocks instead of lg P rounds of one rank's); otherwise Bruck
    among all the ranks in the tree's order (the ranks of one machine next to each other, then
-   the machines of one switch). */
+   the machines of one switch). Where the machines hang from a uniform tree (the shape's
+   digits), among the leaders or one rank per machine, the exchange runs in the tree's digits
+   (aapc_alltoall_treedigits.c) instead of radix 2. */
 static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, int sendcount,
                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
                         MPI_Datatype recvtype, MPI_Comm comm)
@@ -916,17 +958,26 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
     atomic_fetch_add(&served[AAPC_WAY_LOGROUND], 1);
     if (le != NULL) {
         long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
+        le->digits = leader_digits(cc, le->n);
+        le->budget = inflight_budget(comm);
         int lanes = call_lanes(le, shared, comm, b);
         aapc_hier_layout_t h = {le->r,    cc->size,      le->order, le->node,
                                 le->lane, leader_rounds, le,        aapc_hier_round_limit(comm),
                                 1,        lanes};
-        aapc_report_served(aggregated_how[1][shared ? 1 + (lanes > 1) : 0]);
+        int how = shared ? 1 + (lanes > 1) : 0;
+        aapc_report_served(aggregated_how[le->digits != NULL ? 2 : 1][how]);
         return aapc_args_raise_alone(comm, aapc_hier_alltoall_core(&h, sendbuf, sendcount,
                                                                    sendtype, recvbuf, recvcount,
                                                                    recvtype, cc->dup));
     }
     aapc_args_private_returns(cc->dup);
-    aapc_report_served("run-time, log-round");
+    const aapc_digits_t *dg = rank_digits(cc);
+    aapc_report_served(dg != NULL ? "run-time, log-round in the tree's digits"
+                                  : "run-time, log-round");
+    if (dg != NULL)
+        return aapc_args_raise_alone(
+            comm, aapc_alltoall_treedigits(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                           recvtype, cc->dup, rank_at, dg, inflight_budget(comm)));
     return aapc_args_raise_alone(comm, aapc_alltoall_loground(sendbuf, sendcount, sendtype, recvbuf,
                                                               recvcount, recvtype, cc->dup,
                                                               rank_at));

@@ -129,6 +129,29 @@ int aapc_job_phases_unit(const aapc_cluster_t *c, const int32_t *rank_machine, i
 
 /* ---- the per-call selection (aapc_cluster_shape.c, aapc_cluster_select.c) ---------------- */
 
+/* The digits of the log-round exchange that follows the switch tree (aapc_cluster_digits.c):
+   where the job's machines hang from a uniform tree (every switch at one height has the same
+   number of non-empty children, every machine at the bottom, chains of one child folded), one
+   digit per level, bottom-up, its radix the level's fan-out. In the tree's depth-first order
+   (aapc_cluster_machine_order) the machine at place x has digit l = (x / unit[l]) % radix[l],
+   unit[l] = radix[0] x ... x radix[l-1]. */
+#define AAPC_MAX_DIGITS 16
+typedef struct aapc_digits {
+    int32_t levels;                  /* 0: no digits (not uniform, or fewer than 2 machines) */
+    int32_t radix[AAPC_MAX_DIGITS];  /* fan-out of each level, the machines' switches first */
+    int32_t cap[AAPC_MAX_DIGITS];    /* messages the slowest link of the level carries per
+                                        phase, each way: floor(bw / bref), at least 1 */
+    int32_t groups[AAPC_MAX_DIGITS]; /* contention-free sub-phases of each phase of the level:
+                                        max over j <= l of ceil(unit[j] / cap[j]) */
+} aapc_digits_t;
+/* The digits of the tree restricted to machines[0..n-1] (any order, repeats allowed). Returns
+   AAPC_JOB_OK (out->levels 0 when the tree is not uniform), AAPC_JOB_EINVAL (a machine out of
+   range, not a tree) or AAPC_JOB_ENOMEM. */
+int aapc_cluster_digits(const aapc_cluster_t *c, const int32_t *machines, int32_t n,
+                        aapc_digits_t *out);
+/* groups[] from levels, radix[] and cap[]. */
+void aapc_digits_groups(aapc_digits_t *d);
+
 /* What the selection knows of a job: from its ranks' machines, the same on every rank. */
 typedef struct aapc_job_shape {
     int32_t ranks, machines;   /* P, N */
@@ -143,6 +166,8 @@ typedef struct aapc_job_shape {
     int32_t machine_streamed;  /* 1: the leaders stream their machine-level phases (seed 002's,
                                   or the exact ones of aapc_cluster_groups.c where faster root
                                   links set the bound); 0: they compute them whole */
+    aapc_digits_t digits;      /* the job's machines' digits (levels 0: none), the log-round
+                                  exchange's over machines */
 } aapc_job_shape_t;
 
 /* The shape of P ranks, rank r on machine rank_machine[r]: O(P + S + M), any P. Returns

@@ -22,6 +22,14 @@
  *             machines, each rank's blocks through the machine's shared segment):
  *             T = round_alpha lg N           + phase_beta S b lg N N / (2 (N - 1))
  *                                             + copy_beta ((2 + lg N) R + 2) P b
+ *             and where the members' machines hang from a uniform tree (s->digits: one
+ *             digit per level, radix f_l; the exchange among the leaders, or among the ranks
+ *             with one per machine), over its n members (N, or P) of B-byte blocks (R^2 b, or b):
+ *             T = round_alpha sum_l ceil((f_l - 1) / w_l) + msg_alpha sum_l (f_l - 1 -
+ *                 ceil((f_l - 1) / w_l)) + phase_beta S b sum_l ((f_l - 1) / f_l) n / (n - 1)
+ *                 + copies as above with L levels for lg n,
+ *             w_l = aapc_inflight_window(n B / f_l, f_l - 1, 64 KiB): a level's messages in
+ *             flight at once (a round per window, the window's other messages msg_alpha each)
  * The library's routine is a black box: its small-block cost grows with lg P rounds (Bruck,
  * which MPICH and Open MPI pick for small blocks) and its large-block cost is a multiple of the
  * bound (lib_beta: contention, measured); ours run at phase_beta times the bound in
@@ -100,6 +108,24 @@ int aapc_leaders_fit(const aapc_job_shape_t *s)
                                     : AAPC_LEADERS_MAX_MACHINES);
 }
 
+/* The log-round exchange in the tree's digits among n members, blocks of B bytes: digit l
+   sends radix - 1 messages of n / radix blocks, aapc_inflight_window of them at once (a round
+   each window; the other messages of a window cost msg_alpha each); a block moves once per
+   digit in which its distance is not 0: (radix - 1) / radix of the blocks per digit. */
+static void rounds_of_digits(const aapc_digits_t *d, double n, double B, double *rounds,
+                             double *extra, double *hops, double *levels)
+{
+    *rounds = *extra = *hops = 0;
+    *levels = d->levels;
+    for (int32_t l = 0; l < d->levels; l++) {
+        double f = d->radix[l], k = f - 1, w = aapc_inflight_window(n / f * B, k, 0);
+        double r = windows(k, w);
+        *rounds += r;
+        *extra += k - r;
+        *hops += k / f;
+    }
+}
+
 /* The cost of `way`; windowed 0: the phases run one at a time (AAPC_WAYS_NO_WINDOWS). */
 static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b,
                        int windowed)
@@ -119,14 +145,17 @@ static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, in
                            windowed ? aapc_inflight_window(R * R * b, s->machine_phases, 0) : 1) +
                m->msg_alpha * s->machine_phases + m->phase_beta * S * b +
                m->copy_beta * 2 * R * P * b;
-    case AAPC_WAY_LOGROUND:
-        if (aapc_leaders_fit(s)) { /* lg N rounds among the machines' leaders */
-            double N = s->machines;
-            return m->round_alpha * lg(N) + m->phase_beta * S * b * lg(N) * N / (2 * (N - 1)) +
-                   m->copy_beta * ((2 + lg(N)) * R + 2) * P * b;
-        }
-        return m->round_alpha * lg(P) + m->phase_beta * S * b * lg(P) * P / (2 * (P - 1)) +
-               m->copy_beta * (2 + lg(P)) * P * b;
+    case AAPC_WAY_LOGROUND: {
+        /* among the machines' leaders (aggregated: R^2 b per machine pair), or the ranks */
+        int agg = aapc_leaders_fit(s);
+        double n = agg ? s->machines : P, B = agg ? R * R * b : b;
+        double rounds = lg(n), extra = 0, hops = lg(n) / 2, levels = lg(n);
+        if ((agg || R == 1) && s->digits.levels > 0) /* the tree's digits */
+            rounds_of_digits(&s->digits, n, B, &rounds, &extra, &hops, &levels);
+        return m->round_alpha * rounds + m->msg_alpha * extra +
+               m->phase_beta * S * b * hops * n / (n - 1) +
+               m->copy_beta * (agg ? (2 + levels) * R + 2 : 2 + levels) * P * b;
+    }
     default:
         return INFINITY;
     }

@@ -21,7 +21,8 @@
  * schedule moves blocks of b bytes in less than b x bound_s_per_byte seconds (seed 002
  * section 3). machine_streamed says whether the leaders stream the machine-level phases: seed
  * 002's, or where faster links make them capacity-aware, aapc_cluster_groups.c's when its plan
- * fits the machine-level tree (built and planned here: O(N d + machine_phases) more).
+ * fits the machine-level tree (built and planned here: O(N d + machine_phases) more). digits:
+ * the log-round exchange's digits over the job's machines (aapc_cluster_digits.c).
  * Cost: O(P + S + M) time and O(S + M) memory for P ranks, S switches and M machines; no
  * communication, no rank-level tree (so it holds for jobs far above AAPC_JOB_MAX_RANKS).
  */
@@ -173,7 +174,7 @@ int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t
     if (!out->machine_streamed && N >= 2 && N <= AAPC_LEADERS_MAX_MACHINES_STREAMED &&
         (rc = groups_fit(c, on, M, N, &out->machine_streamed)) != AAPC_JOB_OK)
         goto done;
-    rc = AAPC_JOB_OK;
+    rc = aapc_cluster_digits(c, rank_machine, P, &out->digits);
 done:
     free(on);
     free(rbelow);
