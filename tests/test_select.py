@@ -40,6 +40,7 @@ from aapcgen.core.errors import InputError, VerificationError
 from aapcgen.tune.model import Call, fit_model, nonnegative_fit, relative_errors
 from aapcgen.verify.loground import (
     check_order,
+    rank_digits,
     replay,
     replay_digits,
     tree_digits,
@@ -103,7 +104,7 @@ def test_a_machine_link_faster_than_the_others_carries_several_messages():
     topo = dataclasses.replace(topo, machine_bandwidth=tuple(fast))
     rank_machine = [0, 0, 0, 1, 2, 3]
     c, py = job_shape(topo, rank_machine), python_shape(topo, rank_machine)
-    assert dataclasses.replace(c, digits=py.digits) == py
+    assert dataclasses.replace(c, digits=py.digits, rank_digits=py.rank_digits) == py
     assert c.digits.radix == tree_digits(topo, [0, 1, 2, 3]) == (2, 2)
 
 
@@ -376,24 +377,26 @@ def test_bad_model_files_are_one_line_errors(tmp_path, capsys, text, words):
     assert err.count("\n") == 1 and words in err and "Traceback" not in err
 
 
-def test_info_gives_alltoallv_its_two_ways_at_the_same_crossover_with_the_phases():
-    """MPI_Alltoallv chooses between the library and the phases, run one phase at a time: its
-    ranges name only those, and where MPI_Alltoall's choice priced without windows is one of the
-    two, MPI_Alltoallv's is the same. Windows make MPI_Alltoall's phases cheaper for small
-    blocks: between the library and the phases alone, its crossover comes earlier."""
+def test_info_gives_alltoallv_its_ways_at_the_same_crossover_with_the_phases():
+    """MPI_Alltoallv chooses among the library, the phases, run one phase at a time, and the log
+    rounds among the ranks in the tree's digits (never chosen here by the built-in constants):
+    where MPI_Alltoall's choice priced without windows is one of them, MPI_Alltoallv's is the
+    same. Windows make MPI_Alltoall's phases cheaper for small blocks: between the library and
+    the phases alone, its crossover comes earlier."""
     from aapcgen.alltoall.selection import ALLTOALLV_WAYS, selection_lines, way_ranges
 
     topo = star_of_subtrees([4, 4])
     shape = job_shape(topo, [m for m in range(8) for _ in range(2)])
     m = default_model()
-    vr = way_ranges(m, shape, ALLTOALLV_WAYS, windows=False)
+    vr = way_ranges(m, shape, ALLTOALLV_WAYS, windows=False, alltoallv=True)
     assert [r.way for r in vr] == ["library", "phases"]
     assert vr[0].first == 1 and vr[0].last + 1 == vr[1].first
     for r in way_ranges(m, shape, windows=False):
         if r.way in ALLTOALLV_WAYS:
             for b in (r.first, r.last):
-                assert choose_way(m, shape, b, ALLTOALLV_WAYS, windows=False) == r.way, (r, b)
-    windowed = way_ranges(m, shape, ALLTOALLV_WAYS)
+                got = choose_way(m, shape, b, ALLTOALLV_WAYS, windows=False, alltoallv=True)
+                assert got == r.way, (r, b)
+    windowed = way_ranges(m, shape, ("library", "phases"))
     assert [r.way for r in windowed] == ["library", "phases"] and windowed[0].last < vr[0].last
     lines = selection_lines(dataclasses.replace(topo, ranks_per_machine=2))
     assert lines[1].strip().startswith("phases in flight (64 KiB of messages, AAPC_INFLIGHT):")
@@ -438,7 +441,12 @@ def test_c_digits_are_the_checkers_on_random_jobs(case):
     topo, rank_machine = case
     machines = sorted(set(rank_machine))
     assert cluster_digits(topo, machines).radix == tree_digits(topo, machines)
-    assert job_shape(topo, rank_machine).digits == cluster_digits(topo, machines)
+    shape = job_shape(topo, rank_machine)
+    assert shape.digits == cluster_digits(topo, machines)
+    assert shape.rank_digits.radix == rank_digits(topo, rank_machine)
+    if shape.rank_digits.radix:  # the exchange among the ranks, proved
+        order = [m for m in job_order(topo, machines) for _ in range(rank_machine.count(m))]
+        verify_loground(topo, order, shape.rank_digits.radix, shape.rank_digits.groups)
 
 
 @pytest.mark.parametrize(
@@ -488,7 +496,8 @@ def test_the_digits_cost_fewer_rounds_than_radix_two():
 
     topo = load_topology(TOPOS / "two-level-64x.yaml")
     shape = job_shape(topo, list(range(64)))
-    plain = dataclasses.replace(shape, digits=Digits((), (), ()))
+    none = Digits((), (), ())
+    plain = dataclasses.replace(shape, digits=none, rank_digits=none)
     model = {name: 0.0 for name in COST_FIELDS} | {"round_alpha": 1.0}
     assert way_costs(model, shape, 64)["loground"] == 2
     assert way_costs(model, plain, 64)["loground"] == 6
@@ -497,3 +506,22 @@ def test_the_digits_cost_fewer_rounds_than_radix_two():
     model = {name: 0.0 for name in COST_FIELDS} | {"phase_beta": 1.0}
     ratio = way_costs(model, shape, 64)["loground"] / way_costs(model, plain, 64)["loground"]
     assert ratio == pytest.approx((7 / 8 + 7 / 8) / 3)
+
+
+def test_alltoallv_runs_the_log_rounds_only_in_the_trees_digits():
+    """MPI_Alltoallv has no radix-2 log-round form and no aggregated one: its log rounds run
+    among the ranks in the tree's digits (R on every machine: a digit of R below the machines'),
+    and where the ranks have none the way is not offered."""
+    topo = star_of_subtrees([4, 4])
+    only = {name: 0.0 for name in COST_FIELDS} | {"round_alpha": 1.0, "lib_alpha": 10.0}
+    only |= {"phase_alpha": 10.0}
+    for rank_machine, want in (
+        (list(range(8)), "loground"),
+        ([m for m in range(8) for _ in range(2)], "loground"),
+        ([0, 0, 0, 1, 5, 5, 6], "library"),  # unequal: no digits, the next cheapest
+    ):
+        shape = job_shape(topo, rank_machine)
+        got = choose_way(only, shape, 64, ("library", "phases", "loground"), False, True)
+        assert got == want, (rank_machine, got)
+    shape = job_shape(topo, [m for m in range(8) for _ in range(2)])
+    assert shape.rank_digits == Digits((2, 4, 2), (65535, 1, 1), (1, 2, 8))

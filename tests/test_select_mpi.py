@@ -96,8 +96,10 @@ def expected(machines: list[int], comm: str, size: int, v: bool = False) -> str:
     model gives it to the library."""
     ranks = members(comm, len(machines))
     shape = job_shape(TOPO, [machines[r] for r in ranks])
-    allowed = ("library", "phases") if v else ("library", "phases", "leaders", "loground")
-    way = choose_way(default_model(), shape, size, allowed, windows=not v)
+    allowed = (
+        ("library", "phases", "loground") if v else ("library", "phases", "leaders", "loground")
+    )
+    way = choose_way(default_model(), shape, size, allowed, windows=not v, alltoallv=v)
     return "none" if size == 0 and way != "library" else way
 
 

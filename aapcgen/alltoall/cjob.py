@@ -81,6 +81,7 @@ class _Shape(ctypes.Structure):
         ("machine_load", ctypes.c_double),
         ("machine_streamed", ctypes.c_int32),
         ("digits", _Digits),
+        ("rank_digits", _Digits),
     ]
 
 
@@ -259,8 +260,8 @@ def _c_digits(d: Digits) -> _Digits:
 
 
 def _c_shape(shape: Shape) -> _Shape:
-    values = astuple(shape)[:-1]
-    return _Shape(*values, _c_digits(shape.digits))
+    values = astuple(shape)[:-2]
+    return _Shape(*values, _c_digits(shape.digits), _c_digits(shape.rank_digits))
 
 
 @dataclass(frozen=True)
@@ -277,6 +278,7 @@ class Shape:
     machine_load: float
     machine_streamed: int
     digits: Digits = field(default_factory=lambda: Digits((), (), ()))
+    rank_digits: Digits = field(default_factory=lambda: Digits((), (), ()))
 
 
 def job_shape(cluster: Topology, rank_machine: Sequence[int]) -> Shape:
@@ -287,8 +289,8 @@ def job_shape(cluster: Topology, rank_machine: Sequence[int]) -> Shape:
     out = _Shape()
     if library().aapc_job_shape(ctypes.byref(c), rm.ctypes.data_as(_I32), len(rm), byref(out)):
         raise InputError(f"no job shape for {len(rm)} ranks on cluster {cluster.name}")
-    scalars = [getattr(out, name) for name, _ in _Shape._fields_[:-1]]
-    return Shape(*scalars, _digits_of(out.digits))
+    scalars = [getattr(out, name) for name, _ in _Shape._fields_[:-2]]
+    return Shape(*scalars, _digits_of(out.digits), _digits_of(out.rank_digits))
 
 
 def cluster_digits(cluster: Topology, machines: Sequence[int]) -> Digits:
@@ -328,6 +330,7 @@ def way_costs(model: dict[str, float], shape: Shape, block: float) -> dict[str, 
 
 
 NO_WINDOWS = 1 << 16  # AAPC_WAYS_NO_WINDOWS (aapc_cluster.h)
+ALLTOALLV = 1 << 17  # AAPC_WAYS_ALLTOALLV
 
 
 def choose_way(
@@ -336,12 +339,15 @@ def choose_way(
     block: float,
     allowed: Sequence[str] = WAYS,
     windows: bool = True,
+    alltoallv: bool = False,
 ) -> str:
     """The way the generated library takes for blocks of ``block`` bytes on ``shape``;
     ``windows`` False: the phased ways run one phase at a time (MPI_Alltoallv, the non-blocking
-    calls)."""
+    calls); ``alltoallv``: the log rounds run among the ranks in the tree's digits or not at all
+    (MPI_Alltoallv)."""
     lib = library()
     mask = sum(1 << WAYS.index(w) for w in allowed) | (0 if windows else NO_WINDOWS)
+    mask |= ALLTOALLV if alltoallv else 0
     way = lib.aapc_way_choose(byref(_c_model(model)), byref(_c_shape(shape)), block, mask)
     return WAYS[way] if way >= 0 else "none"
 

@@ -28,17 +28,22 @@ class WayRange:
     last: int  # inclusive; LARGEST: and above
 
 
-ALLTOALLV_WAYS = ("library", "phases")  # what MPI_Alltoallv chooses between
+ALLTOALLV_WAYS = ("library", "phases", "loground")  # what MPI_Alltoallv chooses between
 
 
 def way_ranges(
-    model: dict[str, float], shape: Shape, allowed: Sequence[str] = WAYS, windows: bool = True
+    model: dict[str, float],
+    shape: Shape,
+    allowed: Sequence[str] = WAYS,
+    windows: bool = True,
+    alltoallv: bool = False,
 ) -> list[WayRange]:
     """The ranges of block sizes (1 B .. LARGEST) over which one way of ``allowed`` is chosen,
-    in order (MPI_Alltoall: all four; MPI_Alltoallv: ALLTOALLV_WAYS, one phase at a time)."""
+    in order (MPI_Alltoall: all four; MPI_Alltoallv: ALLTOALLV_WAYS, one phase at a time, the
+    log rounds among the ranks in the tree's digits)."""
 
     def choose_way_at(m: dict[str, float], sh: Shape, b: float) -> str:
-        return choose_way(m, sh, b, allowed, windows)
+        return choose_way(m, sh, b, allowed, windows, alltoallv)
 
     out: list[WayRange] = []
     lo, way = 1, choose_way_at(model, shape, 1)
@@ -141,6 +146,6 @@ def selection_lines(topo: Topology, model: dict[str, float] | None = None) -> li
         f"            phases in flight (64 KiB of messages, AAPC_INFLIGHT): {windows}",
         f"            {digits_text(shape.digits, r)}",
         "            MPI_Alltoallv, by the busiest rank's bytes over P - 1: "
-        f"{ranges_text(way_ranges(model, shape, ALLTOALLV_WAYS, windows=False))}",
+        f"{ranges_text(way_ranges(model, shape, ALLTOALLV_WAYS, False, True))}",
         f"            {source}",
     ]

@@ -34,6 +34,7 @@ gives "radix" as a list, bottom-up, and "groups") is proved the same way and mor
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -192,6 +193,19 @@ def tree_digits(topo: Topology, machines: Sequence[int]) -> tuple[int, ...]:
     return () if got is None or -1 in got else got
 
 
+def rank_digits(topo: Topology, order: Sequence[int]) -> tuple[int, ...]:
+    """The digits of members placed on machines (``order``: the machine of each member): the
+    machines' tree digits with one member per machine; with R > 1 on every machine a digit of
+    R below them (the members of a machine are consecutive: ``check_order``); () otherwise."""
+    counts = Counter(order)
+    per = set(counts.values())
+    machines = tree_digits(topo, list(counts))
+    if len(per) != 1 or not machines:
+        return ()
+    r = per.pop()
+    return machines if r == 1 else (r, *machines)
+
+
 def level_blocks(n: int, radix: Sequence[int], level: int) -> np.ndarray:
     """The block of every place at a level: places sharing every digit above it."""
     return np.arange(n) // int(np.prod(radix[: level + 1]))
@@ -300,8 +314,8 @@ def verify_loground(
     fault."""
     check_order(topo, order)
     if radix is not None:
-        want = tree_digits(topo, order)
-        if len(set(order)) != len(order) or tuple(radix) != want:
+        want = rank_digits(topo, order)
+        if tuple(radix) != want:
             raise VerificationError(
                 f"loground: radices {list(radix)} are not the tree's digits {list(want)} "
                 f"of these {len(order)} members"

@@ -156,24 +156,6 @@ static const aapc_rows_t *row_sets_get(struct row_sets *r, const aapc_cluster_t 
     return rows;
 }
 
-/* AAPC_INFLIGHT: the bytes of blocks a rank may keep in flight towards the others in the
-   windows the block size sets (cluster/aapc_cluster.h aapc_inflight_window); unset:
-   AAPC_INFLIGHT_BYTES. A setting every rank shares; a value that is not a whole number of at
-   least 1 is said once and the default runs. */
-static double inflight_budget(MPI_Comm comm)
-{
-    static atomic_int warned;
-    const char *e = aapc_setting(comm, "AAPC_INFLIGHT");
-    char *end = NULL;
-    long long v = e != NULL && e[0] != '\0' ? strtoll(e, &end, 10) : 0;
-    if (e != NULL && e[0] != '\0' && (v < 1 || *end != '\0')) {
-        if (atomic_exchange(&warned, 1) == 0)
-            fprintf(stderr, "aapcgen: AAPC_INFLIGHT=%s is not a number of bytes (1 or more); "
-                            "using %.0f\n", e, AAPC_INFLIGHT_BYTES);
-        v = 0;
-    }
-    return v > 0 ? (double)v : AAPC_INFLIGHT_BYTES;
-}
 
 /* ---- the per-rank phases ------------------------------------------------------------------ */
 
@@ -484,105 +466,23 @@ int aapc_alltoall_cluster_rows(const aapc_cluster_t *cl, int sync, const char *n
 
 /* ---- the members' order of the log-round way --------------------------------------------- */
 
-/* rank_at[k]: the member (0..n-1, member j on machine machine_of[j]) at place k of the switch
-   tree's depth-first order (cluster/aapc_cluster_order.c), members of one machine by number.
-   Returns MPI_SUCCESS or MPI_ERR_NO_MEM (the cluster is a tree: the gather checked it). */
-static int tree_order(const aapc_cluster_t *cl, const int32_t *machine_of, int n, int *rank_at)
-{
-    int32_t *position = malloc(sizeof *position * (size_t)cl->n_machines);
-    int *count = calloc((size_t)cl->n_machines + 1, sizeof *count);
-    if (position == NULL || count == NULL || aapc_cluster_machine_order(cl, position) != 0) {
-        free(position);
-        free(count);
-        return MPI_ERR_NO_MEM;
-    }
-    for (int j = 0; j < n; j++) /* counting sort by position, stable */
-        count[position[machine_of[j]] + 1]++;
-    for (int32_t m = 0; m < cl->n_machines; m++)
-        count[m + 1] += count[m];
-    for (int j = 0; j < n; j++)
-        rank_at[count[position[machine_of[j]]]++] = j;
-    free(position);
-    free(count);
-    return MPI_SUCCESS;
-}
 
-/* AAPC_DUMP_SCHEDULE: the log-round members' machines in their order, member k on machine
-   machine_of[rank_at[k]] (rank_at NULL: machine_of[k]); aapcgen verify TOPO --schedule FILE
-   proves it: aapcgen/verify/loground.py. dg: the tree's digits the exchange runs in (radix
-   and groups per level), NULL: Bruck's radix 2. */
-static void dump_loground(const aapc_cluster_t *cl, const int32_t *machine_of, const int *rank_at,
-                          int n, const aapc_digits_t *dg)
-{
-    static int serial = 0;
-    FILE *f = aapc_dump_open("loground", &serial);
-    if (f == NULL)
-        return;
-    fprintf(f, "{\"topology\": ");
-    json_string(f, cl->name);
-    fprintf(f, ", \"kind\": \"loground\", \"radix\": ");
-    if (dg == NULL)
-        fprintf(f, "2");
-    for (int32_t l = 0; dg != NULL && l < dg->levels; l++)
-        fprintf(f, "%s%d", l ? ", " : "[", (int)dg->radix[l]);
-    fprintf(f, dg != NULL ? "], \"groups\": " : "");
-    for (int32_t l = 0; dg != NULL && l < dg->levels; l++)
-        fprintf(f, "%s%d", l ? ", " : "[", (int)dg->groups[l]);
-    fprintf(f, dg != NULL ? "], \"members\": [" : ", \"members\": [");
-    for (int k = 0; k < n; k++) {
-        fprintf(f, k ? ", " : "");
-        json_string(f, cl->machine_name[machine_of[rank_at != NULL ? rank_at[k] : k]]);
-    }
-    fprintf(f, "]}\n");
-    fclose(f);
-}
-
-/* The tree's digits of the log-round exchange among the ranks: the machines' digits where each
-   machine runs one rank (NULL otherwise: Bruck's radix 2). */
+/* The tree's digits of the log-round exchange among the ranks (NULL: Bruck's radix 2). */
 static const aapc_digits_t *rank_digits(aapc_cluster_comm_t *cc)
 {
     int nomem = 0;
     const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
-    return shape != NULL && shape->max_per_machine == 1 && shape->digits.levels > 0 &&
-                   shape->machines == cc->size
-               ? &shape->digits
-               : NULL;
+    return shape != NULL && shape->rank_digits.levels > 0 ? &shape->rank_digits : NULL;
 }
 
-/* The log-round way on a communicator: its ranks in tree order. */
-struct order_entry {
-    int *rank_at;
-};
-
-static void order_free(void *p)
-{
-    struct order_entry *o = p;
-    free(o->rank_at);
-    free(o);
-}
-
-static const char order_key;
-
+/* The log-round way on a communicator: its ranks in tree order (AAPC_DUMP_SCHEDULE writes it
+   at its first use). */
 static int order_lookup(aapc_cluster_comm_t *cc, const int **rank_at)
 {
-    aapc_cluster_slot_t *slot = aapc_cluster_comm_slot(cc, &order_key, order_free);
-    if (slot == NULL)
-        return MPI_ERR_NO_MEM;
-    if (slot->data == NULL) {
-        struct order_entry *o = calloc(1, sizeof *o);
-        if (o == NULL || (o->rank_at = malloc(sizeof *o->rank_at * (size_t)cc->size)) == NULL ||
-            tree_order(cc->cluster, cc->rank_machine, cc->size, o->rank_at) != MPI_SUCCESS) {
-            if (o != NULL)
-                order_free(o);
-            return MPI_ERR_NO_MEM;
-        }
-        if (cc->rank == 0)
-            dump_loground(cc->cluster, cc->rank_machine, o->rank_at, cc->size,
-                          rank_digits(cc));
-        slot->data = o;
-    }
-    *rank_at = ((struct order_entry *)slot->data)->rank_at;
-    return MPI_SUCCESS;
+    int fresh = 0, rc = aapc_cluster_comm_tree_order(cc, rank_at, &fresh);
+    if (rc == MPI_SUCCESS && fresh && cc->rank == 0)
+        aapc_cluster_dump_loground(cc->cluster, cc->rank_machine, *rank_at, cc->size, rank_digits(cc));
+    return rc;
 }
 
 /* ---- several ranks per machine: the leader-based ways -------------------------------------- */
@@ -769,7 +669,7 @@ static int leader_tree_order(struct leader_entry *le, aapc_cluster_comm_t *cc,
         for (int k = 0; mm != NULL && k < m; k++)
             mm[k] = le->lm[at[k]];
         if (mm != NULL)
-            dump_loground(cc->cluster, mm, NULL, m, leader_digits(cc, m));
+            aapc_cluster_dump_loground(cc->cluster, mm, NULL, m, leader_digits(cc, m));
         free(mm);
     }
     return MPI_SUCCESS;
@@ -890,7 +790,7 @@ static int32_t leader_window(const struct leader_entry *le, const aapc_cluster_c
 {
     double per_lane = (double)((le->r + lanes - 1) / lanes);
     int32_t w = aapc_inflight_window(per_lane * le->r * (double)(b > 0 ? b : 0),
-                                     cc->shape.machine_phases, inflight_budget(comm));
+                                     cc->shape.machine_phases, aapc_inflight_budget(comm));
     return w > user ? w : user;
 }
 
@@ -959,7 +859,7 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
     if (le != NULL) {
         long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
         le->digits = leader_digits(cc, le->n);
-        le->budget = inflight_budget(comm);
+        le->budget = aapc_inflight_budget(comm);
         int lanes = call_lanes(le, shared, comm, b);
         aapc_hier_layout_t h = {le->r,    cc->size,      le->order, le->node,
                                 le->lane, leader_rounds, le,        aapc_hier_round_limit(comm),
@@ -975,9 +875,10 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
     aapc_report_served(dg != NULL ? "run-time, log-round in the tree's digits"
                                   : "run-time, log-round");
     if (dg != NULL)
-        return aapc_args_raise_alone(
-            comm, aapc_alltoall_treedigits(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                           recvtype, cc->dup, rank_at, dg, inflight_budget(comm)));
+        return aapc_args_raise_alone(comm, aapc_alltoall_treedigits(sendbuf, sendcount, sendtype,
+                                                                    recvbuf, recvcount, recvtype,
+                                                                    cc->dup, rank_at, dg,
+                                                                    aapc_inflight_budget(comm)));
     return aapc_args_raise_alone(comm, aapc_alltoall_loground(sendbuf, sendcount, sendtype, recvbuf,
                                                               recvcount, recvtype, cc->dup,
                                                               rank_at));
@@ -995,7 +896,8 @@ static const aapc_schedule_t *rank_rows(struct cluster_entry *e, aapc_cluster_co
     const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
     if (e->info.machine_block != NULL || sync == AAPC_VSYNC_BARRIER || shape == NULL)
         return &e->rows.sched;
-    int32_t w = aapc_inflight_window((double)bytes, shape->rank_phases, inflight_budget(comm));
+    int32_t w =
+        aapc_inflight_window((double)bytes, shape->rank_phases, aapc_inflight_budget(comm));
     if (w <= e->rows.sched.window)
         return &e->rows.sched;
     const aapc_rows_t *r = row_sets_get(&e->more, cc->cluster, cc->rank_machine, cc->size,

@@ -10,7 +10,8 @@
  *      (i + s) mod n;
  *   1. round k = 0 .. lg n - 1, d = 2^k: send the slots whose bit k is set to position
  *      (i + d) mod n and receive the same slots from position (i - d) mod n, each way one
- *      message of the slots packed together (MPI_Sendrecv);
+ *      message of the slots packed together (an MPI_Isend and MPI_Irecv pair, completed
+ *      under the library's waiting policy, AAPC_WAIT);
  *   2. slot s now holds the block that position (i - s) mod n sent to i: unpack it into the
  *      receive layout at that member's rank.
  * Every block moves once per set bit of its distance: at most lg n hops instead of one, in lg n
@@ -26,6 +27,7 @@
 #include <string.h>
 
 #include "aapc_comm.h" /* AAPC_TAG_ROUND */
+#include "aapc_wait.h" /* aapc_waitall */
 
 int aapc_alltoall_loground(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
@@ -77,9 +79,17 @@ int aapc_alltoall_loground(const void *sendbuf, int sendcount, MPI_Datatype send
                 memcpy(out + len, slots + (MPI_Aint)s * b, (size_t)b);
                 len += b;
             }
-        if ((rc = PMPI_Sendrecv(out, (int)len, MPI_BYTE, to, AAPC_TAG_ROUND, in, (int)len,
-                                MPI_BYTE, from, AAPC_TAG_ROUND, comm, MPI_STATUS_IGNORE)) !=
+        MPI_Request req[2];
+        if ((rc = PMPI_Irecv(in, (int)len, MPI_BYTE, from, AAPC_TAG_ROUND, comm, &req[0])) !=
             MPI_SUCCESS)
+            goto done;
+        if ((rc = PMPI_Isend(out, (int)len, MPI_BYTE, to, AAPC_TAG_ROUND, comm, &req[1])) !=
+            MPI_SUCCESS) {
+            PMPI_Cancel(&req[0]);
+            PMPI_Request_free(&req[0]);
+            goto done;
+        }
+        if ((rc = aapc_waitall(2, req)) != MPI_SUCCESS) /* the waiting policy (AAPC_WAIT) */
             goto done;
         len = 0;
         for (int s = 0; s < n; s++)

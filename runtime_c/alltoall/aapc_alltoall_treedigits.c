@@ -37,19 +37,7 @@
 #include <string.h>
 
 #include "aapc_comm.h" /* AAPC_TAG_ROUND */
-#include "aapc_mpi.h"  /* aapc_statuses_ignore */
-
-/* x (+) sign * s digit by digit */
-static int place_add(int x, int s, int sign, const aapc_digits_t *dg)
-{
-    int out = 0, unit = 1;
-    for (int32_t l = 0; l < dg->levels; l++) {
-        int f = dg->radix[l], a = x / unit % f, b = s / unit % f;
-        out += (sign > 0 ? (a + b) % f : (a - b + f) % f) * unit;
-        unit *= f;
-    }
-    return out;
-}
+#include "aapc_wait.h" /* aapc_waitall */
 
 /* Copy the slots whose digit l is d into buf (out = 1) or back from it (out = 0). */
 static void move_slots(char *slots, char *buf, int n, int unit, int f, int d, MPI_Aint b,
@@ -79,12 +67,12 @@ static int level_exchange(char *slots, char *out, char *in, MPI_Request *req, in
     for (int d0 = 1; d0 < f && rc == MPI_SUCCESS; d0 += window) {
         int k = 0;
         for (int d = d0; d < f && d < d0 + window && rc == MPI_SUCCESS; d++) {
-            int from = rank_at[place_add(i, d * unit, -1, dg)];
+            int from = rank_at[aapc_digits_add(dg, i, d * unit, -1)];
             rc = PMPI_Irecv(in + (d - 1) * len, (int)len, MPI_BYTE, from, AAPC_TAG_ROUND, comm,
                             &req[k++]);
         }
         for (int d = d0; d < f && d < d0 + window && rc == MPI_SUCCESS; d++) {
-            int to = rank_at[place_add(i, d * unit, 1, dg)];
+            int to = rank_at[aapc_digits_add(dg, i, d * unit, 1)];
             rc = PMPI_Isend(out + (d - 1) * len, (int)len, MPI_BYTE, to, AAPC_TAG_ROUND, comm,
                             &req[k++]);
         }
@@ -96,7 +84,7 @@ static int level_exchange(char *slots, char *out, char *in, MPI_Request *req, in
                 }
             return rc;
         }
-        rc = PMPI_Waitall(k, req, aapc_statuses_ignore());
+        rc = aapc_waitall(k, req); /* the library's waiting policy (AAPC_WAIT) */
     }
     if (rc == MPI_SUCCESS)
         for (int d = 1; d < f; d++)
@@ -151,8 +139,8 @@ int aapc_alltoall_treedigits(const void *sendbuf, int sendcount, MPI_Datatype se
         goto done;
     }
     for (int s = 0; s < n; s++)
-        memcpy(slots + (MPI_Aint)s * b, packed + (MPI_Aint)rank_at[place_add(i, s, 1, dg)] * b,
-               (size_t)b);
+        memcpy(slots + (MPI_Aint)s * b,
+               packed + (MPI_Aint)rank_at[aapc_digits_add(dg, i, s, 1)] * b, (size_t)b);
     /* 1. the levels, the machines' switches first */
     for (int32_t l = 0, unit = 1; l < dg->levels; unit *= dg->radix[l], l++)
         if ((rc = level_exchange(slots, out, in, req, n, i, l, unit, dg, b, budget, rank_at,
@@ -160,8 +148,8 @@ int aapc_alltoall_treedigits(const void *sendbuf, int sendcount, MPI_Datatype se
             goto done;
     /* 2. slot s holds the block from place i (-) s */
     for (int s = 0; s < n; s++)
-        memcpy(packed + (MPI_Aint)rank_at[place_add(i, s, -1, dg)] * b, slots + (MPI_Aint)s * b,
-               (size_t)b);
+        memcpy(packed + (MPI_Aint)rank_at[aapc_digits_add(dg, i, s, -1)] * b,
+               slots + (MPI_Aint)s * b, (size_t)b);
     pos = 0;
     rc = PMPI_Unpack(packed, (int)all, &pos, recvbuf, recvcount * n, recvtype, comm);
 done:

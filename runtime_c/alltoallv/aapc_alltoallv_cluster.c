@@ -41,6 +41,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "aapc_alltoallv_cluster.h"
 
+#include <limits.h>
+
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +55,7 @@
 #include "aapc_mpi.h"
 #include "aapc_report.h"
 #include "aapc_settings.h"
+#include "aapc_alltoallv_treedigits.h"
 
 /* calls served per way (aapc_alltoallv_ways_served) */
 static _Atomic long long vserved[AAPC_N_WAYS];
@@ -525,16 +528,27 @@ static int busiest_block(const aapc_cluster_comm_t *cc, const long long *bytes,
     return MPI_SUCCESS;
 }
 
-/* The way of this call, the same on every rank: AAPC_WAY_LIBRARY or AAPC_WAY_PHASES (-1: not
-   a communicator these phases take; the checks and the caller decide). */
+/* The log rounds in the tree's digits can run: the communicator's ranks have digits and what
+   a member may hold at once (the busiest block x (P - 1) x P) stays under INT_MAX / 2. */
+static int digits_fit(const aapc_job_shape_t *shape, double b)
+{
+    double P = shape->ranks;
+    return shape->rank_digits.levels > 0 && b * (P - 1) * P <= (double)(INT_MAX / 2);
+}
+
+/* The way of this call, the same on every rank: AAPC_WAY_LIBRARY, AAPC_WAY_PHASES or
+   AAPC_WAY_LOGROUND (-1: not a communicator these ways take; the checks and the caller
+   decide); *block: the busiest rank's block (computed for the log rounds). */
 static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
                        const int sendcounts[], MPI_Datatype sendtype, const int recvcounts[],
-                       MPI_Datatype recvtype, MPI_Comm comm, int *way)
+                       MPI_Datatype recvtype, MPI_Comm comm, int *way, double *block,
+                       aapc_cluster_comm_t **state)
 {
     static int warned = 0;
     aapc_cluster_comm_t *cc = NULL;
     const aapc_job_shape_t *shape = NULL;
     *way = -1;
+    *block = 0;
     int rc = aapc_cluster_comm_choice(prog ? prog->cluster : NULL, comm, prog ? prog->name : "?",
                                       "MPI_Alltoallv", 0, &cc, &shape);
     if (rc != MPI_SUCCESS || shape == NULL || cc->size < 2)
@@ -547,7 +561,8 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
                 "aapcgen: AAPC_WAY=%s is not a way (library, phases, leaders, loground); "
                 "MPI_Alltoallv chooses by size\n",
                 e);
-    if (forced >= 0) { /* the phases are MPI_Alltoallv's only way of ours */
+    *state = cc;
+    if (forced >= 0 && forced != AAPC_WAY_LOGROUND) { /* leaders: the phases (no such form) */
         *way = forced == AAPC_WAY_LIBRARY ? AAPC_WAY_LIBRARY : AAPC_WAY_PHASES;
         return MPI_SUCCESS;
     }
@@ -555,10 +570,39 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
     if ((rc = busiest_block(cc, bytes, sendbuf, sendcounts, sendtype, recvcounts, recvtype,
                             &b)) != MPI_SUCCESS)
         return rc;
-    *way = aapc_way_choose(prog->cluster->model, shape, b,
-                           (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES) |
-                               AAPC_WAYS_NO_WINDOWS);
+    *block = b;
+    *way = forced >= 0 ? forced
+                       : aapc_way_choose(prog->cluster->model, shape, b,
+                                         (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES) |
+                                             (1u << AAPC_WAY_LOGROUND) | AAPC_WAYS_NO_WINDOWS |
+                                             AAPC_WAYS_ALLTOALLV);
+    if (*way == AAPC_WAY_LOGROUND && !digits_fit(shape, b))
+        *way = AAPC_WAY_PHASES; /* no digits, or too much to hold: the phases */
     return MPI_SUCCESS;
+}
+
+/* The log rounds in the tree's digits among the communicator's ranks (after the checks). */
+static int run_vloground(aapc_cluster_comm_t *cc, double b, const void *sendbuf,
+                         const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                         void *recvbuf, const int recvcounts[], const int rdispls[],
+                         MPI_Datatype recvtype, MPI_Comm comm)
+{
+    const int *rank_at = NULL;
+    int fresh = 0, nomem = 0;
+    const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
+    int rc = shape == NULL ? MPI_ERR_NO_MEM : aapc_cluster_comm_tree_order(cc, &rank_at, &fresh);
+    if (rc != MPI_SUCCESS)
+        return aapc_args_raise_alone(comm, rc);
+    if (fresh && cc->rank == 0) /* AAPC_DUMP_SCHEDULE: the members and their digits */
+        aapc_cluster_dump_loground(cc->cluster, cc->rank_machine, rank_at, cc->size,
+                                   &shape->rank_digits);
+    aapc_args_private_returns(cc->dup);
+    atomic_fetch_add(&vserved[AAPC_WAY_LOGROUND], 1);
+    aapc_report_served("run-time, log-round in the tree's digits");
+    return aapc_args_raise_alone(
+        comm, aapc_alltoallv_treedigits(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, cc->dup, rank_at,
+                                        &shape->rank_digits, b, aapc_inflight_budget(comm)));
 }
 
 int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
@@ -567,9 +611,11 @@ int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const
                          MPI_Datatype recvtype, MPI_Comm comm, int *done)
 {
     int way = -1;
+    double b = 0;
+    aapc_cluster_comm_t *cc = NULL;
     *done = 0;
     int rc = select_vway(prog, bytes, sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
-                         &way);
+                         &way, &b, &cc);
     if (rc != MPI_SUCCESS) {
         *done = 1;
         return aapc_args_raise_alone(comm, rc);
@@ -581,6 +627,11 @@ int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
     }
-    return aapc_args_alltoallv(prog ? prog->key->name : "?", sendbuf, sendcounts, sdispls,
-                               sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, done);
+    rc = aapc_args_alltoallv(prog ? prog->key->name : "?", sendbuf, sendcounts, sdispls,
+                             sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, done);
+    if (rc != MPI_SUCCESS || *done || way != AAPC_WAY_LOGROUND)
+        return rc;
+    *done = 1;
+    return run_vloground(cc, b, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                         rdispls, recvtype, comm);
 }

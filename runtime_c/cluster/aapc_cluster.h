@@ -151,6 +151,14 @@ int aapc_cluster_digits(const aapc_cluster_t *c, const int32_t *machines, int32_
                         aapc_digits_t *out);
 /* groups[] from levels, radix[] and cap[]. */
 void aapc_digits_groups(aapc_digits_t *d);
+/* The digits of P ranks placed R per machine on machines whose digits are `machines`: those
+   digits when R = 1, a digit of radix R below them when every machine runs R > 1 ranks (its
+   links: the machine's memory, AAPC_DIGITS_MEMORY_CAP), none (levels 0) otherwise. */
+#define AAPC_DIGITS_MEMORY_CAP 65535
+/* The place x (+) s (sign 1) or x (-) s (sign -1), digit by digit, each modulo its radix. */
+int32_t aapc_digits_add(const aapc_digits_t *d, int32_t x, int32_t s, int sign);
+void aapc_digits_of_ranks(const aapc_digits_t *machines, int32_t per_machine, int equal,
+                          aapc_digits_t *out);
 
 /* What the selection knows of a job: from its ranks' machines, the same on every rank. */
 typedef struct aapc_job_shape {
@@ -168,6 +176,9 @@ typedef struct aapc_job_shape {
                                   links set the bound); 0: they compute them whole */
     aapc_digits_t digits;      /* the job's machines' digits (levels 0: none), the log-round
                                   exchange's over machines */
+    aapc_digits_t rank_digits; /* the same over the ranks (aapc_digits_of_ranks): the machines'
+                                  with one rank per machine; with R > 1 on every machine a
+                                  digit of R below them (a machine's ranks: no link) */
 } aapc_job_shape_t;
 
 /* The shape of P ranks, rank r on machine rank_machine[r]: O(P + S + M), any P. Returns
@@ -182,6 +193,9 @@ enum { AAPC_WAY_LIBRARY = 0, AAPC_WAY_PHASES, AAPC_WAY_LEADERS, AAPC_WAY_LOGROUN
 /* With the ways of aapc_way_choose: the phased ways run one phase at a time (MPI_Alltoallv and
    the non-blocking calls, which keep AAPC_WINDOW's rows): their costs count no windows. */
 #define AAPC_WAYS_NO_WINDOWS (1u << 16)
+/* ... and for MPI_Alltoallv: the log-round way runs among the ranks (no aggregation) and only
+   in the tree's digits (shape rank_digits; there is no radix-2 form of it). */
+#define AAPC_WAYS_ALLTOALLV (1u << 17)
 
 extern const aapc_cost_model_t aapc_cost_model_default;
 /* The model's time of `way` for blocks of b bytes on a job of shape s (seconds). */

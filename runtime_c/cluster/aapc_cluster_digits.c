@@ -102,6 +102,39 @@ void aapc_digits_groups(aapc_digits_t *d)
     }
 }
 
+int32_t aapc_digits_add(const aapc_digits_t *d, int32_t x, int32_t s, int sign)
+{
+    int32_t out = 0, unit = 1;
+    for (int32_t l = 0; l < d->levels; l++) {
+        int32_t f = d->radix[l], a = x / unit % f, b = s / unit % f;
+        out += (sign > 0 ? (a + b) % f : (a - b + f) % f) * unit;
+        unit *= f;
+    }
+    return out;
+}
+
+void aapc_digits_of_ranks(const aapc_digits_t *machines, int32_t per_machine, int equal,
+                          aapc_digits_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (machines->levels < 1 || per_machine < 1 || !equal)
+        return;
+    if (per_machine == 1) {
+        *out = *machines;
+        return;
+    }
+    if (machines->levels == AAPC_MAX_DIGITS)
+        return;
+    out->levels = machines->levels + 1;
+    out->radix[0] = per_machine;
+    out->cap[0] = AAPC_DIGITS_MEMORY_CAP;
+    for (int32_t l = 0; l < machines->levels; l++) {
+        out->radix[l + 1] = machines->radix[l];
+        out->cap[l + 1] = machines->cap[l];
+    }
+    aapc_digits_groups(out);
+}
+
 int aapc_cluster_digits(const aapc_cluster_t *c, const int32_t *machines, int32_t n,
                         aapc_digits_t *out)
 {

@@ -126,10 +126,12 @@ static void rounds_of_digits(const aapc_digits_t *d, double n, double B, double 
     }
 }
 
-/* The cost of `way`; windowed 0: the phases run one at a time (AAPC_WAYS_NO_WINDOWS). */
+/* The cost of `way`; flags: AAPC_WAYS_NO_WINDOWS (the phases run one at a time),
+   AAPC_WAYS_ALLTOALLV (the log rounds among the ranks in the tree's digits, or not at all). */
 static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b,
-                       int windowed)
+                       unsigned flags)
 {
+    int windowed = !(flags & AAPC_WAYS_NO_WINDOWS);
     double P = s->ranks, R = s->max_per_machine, S = s->bound_s_per_byte;
     switch (way) {
     case AAPC_WAY_LIBRARY:
@@ -147,11 +149,14 @@ static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, in
                m->copy_beta * 2 * R * P * b;
     case AAPC_WAY_LOGROUND: {
         /* among the machines' leaders (aggregated: R^2 b per machine pair), or the ranks */
-        int agg = aapc_leaders_fit(s);
+        int agg = !(flags & AAPC_WAYS_ALLTOALLV) && aapc_leaders_fit(s);
         double n = agg ? s->machines : P, B = agg ? R * R * b : b;
         double rounds = lg(n), extra = 0, hops = lg(n) / 2, levels = lg(n);
-        if ((agg || R == 1) && s->digits.levels > 0) /* the tree's digits */
-            rounds_of_digits(&s->digits, n, B, &rounds, &extra, &hops, &levels);
+        const aapc_digits_t *dg = agg ? &s->digits : &s->rank_digits;
+        if (dg->levels > 0) /* the tree's digits */
+            rounds_of_digits(dg, n, B, &rounds, &extra, &hops, &levels);
+        else if (flags & AAPC_WAYS_ALLTOALLV)
+            return INFINITY;
         return m->round_alpha * rounds + m->msg_alpha * extra +
                m->phase_beta * S * b * hops * n / (n - 1) +
                m->copy_beta * (agg ? (2 + levels) * R + 2 : 2 + levels) * P * b;
@@ -163,7 +168,7 @@ static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, in
 
 double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b)
 {
-    return way_cost(m, s, way, b, 1);
+    return way_cost(m, s, way, b, 0);
 }
 
 unsigned aapc_ways_possible(const aapc_job_shape_t *s)
@@ -190,7 +195,9 @@ int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, doubl
     for (int w = 0; w < AAPC_N_WAYS; w++) {
         if (!(ways & (1u << w)))
             continue;
-        double t = way_cost(m, s, w, b, !(allowed & AAPC_WAYS_NO_WINDOWS));
+        double t = way_cost(m, s, w, b, allowed & (AAPC_WAYS_NO_WINDOWS | AAPC_WAYS_ALLTOALLV));
+        if (t == INFINITY)
+            continue;
         if (best < 0 || t < best_t) {
             best = w;
             best_t = t;

@@ -175,6 +175,8 @@ int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t
         (rc = groups_fit(c, on, M, N, &out->machine_streamed)) != AAPC_JOB_OK)
         goto done;
     rc = aapc_cluster_digits(c, rank_machine, P, &out->digits);
+    aapc_digits_of_ranks(&out->digits, out->max_per_machine, out->equal_per_machine,
+                         &out->rank_digits);
 done:
     free(on);
     free(rbelow);

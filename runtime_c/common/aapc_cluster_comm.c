@@ -30,6 +30,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "aapc_cluster_comm.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -659,4 +660,119 @@ int aapc_cluster_comm_settle(const aapc_cluster_t *cl, MPI_Comm comm, const char
         PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
         return MPI_SUCCESS; /* nothing to gather: the routine meets the argument itself */
     return aapc_cluster_comm(cl, comm, name, "MPI_Alltoall", 0, &cc);
+}
+
+/* ---- the ranks in the switch tree's order (the log-round ways) ---------------------------- */
+
+/* rank_at[k]: the member (0..n-1, member j on machine machine_of[j]) at place k of the switch
+   tree's depth-first order (cluster/aapc_cluster_order.c), members of one machine by number.
+   Returns MPI_SUCCESS or MPI_ERR_NO_MEM (the cluster is a tree: the gather checked it). */
+static int tree_order(const aapc_cluster_t *cl, const int32_t *machine_of, int n, int *rank_at)
+{
+    int32_t *position = malloc(sizeof *position * (size_t)cl->n_machines);
+    int *count = calloc((size_t)cl->n_machines + 1, sizeof *count);
+    if (position == NULL || count == NULL || aapc_cluster_machine_order(cl, position) != 0) {
+        free(position);
+        free(count);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int j = 0; j < n; j++) /* counting sort by position, stable */
+        count[position[machine_of[j]] + 1]++;
+    for (int32_t m = 0; m < cl->n_machines; m++)
+        count[m + 1] += count[m];
+    for (int j = 0; j < n; j++)
+        rank_at[count[position[machine_of[j]]]++] = j;
+    free(position);
+    free(count);
+    return MPI_SUCCESS;
+}
+
+struct order_entry {
+    int *rank_at;
+};
+
+static void order_free(void *p)
+{
+    struct order_entry *o = p;
+    free(o->rank_at);
+    free(o);
+}
+
+static const char order_key;
+
+int aapc_cluster_comm_tree_order(aapc_cluster_comm_t *cc, const int **rank_at, int *fresh)
+{
+    *fresh = 0;
+    aapc_cluster_slot_t *slot = aapc_cluster_comm_slot(cc, &order_key, order_free);
+    if (slot == NULL)
+        return MPI_ERR_NO_MEM;
+    if (slot->data == NULL) {
+        struct order_entry *o = calloc(1, sizeof *o);
+        if (o == NULL || (o->rank_at = malloc(sizeof *o->rank_at * (size_t)cc->size)) == NULL ||
+            tree_order(cc->cluster, cc->rank_machine, cc->size, o->rank_at) != MPI_SUCCESS) {
+            if (o != NULL)
+                order_free(o);
+            return MPI_ERR_NO_MEM;
+        }
+        slot->data = o;
+        *fresh = 1;
+    }
+    *rank_at = ((struct order_entry *)slot->data)->rank_at;
+    return MPI_SUCCESS;
+}
+
+/* ---- AAPC_INFLIGHT ------------------------------------------------------------------------ */
+
+double aapc_inflight_budget(MPI_Comm comm)
+{
+    static atomic_int warned;
+    const char *e = aapc_setting(comm, "AAPC_INFLIGHT");
+    char *end = NULL;
+    long long v = e != NULL && e[0] != '\0' ? strtoll(e, &end, 10) : 0;
+    if (e != NULL && e[0] != '\0' && (v < 1 || *end != '\0')) {
+        if (atomic_exchange(&warned, 1) == 0)
+            fprintf(stderr, "aapcgen: AAPC_INFLIGHT=%s is not a number of bytes (1 or more); "
+                            "using %.0f\n", e, AAPC_INFLIGHT_BYTES);
+        v = 0;
+    }
+    return v > 0 ? (double)v : AAPC_INFLIGHT_BYTES;
+}
+
+/* ---- AAPC_DUMP_SCHEDULE of the log-round members --------------------------------------------- */
+
+static void dump_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s != NULL && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void aapc_cluster_dump_loground(const aapc_cluster_t *cl, const int32_t *machine_of,
+                                const int *rank_at, int n, const aapc_digits_t *dg)
+{
+    static int serial = 0;
+    FILE *f = aapc_dump_open("loground", &serial);
+    if (f == NULL)
+        return;
+    fprintf(f, "{\"topology\": ");
+    dump_string(f, cl->name);
+    fprintf(f, ", \"kind\": \"loground\", \"radix\": ");
+    if (dg == NULL)
+        fprintf(f, "2");
+    for (int32_t l = 0; dg != NULL && l < dg->levels; l++)
+        fprintf(f, "%s%d", l ? ", " : "[", (int)dg->radix[l]);
+    fprintf(f, dg != NULL ? "], \"groups\": " : "");
+    for (int32_t l = 0; dg != NULL && l < dg->levels; l++)
+        fprintf(f, "%s%d", l ? ", " : "[", (int)dg->groups[l]);
+    fprintf(f, dg != NULL ? "], \"members\": [" : ", \"members\": [");
+    for (int k = 0; k < n; k++) {
+        fprintf(f, k ? ", " : "");
+        dump_string(f, cl->machine_name[machine_of[rank_at != NULL ? rank_at[k] : k]]);
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
 }

@@ -152,6 +152,25 @@ int aapc_cluster_comm_agreed(MPI_Comm comm);
    some rank's machine is unknown, or when out of memory (*nomem set). */
 const aapc_job_shape_t *aapc_cluster_comm_shape(aapc_cluster_comm_t *cc, int *nomem);
 
+/* AAPC_INFLIGHT: the bytes of blocks a rank may keep in flight towards the others in the
+   windows the block size sets (cluster/aapc_cluster.h aapc_inflight_window); unset:
+   AAPC_INFLIGHT_BYTES. A setting every rank shares; a value that is not a whole number of at
+   least 1 is said once and the default runs. */
+double aapc_inflight_budget(MPI_Comm comm);
+
+/* AAPC_DUMP_SCHEDULE: the log-round members' machines in their order, member k on machine
+   machine_of[rank_at[k]] (rank_at NULL: machine_of[k]); aapcgen verify TOPO --schedule FILE
+   proves it: aapcgen/verify/loground.py. dg: the tree's digits the exchange runs in (radix
+   and groups per level), NULL: Bruck's radix 2. */
+void aapc_cluster_dump_loground(const aapc_cluster_t *cl, const int32_t *machine_of,
+                                const int *rank_at, int n, const aapc_digits_t *dg);
+
+/* The communicator's ranks in the switch tree's depth-first order (cluster/aapc_cluster_order.c;
+   the ranks of a machine together, by rank): rank_at[k] is the rank at place k, the log-round
+   ways' numbering. Computed once (*fresh = 1 that time) and kept with the communicator; needs
+   all_known. Returns MPI_SUCCESS or MPI_ERR_NO_MEM. */
+int aapc_cluster_comm_tree_order(aapc_cluster_comm_t *cc, const int **rank_at, int *fresh);
+
 /* The slot of `key` on this communicator, created empty (data NULL) on first use; NULL when
    out of memory. */
 aapc_cluster_slot_t *aapc_cluster_comm_slot(aapc_cluster_comm_t *cc, const void *key,
