@@ -341,6 +341,12 @@ def test_levels_1_2_open_mpi(tmp_path):
     passed(proc, 8 * cases(5))
     assert "aapcgen:" not in proc.stderr, proc.stderr
     assert handed(proc) == {r: set() for r in handed(proc)} and len(handed(proc)) == 8
+    # the log rounds in the tree's digits (2 x 2: n0, n1 on s0, n4, n5 on s1) under Open MPI's
+    # matched probes
+    proc = run_on(exe, machines(0, 1, 4, 5), "--random", "6", "--variant", "level1-receiver-all",
+                  env={"AAPC_WAY": "loground"}, ompi=True)  # fmt: skip
+    passed(proc, cases(4))
+    assert handed(proc) == {"level1-receiver-all": set()}
 
 
 def test_dummy_variants_rejected_for_alltoallv(tmp_path):

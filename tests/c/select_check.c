@@ -14,7 +14,8 @@
  * way (an MPI_Allreduce of MIN and MAX).
  *
  * With --alltoallv, then the same for MPI_Alltoallv with every count the block (the ways of
- * aapc_alltoallv_ways_served(): the library, chosen by size, or the phases), printed as
+ * aapc_alltoallv_ways_served(): the library, chosen by size, the phases or the log rounds in
+ * the tree's digits), printed as
  * "vway COMM BYTES WAY".
  *
  * Rank 0 prints, per call, "way COMM BYTES WAY" (COMM: world, dup, halves, parity, reversed;
