@@ -175,17 +175,6 @@ static void entry_free(void *p)
     free(e);
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s != NULL && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* AAPC_DUMP_SCHEDULE: the JSON contract with the job's rank names and cluster machines. */
 static void dump_schedule(const aapc_cluster_t *cl, const int *rm, int P,
                           const aapc_job_phases_t *ph)
@@ -204,11 +193,11 @@ static void dump_schedule(const aapc_cluster_t *cl, const int *rm, int P,
     for (int r = 0; r < P; r++)
         count[rm[r]]++;
     fprintf(f, "{\"topology\": ");
-    json_string(f, cl->name);
+    aapc_dump_string(f, cl->name);
     fprintf(f, ", \"rank_machines\": [");
     for (int r = 0; r < P; r++) {
         fprintf(f, r ? ", " : "");
-        json_string(f, cl->machine_name[rm[r]]);
+        aapc_dump_string(f, cl->machine_name[rm[r]]);
     }
     fprintf(f, "], \"machines\": [");
     for (int r = 0; r < P; r++) { /* the job tree's leaf names (aapcgen/alltoall/job.py) */
@@ -216,9 +205,9 @@ static void dump_schedule(const aapc_cluster_t *cl, const int *rm, int P,
         if (count[rm[r]] > 1) {
             char leaf[512];
             snprintf(leaf, sizeof leaf, "%s#%d", cl->machine_name[rm[r]], seen[rm[r]]++);
-            json_string(f, leaf);
+            aapc_dump_string(f, leaf);
         } else {
-            json_string(f, cl->machine_name[rm[r]]);
+            aapc_dump_string(f, cl->machine_name[rm[r]]);
         }
     }
     fprintf(f, "], \"phases\": [");
@@ -246,11 +235,11 @@ static void dump_union(const aapc_cluster_t *cl, const aapc_split_family_t *f,
     if (f_out == NULL)
         return;
     fprintf(f_out, "{\"topology\": ");
-    json_string(f_out, cl->name);
+    aapc_dump_string(f_out, cl->name);
     fprintf(f_out, ", \"rank_machines\": [");
     for (int r = 0; r < f->size; r++) {
         fprintf(f_out, r ? ", " : "");
-        json_string(f_out, cl->machine_name[f->rank_machine[r]]);
+        aapc_dump_string(f_out, cl->machine_name[f->rank_machine[r]]);
     }
     fprintf(f_out, "], \"colors\": [");
     for (int r = 0; r < f->size; r++)

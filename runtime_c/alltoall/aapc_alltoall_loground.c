@@ -29,45 +29,60 @@
 #include "aapc_comm.h" /* AAPC_TAG_ROUND */
 #include "aapc_wait.h" /* aapc_waitall */
 
+int aapc_rounds_start(aapc_rounds_call_t *c, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, MPI_Comm comm, const int *rank_at)
+{
+    int rc, me, rsize;
+    if ((rc = PMPI_Comm_size(comm, &c->n)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(comm, &me)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+        return rc;
+    if (c->sendbuf == MPI_IN_PLACE) {
+        c->sendbuf = recvbuf;
+        c->sendcount = recvcount;
+        c->sendtype = recvtype;
+    }
+    c->b = (MPI_Aint)recvcount * rsize;
+    c->i = -1;
+    if (c->b == 0)
+        return MPI_SUCCESS;
+    if (c->b * c->n > INT_MAX || (MPI_Aint)recvcount * c->n > INT_MAX ||
+        (MPI_Aint)c->sendcount * c->n > INT_MAX)
+        return MPI_ERR_COUNT; /* the caller takes these ways only for small blocks */
+    for (int k = 0; k < c->n; k++)
+        if (rank_at[k] == me)
+            c->i = k;
+    return c->i < 0 ? MPI_ERR_ARG : MPI_SUCCESS;
+}
+
+int aapc_rounds_pack(const aapc_rounds_call_t *c, char *packed, MPI_Comm comm)
+{
+    int pos = 0, all = (int)(c->b * c->n);
+    int rc = PMPI_Pack(c->sendbuf, c->sendcount * c->n, c->sendtype, packed, all, &pos, comm);
+    if (rc == MPI_SUCCESS && pos != all)
+        rc = MPI_ERR_TRUNCATE; /* the send signature does not match recvcount x recvtype */
+    return rc;
+}
+
 int aapc_alltoall_loground(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                            const int *rank_at)
 {
-    int rc, n, me, rsize, i = -1;
-    if ((rc = PMPI_Comm_size(comm, &n)) != MPI_SUCCESS ||
-        (rc = PMPI_Comm_rank(comm, &me)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
+    aapc_rounds_call_t c = {sendbuf, sendcount, sendtype, 0, 0, 0};
+    int rc = aapc_rounds_start(&c, recvbuf, recvcount, recvtype, comm, rank_at);
+    if (rc != MPI_SUCCESS || c.b == 0)
         return rc;
-    if (sendbuf == MPI_IN_PLACE) {
-        sendbuf = recvbuf;
-        sendcount = recvcount;
-        sendtype = recvtype;
-    }
-    MPI_Aint b = (MPI_Aint)recvcount * rsize, all = b * n;
-    if (b == 0)
-        return MPI_SUCCESS;
-    if (all > INT_MAX || (MPI_Aint)recvcount * n > INT_MAX || (MPI_Aint)sendcount * n > INT_MAX)
-        return MPI_ERR_COUNT; /* the caller takes this way only for small blocks */
-    for (int k = 0; k < n; k++)
-        if (rank_at[k] == me)
-            i = k;
-    if (i < 0)
-        return MPI_ERR_ARG;
+    int n = c.n, i = c.i, pos = 0;
+    MPI_Aint b = c.b, all = b * n;
     char *packed = malloc((size_t)all), *slots = malloc((size_t)all);
     char *out = malloc((size_t)(all / 2 + b)), *in = malloc((size_t)(all / 2 + b));
-    int pos = 0;
     if (packed == NULL || slots == NULL || out == NULL || in == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto done;
     }
     /* 0. my blocks in rank order, then slot s = the block for position (i + s) mod n */
-    if ((rc = PMPI_Pack(sendbuf, sendcount * n, sendtype, packed, (int)all, &pos, comm)) !=
-        MPI_SUCCESS)
+    if ((rc = aapc_rounds_pack(&c, packed, comm)) != MPI_SUCCESS)
         goto done;
-    if (pos != all) {
-        rc = MPI_ERR_TRUNCATE; /* the send signature does not match recvcount x recvtype */
-        goto done;
-    }
     for (int s = 0; s < n; s++)
         memcpy(slots + (MPI_Aint)s * b, packed + (MPI_Aint)rank_at[(i + s) % n] * b, (size_t)b);
     /* 1. the rounds */

@@ -32,7 +32,8 @@
  */
 #include "aapc_alltoall_treedigits.h"
 
-#include <limits.h>
+#include "aapc_alltoall_loground.h" /* aapc_rounds_start, aapc_rounds_pack */
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,48 +97,29 @@ int aapc_alltoall_treedigits(const void *sendbuf, int sendcount, MPI_Datatype se
                              void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                              const int *rank_at, const aapc_digits_t *dg, double budget)
 {
-    int rc, n, me, rsize, i = -1, prod = 1, most = 1;
-    if ((rc = PMPI_Comm_size(comm, &n)) != MPI_SUCCESS ||
-        (rc = PMPI_Comm_rank(comm, &me)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_size(recvtype, &rsize)) != MPI_SUCCESS)
-        return rc;
+    aapc_rounds_call_t c = {sendbuf, sendcount, sendtype, 0, 0, 0};
+    int rc = aapc_rounds_start(&c, recvbuf, recvcount, recvtype, comm, rank_at);
+    int prod = 1, most = 1, pos = 0;
     for (int32_t l = 0; l < dg->levels; l++) {
         prod *= dg->radix[l];
         most = dg->radix[l] > most ? dg->radix[l] : most;
     }
-    if (dg->levels < 1 || prod != n)
-        return MPI_ERR_INTERN; /* the caller's digits are the tree's, for n members */
-    if (sendbuf == MPI_IN_PLACE) {
-        sendbuf = recvbuf;
-        sendcount = recvcount;
-        sendtype = recvtype;
-    }
-    MPI_Aint b = (MPI_Aint)recvcount * rsize, all = b * n;
-    if (b == 0)
-        return MPI_SUCCESS;
-    if (all > INT_MAX || (MPI_Aint)recvcount * n > INT_MAX || (MPI_Aint)sendcount * n > INT_MAX)
-        return MPI_ERR_COUNT; /* the caller takes this way only for small blocks */
-    for (int k = 0; k < n; k++)
-        if (rank_at[k] == me)
-            i = k;
-    if (i < 0)
-        return MPI_ERR_ARG;
+    if (rc == MPI_SUCCESS && (dg->levels < 1 || prod != c.n))
+        rc = MPI_ERR_INTERN; /* the caller's digits are the tree's, for n members */
+    if (rc != MPI_SUCCESS || c.b == 0)
+        return rc;
+    int n = c.n, i = c.i;
+    MPI_Aint b = c.b, all = b * n;
     char *packed = malloc((size_t)all), *slots = malloc((size_t)all);
     char *out = malloc((size_t)all), *in = malloc((size_t)all);
     MPI_Request *req = malloc(sizeof *req * 2 * (size_t)most);
-    int pos = 0;
     if (packed == NULL || slots == NULL || out == NULL || in == NULL || req == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto done;
     }
     /* 0. my blocks in rank order, then slot s = the block for place i (+) s */
-    if ((rc = PMPI_Pack(sendbuf, sendcount * n, sendtype, packed, (int)all, &pos, comm)) !=
-        MPI_SUCCESS)
+    if ((rc = aapc_rounds_pack(&c, packed, comm)) != MPI_SUCCESS)
         goto done;
-    if (pos != all) {
-        rc = MPI_ERR_TRUNCATE; /* the send signature does not match recvcount x recvtype */
-        goto done;
-    }
     for (int s = 0; s < n; s++)
         memcpy(slots + (MPI_Aint)s * b,
                packed + (MPI_Aint)rank_at[aapc_digits_add(dg, i, s, 1)] * b, (size_t)b);

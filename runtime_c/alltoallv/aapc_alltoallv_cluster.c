@@ -23,11 +23,14 @@
  *   4. aapc_alltoallv_exec moves the data in the contention-free phases (machine m of the
  *      schedule = rank m of the communicator's private dup).
  * Selection (aapc_alltoallv_begin, before the argument checks): the MPI library's own
- * MPI_Alltoallv or these phases, by the cost model of cluster/aapc_cluster_select.c on the
+ * MPI_Alltoallv, these phases, or (where the ranks hang from a uniform tree) the log rounds in
+ * the tree's digits (aapc_alltoallv_treedigits.c, run by aapc_alltoallv_begin after the
+ * checks), by the cost model of cluster/aapc_cluster_select.c on the
  * communicator's shape with the block of the busiest rank, b = max over ranks of max(bytes
  * sent, bytes received to and from the others) / (P - 1): level 2 reads it from the matrix
  * every rank holds, level 1 agrees on it with one MPI_Allreduce of 2 doubles (its only cost on
- * the library's path). AAPC_WAY=library|phases or a routine named by AAPC_ALLTOALLV forces it.
+ * the library's path). AAPC_WAY=library|phases|loground or a routine named by AAPC_ALLTOALLV
+ * forces it.
  * Everything is cached on the communicator (slots of aapc_cluster_comm.c) and freed with it.
  * Cost: first call the dup and an Allgather of N ints (lg N alpha + 4 N beta), O(N^2 d) for the
  * template (4 N^2 bytes); level 1 adds lg N alpha + 8 N (N - 1) beta per call; scheduling
@@ -42,20 +45,19 @@
 #include "aapc_alltoallv_cluster.h"
 
 #include <limits.h>
-
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aapc_alltoallv_treedigits.h"
 #include "aapc_args.h"
 #include "aapc_cluster_comm.h"
 #include "aapc_comm.h"
 #include "aapc_mpi.h"
 #include "aapc_report.h"
 #include "aapc_settings.h"
-#include "aapc_alltoallv_treedigits.h"
 
 /* calls served per way (aapc_alltoallv_ways_served) */
 static _Atomic long long vserved[AAPC_N_WAYS];
@@ -168,17 +170,6 @@ static int job_template(aapc_cluster_comm_t *cc, struct vjob_tree *t)
     return 0;
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s != NULL && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void json_ints(FILE *f, const char *key, const int *v, long long n)
 {
     fprintf(f, ", \"%s\": [", key);
@@ -208,15 +199,15 @@ static void dump_vschedule(const aapc_vprog_t *prog, const aapc_cluster_comm_t *
     int n = cc->size;
     static const char *const names[] = {"greedy", "alltoall", "balanced"};
     fprintf(f, "{\"routine\": ");
-    json_string(f, prog->name);
+    aapc_dump_string(f, prog->name);
     fprintf(f, ", \"topology\": ");
-    json_string(f, cc->cluster->name);
+    aapc_dump_string(f, cc->cluster->name);
     fprintf(f, ", \"scheduler\": \"%s\", \"threshold\": %lld, \"rank_machines\": [",
             prog->scheduler >= 0 && prog->scheduler <= 2 ? names[prog->scheduler] : "?",
             prog->threshold);
     for (int r = 0; r < n; r++) {
         fprintf(f, r ? ", " : "");
-        json_string(f, cc->cluster->machine_name[cc->rank_machine[r]]);
+        aapc_dump_string(f, cc->cluster->machine_name[cc->rank_machine[r]]);
     }
     fprintf(f, "], \"pattern\": [");
     for (int a = 0; a < n; a++) {

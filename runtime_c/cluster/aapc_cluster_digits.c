@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aapc_cluster.h"
+#include "aapc_cluster_impl.h"
 
 /* The folded shape below a node: its digits bottom-up and the slowest link of each digit. */
 struct folded {
@@ -157,23 +157,7 @@ int aapc_cluster_digits(const aapc_cluster_t *c, const int32_t *machines, int32_
             goto done;
         on[m] = 1;
     }
-    for (int32_t s = 0; s < S; s++)
-        up[s] = -2;
-    up[0] = -1;
-    order[0] = 0;
-    int32_t head = 0, tail = 1;
-    while (head < tail) { /* breadth-first from switch 0 */
-        int32_t s = order[head++];
-        for (int32_t l = 0; l < c->n_links; l++) {
-            int32_t o = c->link_a[l] == s ? c->link_b[l] : c->link_b[l] == s ? c->link_a[l] : -1;
-            if (o >= 0 && o < S && up[o] == -2) {
-                up[o] = s;
-                uplink[o] = l;
-                order[tail++] = o;
-            }
-        }
-    }
-    if (tail != S)
+    if (aapc_cluster_hang(c, order, up, uplink) != S)
         goto done; /* not a tree */
     int32_t N = 0;
     for (int32_t m = 0; m < M; m++) {

@@ -60,4 +60,9 @@ int job_phases_groups(const job_analysis *a, aapc_job_emit_fn emit, void *ctx, i
 /* 1 when job_phases_groups applies (its plan alone, nothing emitted), else 0. */
 int job_phases_groups_fit(const job_analysis *a);
 
+/* The switch tree hung from switch 0, breadth-first (aapc_cluster_order.c): order[] the
+   switches from the top, up[s] the parent (-1 at the top), uplink[s] the link to it; returns the
+   switches reached (S for a tree). O(S (S + L)). Each array holds n_switches entries. */
+int32_t aapc_cluster_hang(const aapc_cluster_t *c, int32_t *order, int32_t *up, int32_t *uplink);
+
 #endif

@@ -11,7 +11,29 @@
  */
 #include <stdlib.h>
 
-#include "aapc_cluster.h"
+#include "aapc_cluster_impl.h"
+
+int32_t aapc_cluster_hang(const aapc_cluster_t *c, int32_t *order, int32_t *up, int32_t *uplink)
+{
+    int32_t S = c->n_switches;
+    for (int32_t s = 0; s < S; s++)
+        up[s] = -2;
+    up[0] = -1;
+    order[0] = 0;
+    int32_t head = 0, tail = 1;
+    while (head < tail) {
+        int32_t s = order[head++];
+        for (int32_t l = 0; l < c->n_links; l++) {
+            int32_t o = c->link_a[l] == s ? c->link_b[l] : c->link_b[l] == s ? c->link_a[l] : -1;
+            if (o >= 0 && o < S && up[o] == -2) {
+                up[o] = s;
+                uplink[o] = l;
+                order[tail++] = o;
+            }
+        }
+    }
+    return tail;
+}
 
 int aapc_cluster_machine_order(const aapc_cluster_t *c, int32_t *position)
 {

@@ -125,24 +125,7 @@ int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t
         rbelow[c->machine_switch[m]] += on[m];
         mbelow[c->machine_switch[m]] += 1;
     }
-    /* breadth-first from switch 0 over the switch links */
-    for (int32_t s = 0; s < S; s++)
-        up[s] = -2;
-    up[0] = -1;
-    order[0] = 0;
-    int32_t head = 0, tail = 1;
-    while (head < tail) {
-        int32_t s = order[head++];
-        for (int32_t l = 0; l < c->n_links; l++) {
-            int32_t o = c->link_a[l] == s ? c->link_b[l] : c->link_b[l] == s ? c->link_a[l] : -1;
-            if (o >= 0 && o < S && up[o] == -2) {
-                up[o] = s;
-                uplink[o] = l;
-                order[tail++] = o;
-            }
-        }
-    }
-    if (tail != S)
+    if (aapc_cluster_hang(c, order, up, uplink) != S)
         goto done; /* not a tree */
     int64_t rph = P - 1, mph = N - 1, mmost = 0;
     double rs = 0, ms = 0;

@@ -740,17 +740,6 @@ double aapc_inflight_budget(MPI_Comm comm)
 
 /* ---- AAPC_DUMP_SCHEDULE of the log-round members --------------------------------------------- */
 
-static void dump_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s != NULL && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 void aapc_cluster_dump_loground(const aapc_cluster_t *cl, const int32_t *machine_of,
                                 const int *rank_at, int n, const aapc_digits_t *dg)
 {
@@ -759,7 +748,7 @@ void aapc_cluster_dump_loground(const aapc_cluster_t *cl, const int32_t *machine
     if (f == NULL)
         return;
     fprintf(f, "{\"topology\": ");
-    dump_string(f, cl->name);
+    aapc_dump_string(f, cl->name);
     fprintf(f, ", \"kind\": \"loground\", \"radix\": ");
     if (dg == NULL)
         fprintf(f, "2");
@@ -771,7 +760,7 @@ void aapc_cluster_dump_loground(const aapc_cluster_t *cl, const int32_t *machine
     fprintf(f, dg != NULL ? "], \"members\": [" : ", \"members\": [");
     for (int k = 0; k < n; k++) {
         fprintf(f, k ? ", " : "");
-        dump_string(f, cl->machine_name[machine_of[rank_at != NULL ? rank_at[k] : k]]);
+        aapc_dump_string(f, cl->machine_name[machine_of[rank_at != NULL ? rank_at[k] : k]]);
     }
     fprintf(f, "]}\n");
     fclose(f);

@@ -222,6 +222,17 @@ FILE *aapc_dump_open(const char *kind, int *serial)
     return f;
 }
 
+void aapc_dump_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s != NULL && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 /* The routine a schedule stands for: piece tables make it an MPI_Alltoallv schedule. */
 static const char *aapc_routine(const aapc_schedule_t *s)
 {

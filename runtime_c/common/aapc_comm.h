@@ -84,6 +84,8 @@ void aapc_closest_names(const char *word, const char *const *names, int n, char 
    pass the same `serial`), or NULL when the variable is unset or empty, or the file cannot be
    made (then one line on stderr says so). */
 FILE *aapc_dump_open(const char *kind, int *serial);
+/* s as a JSON string (quotes and backslashes escaped), for the dumps. */
+void aapc_dump_string(FILE *f, const char *s);
 /* AAPC_DUMP_SCHEDULE is set (not empty): aapc_dump_open will try to write. */
 int aapc_dump_wanted(void);
 
