@@ -77,12 +77,12 @@ static int level_exchange(struct slots *sl, int n, int i, int32_t l, int unit,
     }
     for (int d = 1; d < f; d++) {
         start[d] = at;
-        int *hdr = (int *)(void *)(out + at), h = 0;
+        char *hdr = out + at; /* the lengths, unaligned: copied, never dereferenced */
         MPI_Aint bytes = at + (MPI_Aint)per * (MPI_Aint)sizeof(int);
         for (int s = d * unit, q = 0; q < per; q++) { /* the slots of digit d, in order */
             int idx = s + (q / unit) * unit * f + q % unit;
             int len = sl->len[idx];
-            memcpy(&hdr[h++], &len, sizeof len);
+            memcpy(hdr + (size_t)q * sizeof len, &len, sizeof len);
             memcpy(out + bytes, sl->buf + sl->off[idx], (size_t)len);
             bytes += len;
         }
