@@ -173,6 +173,9 @@ def tree_digits(topo: Topology, machines: Sequence[int]) -> tuple[int, ...]:
         if int(tree.parent[v]) >= 0 and (v >= n or v in wanted):
             kids.setdefault(int(tree.parent[v]), []).append(v)
 
+    class NotUniform(Exception):
+        pass
+
     def shape(v: int) -> tuple[int, ...] | None:  # None: no machine below; () a machine
         if v < n:
             return () if v in wanted else None
@@ -181,16 +184,16 @@ def tree_digits(topo: Topology, machines: Sequence[int]) -> tuple[int, ...]:
         if own:
             parts.insert(0, () if len(own) == 1 else (len(own),))
         parts = [p for p in parts if p is not None]
-        if not parts:
-            return None
-        if len(parts) == 1:
-            return parts[0]
-        if any(p != parts[0] or p == (-1,) for p in parts):
-            return (-1,)
+        if len(parts) <= 1:
+            return parts[0] if parts else None
+        if any(p != parts[0] for p in parts):
+            raise NotUniform
         return (*parts[0], len(parts))
 
-    got = shape(n)  # the first switch: node n in hang_tree
-    return () if got is None or -1 in got else got
+    try:
+        return shape(n) or ()  # the first switch: node n in hang_tree
+    except NotUniform:
+        return ()
 
 
 def rank_digits(topo: Topology, order: Sequence[int]) -> tuple[int, ...]:

@@ -156,7 +156,6 @@ static const aapc_rows_t *row_sets_get(struct row_sets *r, const aapc_cluster_t 
     return rows;
 }
 
-
 /* ---- the per-rank phases ------------------------------------------------------------------ */
 
 /* One variant's schedule on one communicator (a slot of aapc_cluster_comm_t). */
@@ -455,13 +454,14 @@ int aapc_alltoall_cluster_rows(const aapc_cluster_t *cl, int sync, const char *n
 
 /* ---- the members' order of the log-round way --------------------------------------------- */
 
-
-/* The tree's digits of the log-round exchange among the ranks (NULL: Bruck's radix 2). */
-static const aapc_digits_t *rank_digits(aapc_cluster_comm_t *cc)
+/* The tree's digits of the log-round exchange (the shape's): among the machines' leaders
+   (leaders 1) or among the ranks; NULL: Bruck's radix 2. */
+static const aapc_digits_t *shape_digits(aapc_cluster_comm_t *cc, int leaders)
 {
     int nomem = 0;
     const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
-    return shape != NULL && shape->rank_digits.levels > 0 ? &shape->rank_digits : NULL;
+    const aapc_digits_t *dg = shape == NULL ? NULL : leaders ? &shape->digits : &shape->rank_digits;
+    return dg != NULL && dg->levels > 0 ? dg : NULL;
 }
 
 /* The log-round way on a communicator: its ranks in tree order (AAPC_DUMP_SCHEDULE writes it
@@ -470,7 +470,8 @@ static int order_lookup(aapc_cluster_comm_t *cc, const int **rank_at)
 {
     int fresh = 0, rc = aapc_cluster_comm_tree_order(cc, rank_at, &fresh);
     if (rc == MPI_SUCCESS && fresh && cc->rank == 0)
-        aapc_cluster_dump_loground(cc->cluster, cc->rank_machine, *rank_at, cc->size, rank_digits(cc));
+        aapc_cluster_dump_loground(cc->cluster, cc->rank_machine, *rank_at, cc->size,
+                                   shape_digits(cc, 0));
     return rc;
 }
 
@@ -609,15 +610,6 @@ static int leader_rows(struct leader_entry *le, const aapc_cluster_comm_t *cc, i
     return MPI_SUCCESS;
 }
 
-/* The machines' digits of the leaders' log rounds among n machines (NULL: radix 2). */
-static const aapc_digits_t *leader_digits(aapc_cluster_comm_t *cc, int n)
-{
-    int nomem = 0;
-    const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
-    return shape != NULL && shape->digits.levels > 0 && shape->machines == n ? &shape->digits
-                                                                              : NULL;
-}
-
 /* The leaders in the switch tree's order (leader ranks), from the ranks' tree order rank_at:
    the machines of a machine's ranks are next to each other there. */
 static int leader_tree_order(struct leader_entry *le, aapc_cluster_comm_t *cc,
@@ -658,7 +650,7 @@ static int leader_tree_order(struct leader_entry *le, aapc_cluster_comm_t *cc,
         for (int k = 0; mm != NULL && k < m; k++)
             mm[k] = le->lm[at[k]];
         if (mm != NULL)
-            aapc_cluster_dump_loground(cc->cluster, mm, NULL, m, leader_digits(cc, m));
+            aapc_cluster_dump_loground(cc->cluster, mm, NULL, m, shape_digits(cc, 1));
         free(mm);
     }
     return MPI_SUCCESS;
@@ -847,7 +839,7 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
     atomic_fetch_add(&served[AAPC_WAY_LOGROUND], 1);
     if (le != NULL) {
         long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
-        le->digits = leader_digits(cc, le->n);
+        le->digits = shape_digits(cc, 1);
         le->budget = aapc_inflight_budget(comm);
         int lanes = call_lanes(le, shared, comm, b);
         aapc_hier_layout_t h = {le->r,    cc->size,      le->order, le->node,
@@ -860,7 +852,7 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
                                                                    recvtype, cc->dup));
     }
     aapc_args_private_returns(cc->dup);
-    const aapc_digits_t *dg = rank_digits(cc);
+    const aapc_digits_t *dg = shape_digits(cc, 0);
     aapc_report_served(dg != NULL ? "run-time, log-round in the tree's digits"
                                   : "run-time, log-round");
     if (dg != NULL)
