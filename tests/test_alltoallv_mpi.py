@@ -22,6 +22,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from cbuild import cc
 from test_cluster_mpi import n as machines
 from test_cluster_mpi import run as run_on
 from test_mpi import BIN, CFLAGS, MPICC, OPENMPI, ROOT, SANITIZE, run
@@ -66,11 +67,7 @@ def build(
     assert gen.alltoallv is not None and len(gen.alltoallv.variants) == len(VARIANTS)
     exe = out / "alltoallv_check"
     sources = sorted(str(p) for p in (out / "gen").glob("*.c"))
-    subprocess.run(
-        [str(mpicc), *CFLAGS, *extra, f"-I{out / 'gen'}", str(HARNESS), *sources, "-o", str(exe)],
-        check=True,
-        timeout=300,
-    )
+    cc([str(mpicc), *CFLAGS, *extra, f"-I{out / 'gen'}", str(HARNESS), *sources, "-o", str(exe)])
     text = f"{len(pattern)}\n" + "\n".join(" ".join(map(str, row)) for row in pattern) + "\n"
     (out / "pattern.txt").write_text(text)
     return exe
@@ -194,8 +191,7 @@ def build_cluster(
         generate(CHAIN, variant_specs("receiver-all", None), gen, runtime_scheduler=scheduler)
     exe = out / f"vcheck-{scheduler}-{len(extra)}-{mpicc.parent.parent.name}"
     sources = sorted(str(p) for p in gen.glob("*.c"))
-    cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
-    subprocess.run(cmd, check=True, timeout=300)
+    cc([str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)])
     return exe
 
 

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cbuild import cc
 
 from aapcgen.codegen.generate import generate, variant_specs
 from aapcgen.core.topology import load_topology
@@ -48,7 +49,7 @@ def build(
     exe = tmp / f"nbc{len(extra)}{mpicc.parent.parent.name}"
     sources = sorted(str(p) for p in gen.glob("*.c"))
     cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
-    subprocess.run(cmd, check=True, timeout=300)
+    cc(cmd)
     return exe
 
 

@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from cbuild import cc
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -81,11 +82,7 @@ pytestmark = pytest.mark.mpi
 def build(out: Path, program: Path = CHECK, mpicc: Path = MPICC, extra: tuple = ()) -> Path:
     exe = out / f"{program.stem}{'-'.join(('',) + tuple(x.strip('-=,') for x in extra))}"
     sources = sorted(str(p) for p in SHM.glob("*.c"))
-    subprocess.run(
-        [str(mpicc), *CFLAGS, *extra, f"-I{SHM}", str(program), *sources, "-o", str(exe)],
-        check=True,
-        timeout=300,
-    )
+    cc([str(mpicc), *CFLAGS, *extra, f"-I{SHM}", str(program), *sources, "-o", str(exe)])
     return exe
 
 

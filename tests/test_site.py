@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cbuild import cc
 
 import aapcgen
 from aapcgen.alltoall.job import job_topology
@@ -339,7 +340,7 @@ def report_exe(tmp_path_factory) -> Path:
     exe = tmp / "report_check"
     sources = sorted(str(p) for p in gen.glob("*.c"))
     cmd = [str(BIN / "mpicc"), *CFLAGS, "-DAAPC_INTERCEPT", f"-I{gen}", str(REPORT_CHECK)]
-    subprocess.run([*cmd, *sources, "-o", str(exe)], check=True, timeout=300)
+    cc([*cmd, *sources, "-o", str(exe)])
     return exe
 
 
@@ -502,7 +503,7 @@ def test_the_demo_prints_the_report(tmp_path):
     exe = tmp_path / "plain"
     sources = sorted(str(p) for p in gen.glob("*.c"))
     cmd = [str(BIN / "mpicc"), *CFLAGS, "-DAAPC_INTERCEPT", f"-I{gen}", str(PLAIN), *sources]
-    subprocess.run([*cmd, "-o", str(exe)], check=True, timeout=300)
+    cc([*cmd, "-o", str(exe)])
     proc = subprocess.run(
         [str(BIN / "mpiexec"), "-n", "5", str(exe)],
         capture_output=True,
