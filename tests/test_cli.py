@@ -185,3 +185,28 @@ def test_job_views_and_their_bad_input(capsys, tmp_path):
     code, _, _ = run(capsys, "schedule", chain, "--format", "json", "-o", str(sched))
     code, _, err = run(capsys, "verify", chain, "--schedule", str(sched), "--hosts", "n0,n1")
     assert code == 2 and "drop --hosts/--hostfile" in err and len(err.splitlines()) == 1
+
+
+def test_info_of_a_job_with_several_ranks_per_host_selects_as_the_runtime_does(capsys):
+    """`aapcgen info --hosts 'n[0-7]:2'` (two ranks on each host, as $SLURM_TASKS_PER_NODE
+    gives them) accounts for the selection of the job the runtime sees: 16 ranks, 2 per
+    machine, the leaders among the ways; the same lines as the cluster declared with
+    ranks_per_machine: 2. It used to price every rank as a machine of its own."""
+    code, by_hosts, _ = run(
+        capsys, "info", str(ROOT / "topologies/two-switch-4-4.yaml"), "--hosts", "n[0-7]:2"
+    )
+    assert code == 0
+    code, declared, _ = run(capsys, "info", str(ROOT / "topologies/two-switch-4-4-2ppn.yaml"))
+    assert code == 0
+
+    def selection(out: str) -> list[str]:
+        lines = out.splitlines()
+        return lines[next(i for i, ln in enumerate(lines) if ln.startswith("selection")) :]
+
+    assert selection(by_hosts) == selection(declared)
+    assert "16 ranks (2 per machine)" in selection(by_hosts)[0] and "leaders" in by_hosts
+    code, uneven, _ = run(
+        capsys, "info", str(ROOT / "topologies/two-switch-4-4.yaml"), "--hosts", "n[0-3]:2,n[4-7]"
+    )
+    assert code == 0 and "12 ranks (1 to 2 per machine)" in uneven
+    assert "among the ranks" in uneven and "the leaders'" not in uneven  # no aggregation

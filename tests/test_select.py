@@ -153,7 +153,9 @@ def test_the_shape_says_where_the_leaders_stream(name, machines, streamed):
     assert shape.machine_streamed == streamed
 
 
-models = st.fixed_dictionaries({k: st.floats(1e-10, 1e-2) for k in COST_FIELDS})
+models = st.fixed_dictionaries(
+    {k: st.floats(0.0, 0.5) if k == "guard" else st.floats(1e-10, 1e-2) for k in COST_FIELDS}
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -163,6 +165,7 @@ def test_the_choice_is_the_cheapest_allowed_way(shape, model, block):
     assert "library" in costs and "phases" in costs
     assert ("leaders" in costs) == (shape.max_per_machine > 1)
     chosen = choose_way(model, shape, block)
+    costs["library"] *= 1 - model["guard"]  # ours must win by the guard
     assert costs[chosen] == min(costs.values())
     # ties go to the earlier way: the library first
     assert all(costs[w] > costs[chosen] for w in WAYS[: WAYS.index(chosen)] if w in costs)
@@ -227,6 +230,47 @@ def test_small_blocks_cost_a_window_of_phases_not_one_per_phase():
     assert way_costs(per_message, shape, 8)["leaders"] == 16
 
 
+def test_the_library_costs_bruck_rounds_up_to_256_bytes_then_a_message_per_peer():
+    """MPICH's (and SimGrid's MPICH selector's) all-to-all: Bruck up to 256 B per block on 8 or
+    more ranks, each block forwarded lg P / 2 times on average (lib_fwd_beta); above, P - 1
+    messages per rank (lib_msg_alpha)."""
+    topo = star_of_subtrees([4, 4])
+    shape = job_shape(topo, [m for m in range(8) for _ in range(2)])  # P = 16
+    s_b = shape.bound_s_per_byte
+    fwd = {k: 1.0 if k == "lib_fwd_beta" else 0.0 for k in COST_FIELDS}
+    per_peer = {k: 1.0 if k == "lib_msg_alpha" else 0.0 for k in COST_FIELDS}
+    assert way_costs(fwd, shape, 256)["library"] == pytest.approx(s_b * 256 * 4 * 16 / 30)
+    assert way_costs(fwd, shape, 257)["library"] == 0
+    assert way_costs(per_peer, shape, 256)["library"] == 0
+    assert way_costs(per_peer, shape, 257)["library"] == 15
+    small = job_shape(topo, [0, 1, 2, 3])  # 4 ranks: no Bruck in MPICH
+    assert way_costs(fwd, small, 64)["library"] == 0
+    assert way_costs(per_peer, small, 64)["library"] == 3
+
+
+@settings(max_examples=100, deadline=None)
+@given(shapes(), models, st.integers(1, 1 << 20))
+def test_ours_must_win_by_the_guard(shape, model, block):
+    """With guard g the library keeps a call unless a way of ours costs below (1 - g) times its
+    cost: the same model without the guard may pick ours, never the other way round."""
+    bare = {**model, "guard": 0.0}
+    costs = way_costs(bare, shape, block)
+    ours = min(t for w, t in costs.items() if w != "library")
+    guarded = choose_way(model, shape, block)
+    if ours >= costs["library"] * (1 - model["guard"]):
+        assert guarded == "library"
+    else:
+        assert guarded == choose_way(bare, shape, block) != "library"
+
+
+def test_the_guard_is_the_fits_median_error():
+    from aapcgen.tune.model import MAX_GUARD, guard_of
+
+    assert guard_of([0.1, -0.3, 0.05]) == pytest.approx(0.1)
+    assert guard_of([]) == 0.0
+    assert guard_of([2.0, -3.0]) == MAX_GUARD
+
+
 def test_nonnegative_fit_drops_a_column_that_would_go_negative():
     import numpy as np
 
@@ -244,7 +288,7 @@ def test_the_fit_recovers_the_constants_that_made_the_calls(model):
     calls = []
     for r in (1, 2, 4):
         shape = job_shape(topo, [m for m in range(8) for _ in range(r)])
-        for b in (8, 512, 4096, 65536, 1 << 20):
+        for b in (8, 256, 512, 4096, 65536, 1 << 20):
             for way, t in way_costs(model, shape, b).items():
                 if way != "loground":
                     calls.append(Call(shape, way, b, t))
@@ -253,7 +297,10 @@ def test_the_fit_recovers_the_constants_that_made_the_calls(model):
     # of a window and of a message are nearly parallel: the least squares resolve no finer)
     for k in ("lib_alpha", "lib_beta", "phase_alpha", "phase_beta", "copy_beta", "msg_alpha"):
         assert fitted[k] == pytest.approx(model[k], rel=1e-6, abs=1e-11)
+    for k in ("lib_msg_alpha", "lib_fwd_beta"):  # the library's two regimes
+        assert fitted[k] == pytest.approx(model[k], rel=1e-6, abs=1e-9)
     assert max(map(abs, relative_errors(fitted, calls))) < 1e-6
+    assert fitted["guard"] < 1e-6  # exact calls: no margin needed
 
 
 @pytest.mark.parametrize("name", ["fat-4-4", "two-level-256-fat", "trunk-8-8", "tree-24"])
@@ -343,16 +390,20 @@ def test_a_model_file_compiles_into_the_cluster_table_and_info_shows_it(tmp_path
 
 
 def test_a_model_file_without_the_per_message_constant_reads_it_as_zero(tmp_path):
-    """Model files written before msg_alpha existed counted a message in phase_alpha: they
-    read with msg_alpha 0, so their phases cost what they did; a bad value is still refused."""
-    from aapcgen.tune.model import read_model
+    """Model files written before msg_alpha, the library's two regimes and the guard existed:
+    they read with those 0, so every way costs what it did and no margin applies; a bad value
+    is still refused."""
+    from aapcgen.tune.model import OPTIONAL_FIELDS, read_model
 
-    old = {k: v for k, v in default_model().items() if k != "msg_alpha"}
+    old = {k: v for k, v in default_model().items() if k not in OPTIONAL_FIELDS}
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"model": old}))
-    assert read_model(str(path)) == {**old, "msg_alpha": 0.0}
+    assert read_model(str(path)) == {**old, **dict.fromkeys(OPTIONAL_FIELDS, 0.0)}
     path.write_text(json.dumps({"model": {**old, "msg_alpha": -1}}))
     with pytest.raises(InputError, match="model.msg_alpha must be a number of seconds >= 0"):
+        read_model(str(path))
+    path.write_text(json.dumps({"model": {**old, "guard": 0.7}}))
+    with pytest.raises(InputError, match=r"model.guard must be a fraction in \[0, 0.5\]"):
         read_model(str(path))
 
 

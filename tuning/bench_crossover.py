@@ -42,7 +42,7 @@ from aapcgen.measure.bench import (  # noqa: E402
     summarize,
 )
 from aapcgen.platforms.emulate import DEFAULT_QUEUE  # noqa: E402
-from aapcgen.tune.model import Call, fit_model, relative_errors  # noqa: E402
+from aapcgen.tune.model import Call, fit_model, read_model, relative_errors  # noqa: E402
 
 MPICH = ("native-default", "native-brucks", "native-scattered", "native-pairwise")
 
@@ -168,6 +168,11 @@ def main() -> int:
     p.add_argument("--prefix", default="aapcx", help="emulate: namespace name prefix")
     p.add_argument("-o", "--output", required=True)
     p.add_argument(
+        "--model",
+        help="the selection's constants for `auto` (a model.json of aapcgen tune or of this "
+        "script's fit); default: the built-in ones",
+    )
+    p.add_argument(
         "--replay",
         action="store_true",
         help="measure nothing: read DIR/crossover.json, fit again and print what the fitted "
@@ -190,6 +195,7 @@ def main() -> int:
     if natives is None and a.backend != "simulate":
         natives = ("brucks", "scattered", "pairwise")
     report, calls, runs = [], [], []
+    tuned = read_model(a.model) if a.model else None
     start = time.monotonic()
     if a.replay:
         try:
@@ -207,7 +213,7 @@ def main() -> int:
             a.repeats, a.target_seconds, a.max_iters, parse_rate_option(a.rate), DEFAULT_QUEUE,
             out / f"r{r}", timeout=a.timeout, prefix=a.prefix, runtime=("auto",),
             ways=ways_for(r) if a.ways is None else tuple(w for w in a.ways.split(",") if w),
-            simgrid_cfg=tuple(a.simgrid_cfg), time_variants=False,
+            simgrid_cfg=tuple(a.simgrid_cfg), time_variants=False, model=tuned,
         )  # fmt: skip
         print(f"R={r}: {topo.n_machines * r} ranks ({time.monotonic() - start:.0f} s)", flush=True)
         rows = run_bench(cfg, lambda m: print(m, file=sys.stderr, flush=True))

@@ -15,6 +15,7 @@ from aapcgen.alltoall.cjob import (
     default_model,
     inflight_window,
     job_shape,
+    way_costs,
 )
 from aapcgen.core.model import Topology
 
@@ -111,9 +112,10 @@ def window_text(phases: float, per_block: int) -> str:
     return f"{head}, {tail}" if head else tail
 
 
-def digits_text(digits: Digits, r: int) -> str:
-    """How the log-round way runs on this job: in the tree's digits, or Bruck's radix 2."""
-    among = "the machines' leaders" if r > 1 else "the ranks"
+def digits_text(digits: Digits, leaders: bool) -> str:
+    """How the log-round way runs on this job: in the tree's digits, or Bruck's radix 2, among
+    the machines' leaders (aggregated) or the ranks."""
+    among = "the machines' leaders" if leaders else "the ranks"
     if not digits.radix:
         return f"log-round way: Bruck's radix 2 among {among} (the tree is not uniform)"
     levels = " x ".join(str(f) for f in digits.radix)
@@ -124,27 +126,37 @@ def digits_text(digits: Digits, r: int) -> str:
     )
 
 
-def selection_lines(topo: Topology, model: dict[str, float] | None = None) -> list[str]:
-    """``aapcgen info``'s account of the selection for this job (ranks_per_machine ranks on
-    every machine, in blocks)."""
+def selection_lines(
+    topo: Topology,
+    model: dict[str, float] | None = None,
+    rank_machine: Sequence[int] | None = None,
+) -> list[str]:
+    """``aapcgen info``'s account of the selection for a job on the cluster ``topo``: ranks on
+    the machines ``rank_machine`` (by index, in rank order; default ranks_per_machine ranks on
+    every machine, in blocks), the shape the runtime computes for it."""
     tuned = model is not None
     model = model or default_model()
-    r = topo.ranks_per_machine
-    shape = job_shape(topo, [m for m in range(topo.n_machines) for _ in range(r)])
+    if rank_machine is None:
+        rank_machine = [m for m in range(topo.n_machines) for _ in range(topo.ranks_per_machine)]
+    shape = job_shape(topo, rank_machine)
+    r = shape.max_per_machine
+    per = f"{r} per machine" if shape.equal_per_machine else f"1 to {r} per machine"
+    leaders = "leaders" in way_costs(model, shape, 1.0)  # several on every machine, equally
     source = (
-        "constants measured on this cluster by aapcgen tune"
+        f"constants measured on this cluster by aapcgen tune (ours only where the model says it "
+        f"wins by more than {model.get('guard', 0.0):.0%}, its fit's median error)"
         if tuned
         else "untuned: built-in constants measured on emulated trees (docs/measurements/selection.md); "
         "`aapcgen tune` measures this cluster's"
     )
     windows = f"the per-rank phases {window_text(shape.rank_phases, 1)}"
-    if r > 1:
+    if leaders:
         windows += f"; the leaders' {window_text(shape.machine_phases, r * r)}"
     return [
         f"selection   the default MPI_Alltoall per block, {shape.ranks} ranks "
-        f"({r} per machine): {ranges_text(way_ranges(model, shape))}",
+        f"({per}): {ranges_text(way_ranges(model, shape))}",
         f"            phases in flight (64 KiB of messages, AAPC_INFLIGHT): {windows}",
-        f"            {digits_text(shape.digits, r)}",
+        f"            {digits_text(shape.digits if leaders else shape.rank_digits, leaders)}",
         "            MPI_Alltoallv, by the busiest rank's bytes over P - 1: "
         f"{ranges_text(way_ranges(model, shape, ALLTOALLV_WAYS, False, True))}",
         f"            {source}",

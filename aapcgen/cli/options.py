@@ -321,6 +321,13 @@ def job_topology_of(args: argparse.Namespace, cluster: Topology) -> Topology:
     ``$SLURM_TASKS_PER_NODE``): every rank on the machine of its host, in rank order, several
     ranks per machine where the list gives them (``n0:2``, a repeated host, ``n0:2`` or
     ``slots=2`` in a host file): what the runtime schedules for that job."""
+    ranks = job_ranks_of(args, cluster)
+    return cluster if ranks is None else job_topology(cluster, ranks)
+
+
+def job_ranks_of(args: argparse.Namespace, cluster: Topology) -> list[int] | None:
+    """The machine (index into ``cluster``) of every rank of the job ``--hosts``/``--hostfile``/
+    ``$SLURM_JOB_NODELIST`` give, in rank order; None when none is given (the whole cluster)."""
     what = "--hosts"
     if args.hostfile:
         ranks, what = read_hostfile_ranks(args.hostfile), "--hostfile"
@@ -333,5 +340,5 @@ def job_topology_of(args: argparse.Namespace, cluster: Topology) -> Topology:
         counts = slurm_tasks_per_node(tasks, len(nodes)) if tasks else [1] * len(nodes)
         ranks = [host for host, k in zip(nodes, counts) for _ in range(k)]
     else:
-        return cluster
-    return job_topology(cluster, job_rank_machines(cluster, ranks, what))
+        return None
+    return list(job_rank_machines(cluster, ranks, what))

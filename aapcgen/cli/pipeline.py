@@ -27,6 +27,7 @@ from aapcgen.cli.options import (
     check_schedule_memory,
     command,
     job_options,
+    job_ranks_of,
     job_topology_of,
     variant_options,
 )
@@ -79,14 +80,16 @@ def _write(chunks: Iterable[str], output: str | None) -> None:
 
 def cmd_info(args: argparse.Namespace) -> int:
     tuned = read_model(args.model) if args.model else None
-    tree = analyze(job_topology_of(args, topology_or_builtin(args.topology)))
+    cluster = topology_or_builtin(args.topology)
+    ranks = job_ranks_of(args, cluster)  # the runtime's shape is the cluster's and the ranks'
+    tree = analyze(cluster if ranks is None else job_topology(cluster, ranks))
     model = capacity_model(tree)
     n_phases = tree.load if model.lower_bound >= tree.load else schedule_phases(tree).n_phases
     if args.format == "json":
         print(info_json(tree, model, n_phases))
         return 0
     print(info_text(tree, model, n_phases))
-    print("\n".join(selection_lines(tree.topology, tuned)))
+    print("\n".join(selection_lines(cluster, tuned, ranks)))
     return 0
 
 

@@ -41,6 +41,9 @@ COST_FIELDS = (
     "copy_beta",
     "round_alpha",
     "msg_alpha",
+    "lib_msg_alpha",
+    "lib_fwd_beta",
+    "guard",
 )
 
 

@@ -269,6 +269,9 @@ class BenchConfig:
     # False: the generated variants are built (the run-time routines live beside them) but not
     # timed; only the library's routines and the run-time ones are (tuning/bench_crossover.py)
     time_variants: bool = True
+    # the selection's constants compiled into the routines (aapcgen tune's model.json, read by
+    # aapcgen.tune.model.read_model); None: the built-in ones
+    model: dict[str, float] | None = None
 
     @classmethod
     def from_args(
@@ -458,7 +461,7 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
         if cfg.split:
             jobs = [replace(j, args=(*j.args, "--split", cfg.split)) for j in jobs]
         gen_dir = Path(tmp) / "gen"
-        generate(cfg.topology, cfg.variants, gen_dir)
+        generate(cfg.topology, cfg.variants, gen_dir, model=cfg.model)
         if cfg.timeline:
             (Path(tmp) / "trace").mkdir(exist_ok=True)
         exe = Path(tmp) / "alltoall_timer"

@@ -24,11 +24,14 @@ from aapcgen.codegen.cluster import COST_FIELDS
 from aapcgen.core.errors import InputError
 from aapcgen.core.inputs import read_bytes
 
-LIBRARY_FIELDS = ("lib_alpha", "lib_beta")
+LIBRARY_FIELDS = ("lib_alpha", "lib_beta", "lib_msg_alpha", "lib_fwd_beta")
 OURS_FIELDS = ("phase_alpha", "phase_beta", "copy_beta", "round_alpha", "msg_alpha")
 # constants a model file written before they existed may lack: read as 0 (msg_alpha: the
 # per-message part of a phase, counted in phase_alpha by those files)
-OPTIONAL_FIELDS = ("msg_alpha",)
+OPTIONAL_FIELDS = ("msg_alpha", "lib_msg_alpha", "lib_fwd_beta", "guard")
+# the guard is not a cost: ours is taken only where it is below (1 - guard) times the library's
+# (runtime_c/cluster/aapc_cluster_select.c), guard = the fit's median relative error, at most
+MAX_GUARD = 0.5
 
 
 @dataclass(frozen=True)
@@ -80,11 +83,20 @@ def fit_group(calls: Sequence[Call], fields: Sequence[str]) -> dict[str, float]:
 
 
 def fit_model(calls: Iterable[Call]) -> dict[str, float]:
-    """Every constant of the model from measured calls of the library and of our ways."""
+    """Every constant of the model from measured calls of the library and of our ways, and the
+    guard: the median of the fitted costs' relative errors (at most MAX_GUARD)."""
     calls = [c for c in calls if c.seconds > 0]
     library = [c for c in calls if c.way == "library"]
     ours = [c for c in calls if c.way != "library"]
-    return {**fit_group(library, LIBRARY_FIELDS), **fit_group(ours, OURS_FIELDS)}
+    model = {**fit_group(library, LIBRARY_FIELDS), **fit_group(ours, OURS_FIELDS), "guard": 0.0}
+    return {**model, "guard": guard_of(relative_errors(model, calls))}
+
+
+def guard_of(errors: Sequence[float]) -> float:
+    """The margin by which ours must win: the median |relative error|, at most MAX_GUARD."""
+    if not errors:
+        return 0.0
+    return min(MAX_GUARD, float(np.median(np.abs(np.asarray(errors, dtype=float)))))
 
 
 def relative_errors(model: dict[str, float], calls: Iterable[Call]) -> list[float]:
@@ -127,6 +139,10 @@ def read_model(path: str) -> dict[str, float]:
     out = {}
     for k in COST_FIELDS:
         v = model.get(k, 0.0 if k in OPTIONAL_FIELDS else None)
+        if k == "guard" and (type(v) not in (int, float) or not (0 <= v <= MAX_GUARD)):
+            raise InputError(
+                f"{path}: model.guard must be a fraction in [0, {MAX_GUARD}], got {v!r}"
+            )
         if type(v) not in (int, float) or not (0 <= v < 1e6):
             raise InputError(f"{path}: model.{k} must be a number of seconds >= 0, got {v!r}")
         out[k] = float(v)

@@ -175,7 +175,7 @@ def measure_model(
     this job, at every size of the sweep, ``repeats`` rounds; the constants fitted to their
     medians go to DIR/model.json (kept: a resumed sweep reuses it)."""
     from aapcgen.alltoall.cjob import job_shape, way_costs
-    from aapcgen.tune.model import Call, fit_model, relative_errors, write_model
+    from aapcgen.tune.model import MAX_GUARD, Call, fit_model, relative_errors, write_model
 
     b = cfg.bench
     path = b.out_dir / MODEL_FILE
@@ -206,7 +206,17 @@ def measure_model(
     write_model(path, model, calls, f"aapcgen tune on {topo.name} ({b.backend})")
     errors = relative_errors(model, calls)
     worst = max(map(abs, errors)) if errors else 0.0
-    say(f"model: {len(calls)} calls fitted (worst relative error {worst:.0%}); wrote {path}")
+    guard = model["guard"]
+    say(
+        f"model: {len(calls)} calls fitted (median relative error {guard:.0%}, worst {worst:.0%}: "
+        f"ours only where the model says it wins by more than {guard:.0%}); wrote {path}"
+    )
+    if guard >= MAX_GUARD:
+        say(
+            f"model: its median error is {MAX_GUARD:.0%} or more: the measurements scatter "
+            "(oversubscribed cores, a shared network?); the library keeps every call ours does not "
+            f"win by {MAX_GUARD:.0%} in the model"
+        )
     return path
 
 

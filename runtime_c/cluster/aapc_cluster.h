@@ -44,6 +44,12 @@ typedef struct aapc_cost_model {
     double msg_alpha;   /* our phases: seconds per message a rank sends and receives (its CPU
                            and the library's per-message cost; phase_alpha is then the rest of
                            a phase: a sync and a latency, shared by the phases of a window) */
+    double lib_msg_alpha; /* the library's routine above AAPC_LIB_SHORT_BYTES (its direct
+                             exchanges, P - 1 messages per rank): seconds per message */
+    double lib_fwd_beta;  /* ... up to it (Bruck's rounds): time over the bound per byte
+                             forwarded, lg P / 2 forwards per block on average */
+    double guard;         /* a way of ours is taken only where its cost is below (1 - guard)
+                             times the library's: the fit's typical relative error, in [0, 1) */
     int tuned;          /* 1: measured on this cluster by aapcgen tune; 0: the defaults */
 } aapc_cost_model_t;
 
@@ -211,6 +217,10 @@ double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int 
    (lossless or deep-buffered fabrics). The same on every rank (from the block size, the shape
    and a shared setting). */
 #define AAPC_INFLIGHT_BYTES 65536.0
+/* The block size up to which the MPI library's all-to-all is taken for Bruck's log rounds
+   (MPICH's MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE default, SimGrid's MPICH selector's), above it a
+   direct exchange of P - 1 messages per rank (the cost model's library terms). */
+#define AAPC_LIB_SHORT_BYTES 256.0
 #define AAPC_INFLIGHT_MAX_WINDOW 4096 /* the executor's AAPC_MAX_WINDOW */
 int32_t aapc_inflight_window(double message_bytes, double phases, double budget);
 

@@ -7,7 +7,13 @@
  * Cost model (seconds for one call, alpha-beta with the job's bound; S = bound_s_per_byte,
  * the time per byte of block the busiest link needs, P ranks, N machines, R ranks per machine,
  * lg x = ceil(log2 x)):
- *   library   T = lib_alpha lg P            + lib_beta   S b
+ *   library   T = lib_alpha lg P + lib_beta S b + lib_fwd_beta S b lg P P / (2 (P - 1))
+ *                                                              b <= 256 B and P >= 8,
+ *             T = lib_alpha lg P + lib_beta S b + lib_msg_alpha (P - 1)   otherwise
+ *             (MPICH's algorithms, and SimGrid's MPICH selector's: Bruck's rounds for small
+ *             blocks, each block forwarded lg P / 2 times on average; above, the scattered and
+ *             pairwise exchanges of P - 1 messages per rank; lib_fwd_beta and lib_msg_alpha
+ *             are 0 in the built-in constants, fitted by aapcgen tune)
  *   phases    T = phase_alpha ceil(rank_phases / w) + msg_alpha rank_phases + phase_beta S b,
  *             w = aapc_inflight_window(b, rank_phases, 64 KiB): the phases of b-byte blocks a
  *             rank keeps in flight (1 above 32 KiB); a window of w phases pays one sync and
@@ -39,8 +45,10 @@
  * in lg P steps, and copies every rank's P blocks in each. The constants are measured by
  * `aapcgen tune` on the cluster and compiled into the library (aapc_cluster_t.model); an
  * untuned library uses aapc_cost_model_default, measured on the emulated trees of
- * docs/measurements/selection.md. The choice is the cheapest allowed way; ties go to the earlier way in
- * the enum (the library first). Every rank computes the same choice from the same shape, model
+ * docs/measurements/selection.md. The choice is the cheapest allowed way, the library's cost
+ * counted at (1 - guard) times its model (a tuned model's guard is its fit's median relative
+ * error: ours only where the model says it wins by more than it errs); ties go to the earlier
+ * way in the enum (the library first). Every rank computes the same choice from the same shape, model
  * and block size.
  * Cost: O(1) per call.
  */
@@ -69,6 +77,9 @@ const aapc_cost_model_t aapc_cost_model_default = {
     .copy_beta = 2.0e-8,
     .round_alpha = 500e-6,
     .msg_alpha = 200e-6,
+    .lib_msg_alpha = 0,
+    .lib_fwd_beta = 0,
+    .guard = 0,
     .tuned = 0,
 };
 
@@ -135,7 +146,10 @@ static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, in
     double P = s->ranks, R = s->max_per_machine, S = s->bound_s_per_byte;
     switch (way) {
     case AAPC_WAY_LIBRARY:
-        return m->lib_alpha * lg(P) + m->lib_beta * S * b;
+        if (b <= AAPC_LIB_SHORT_BYTES && P >= 8) /* Bruck's rounds */
+            return m->lib_alpha * lg(P) + m->lib_beta * S * b +
+                   m->lib_fwd_beta * S * b * lg(P) * P / (2 * (P - 1));
+        return m->lib_alpha * lg(P) + m->lib_beta * S * b + m->lib_msg_alpha * (P - 1);
     case AAPC_WAY_PHASES:
         return m->phase_alpha *
                    windows(s->rank_phases,
@@ -198,6 +212,8 @@ int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, doubl
         double t = way_cost(m, s, w, b, allowed & (AAPC_WAYS_NO_WINDOWS | AAPC_WAYS_ALLTOALLV));
         if (t == INFINITY)
             continue;
+        if (w == AAPC_WAY_LIBRARY && m->guard > 0 && m->guard < 1)
+            t *= 1 - m->guard; /* ours must win by the model's error */
         if (best < 0 || t < best_t) {
             best = w;
             best_t = t;
