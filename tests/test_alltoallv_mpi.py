@@ -22,7 +22,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from cbuild import cc
 from test_cluster_mpi import n as machines
 from test_cluster_mpi import run as run_on
 from test_mpi import BIN, CFLAGS, MPICC, OPENMPI, ROOT, SANITIZE, run
@@ -67,7 +66,11 @@ def build(
     assert gen.alltoallv is not None and len(gen.alltoallv.variants) == len(VARIANTS)
     exe = out / "alltoallv_check"
     sources = sorted(str(p) for p in (out / "gen").glob("*.c"))
-    cc([str(mpicc), *CFLAGS, *extra, f"-I{out / 'gen'}", str(HARNESS), *sources, "-o", str(exe)])
+    subprocess.run(
+        [str(mpicc), *CFLAGS, *extra, f"-I{out / 'gen'}", str(HARNESS), *sources, "-o", str(exe)],
+        check=True,
+        timeout=300,
+    )
     text = f"{len(pattern)}\n" + "\n".join(" ".join(map(str, row)) for row in pattern) + "\n"
     (out / "pattern.txt").write_text(text)
     return exe
@@ -191,7 +194,8 @@ def build_cluster(
         generate(CHAIN, variant_specs("receiver-all", None), gen, runtime_scheduler=scheduler)
     exe = out / f"vcheck-{scheduler}-{len(extra)}-{mpicc.parent.parent.name}"
     sources = sorted(str(p) for p in gen.glob("*.c"))
-    cc([str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)])
+    cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
+    subprocess.run(cmd, check=True, timeout=300)
     return exe
 
 

@@ -271,3 +271,30 @@ def test_short_emulated_bench_is_well_formed(tmp_path):
         timeout=60,
     )
     assert "no emulation running" in status.stdout  # torn down after the bench
+
+
+@pytest.mark.mpi
+def test_handoff_bench_times_every_collective_handed_to_the_library(tmp_path):
+    """tuning/bench_handoff.py: every collective of handoff_timer.c runs alone and preloaded
+    (results checked by the timer), and the report shows each preloaded call went to the MPI
+    library, the case the table measures."""
+    script = Path(__file__).resolve().parent.parent / "tuning" / "bench_handoff.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--iters", "50", "--rounds", "1", "-o", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [
+        ln.split(" | ")
+        for ln in proc.stdout.splitlines()
+        if ln.startswith("| ") and "---" not in ln
+    ]
+    ops = {r[0].strip("| ") for r in rows[1:]}
+    assert ops == {"alltoall", "alltoallv", "ialltoall", "allgather", "allreduce", "bcast",
+                   "reduce", "barrier", "scatter"}  # fmt: skip
+    for r in rows[1:]:
+        assert "library" in r[5], r  # "MPI library, chosen by size" or "library: <why>"
+    data = json.loads((tmp_path / "handoff.json").read_text())
+    assert len(data["rows"]) == 9 and all(x["alone_ns"] and x["preloaded_ns"] for x in data["rows"])

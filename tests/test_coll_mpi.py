@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from cbuild import cc
 from test_cluster_mpi import CHAIN, OMPI, SANITIZE, n, run
 from test_mcast import nft_loss_rules
 
@@ -45,7 +44,7 @@ def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = ()) -
     exe = tmp / f"coll_check{len(extra)}{mpicc.parent.parent.name}"
     sources = sorted(str(p) for p in gen.glob("*.c"))
     cmd = [str(mpicc), *CFLAGS, *extra, "-DAAPC_INTERCEPT", f"-I{gen}", str(HARNESS), *sources]
-    cc([*cmd, "-o", str(exe)])
+    subprocess.run([*cmd, "-o", str(exe)], check=True, timeout=300)
     return exe
 
 

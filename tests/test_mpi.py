@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cbuild import cc
 from hypothesis import given, settings
 from trees import switch_trees
 
@@ -60,7 +59,11 @@ def build(
     generate(topo, specs, out / "gen")
     exe = out / program.stem
     sources = sorted(str(p) for p in (out / "gen").glob("*.c"))
-    cc([str(mpicc), *CFLAGS, *extra, f"-I{out / 'gen'}", str(program), *sources, "-o", str(exe)])
+    subprocess.run(
+        [str(mpicc), *CFLAGS, *extra, f"-I{out / 'gen'}", str(program), *sources, "-o", str(exe)],
+        check=True,
+        timeout=300,
+    )
     return exe
 
 
@@ -178,7 +181,7 @@ def test_one_warning_per_communicator_and_cause(tmp_path):
     exe = tmp_path / "warn_once"
     sources = sorted(str(p) for p in (tmp_path / "gen").glob("*.c"))
     cmd = [str(MPICC), *CFLAGS, "-DAAPC_INTERCEPT", f"-I{tmp_path / 'gen'}"]
-    cc([*cmd, str(WARN_ONCE), *sources, "-o", str(exe)])
+    subprocess.run([*cmd, str(WARN_ONCE), *sources, "-o", str(exe)], check=True, timeout=300)
     proc = run(exe, 5)
     assert proc.returncode == 0 and "warn_once: ok" in proc.stdout, proc.stderr[-2000:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
@@ -210,7 +213,7 @@ def test_precomputed_schedule_maps_reordered_and_rejects_same_size_subsets(tmp_p
     common = ROOT / "runtime_c" / "common"
     cmd = [str(mpicc), *CFLAGS, *(SANITIZE if mpi == "mpich" else []), f"-I{common}"]
     sources = [str(COMM_MAP), str(common / "aapc_comm.c"), str(common / "aapc_wait.c")]
-    cc([*cmd, *sources, "-o", str(exe)])
+    subprocess.run([*cmd, *sources, "-o", str(exe)], check=True, timeout=300)
     env = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1"}
     proc = run(exe, 6, mpiexec=mpiexec, env=env)
     assert proc.returncode == 0 and "comm_map: ok" in proc.stdout, proc.stdout + proc.stderr[-3000:]

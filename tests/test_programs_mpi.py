@@ -16,10 +16,10 @@ routine to.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
-from cbuild import cc
 from test_misuse import (
     CFLAGS,
     FLAVOURS,
@@ -68,7 +68,7 @@ def unsanitized(build: Build, program: str) -> Path:
     if not exe.exists():
         cmd = [str(build.mpi.mpicc), *CFLAGS, "-DAAPC_INTERCEPT", f"-I{build.gen}"]
         sources = [str(C / f"{program}.c"), *map(str, sorted(build.gen.glob("*.c")))]
-        cc([*cmd, *sources, "-o", str(exe)], timeout=600)
+        subprocess.run([*cmd, *sources, "-o", str(exe)], check=True, timeout=600)
     return exe
 
 

@@ -19,7 +19,6 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from cbuild import cc
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -82,7 +81,11 @@ pytestmark = pytest.mark.mpi
 def build(out: Path, program: Path = CHECK, mpicc: Path = MPICC, extra: tuple = ()) -> Path:
     exe = out / f"{program.stem}{'-'.join(('',) + tuple(x.strip('-=,') for x in extra))}"
     sources = sorted(str(p) for p in SHM.glob("*.c"))
-    cc([str(mpicc), *CFLAGS, *extra, f"-I{SHM}", str(program), *sources, "-o", str(exe)])
+    subprocess.run(
+        [str(mpicc), *CFLAGS, *extra, f"-I{SHM}", str(program), *sources, "-o", str(exe)],
+        check=True,
+        timeout=300,
+    )
     return exe
 
 
