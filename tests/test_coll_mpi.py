@@ -156,6 +156,27 @@ def test_rings_among_the_leaders(exe):
     assert "leader-based, shared segment" in served["MPI_Allreduce"], served  # the matrices
 
 
+def test_allreduce_in_lanes(exe):
+    """AAPC_ALLREDUCE=lanes: every local rank a ring over the tree on its slice, on 3 machines
+    of 2 ranks placed round robin (lanes in machine order, not rank order), down to vectors
+    shorter than the lanes and rings (empty slices and chunks), in place too; machines of
+    unequal sizes (MIXED) have no lanes and take the leaders' ring; the non-commutative
+    matrices keep the library's step."""
+    env = {"AAPC_REPORT": "1", "AAPC_ALLREDUCE": "lanes", "COLL_CHECK_ONLY": "reductions"}
+    lanes = "leader-based, shared segment, lanes: a ring per local rank"
+    proc = run(exe, n(3, 7, 11, 3, 7, 11), env=env)
+    passed(proc, 200)
+    served = sections(proc.stderr)
+    world = next(h for h in served if "(MPI_COMM_WORLD)" in h)
+    assert lanes in served[world]["MPI_Allreduce"], served[world]
+    assert "leader-based, shared segment" in served[world]["MPI_Allreduce"]  # the matrices
+    proc = run(exe, MIXED, env=env)
+    passed(proc, 200)
+    world = next(h for h in sections(proc.stderr) if "(MPI_COMM_WORLD)" in h)
+    got = sections(proc.stderr)[world]["MPI_Allreduce"]
+    assert lanes not in got and "leader-based, shared segment, ring among the leaders" in got
+
+
 def test_pipelined_chain_among_the_leaders(exe):
     """Bcast's and Reduce's leaders as a pipelined chain over the tree (AAPC_BCAST=chain,
     AAPC_REDUCE=chain) in chunks of 1000 bytes (AAPC_COLL_CHAIN_CHUNK): messages of one chunk,

@@ -4,7 +4,8 @@ MPI_Scatter and MPI_Scatterv, MPICH's (its default and a few of its algorithms f
 MPIR_CVAR_<OP>_INTRA_ALGORITHM) beside ours (AAPC_<OP>=hier: the machine's ranks through shared
 memory, the leaders across machines with the library's collective; ring: the leaders in a ring
 over the tree; phased: Allgather's leaders in the tree's phases; mcast: the leaders over IP
-multicast; AAPC_<OP>=auto: the selection), per size, in one table per operation. Scatter and
+multicast; lanes: Allreduce with every local rank a ring on a slice; AAPC_<OP>=auto: the
+selection), per size, in one table per operation. Scatter and
 Scatterv (root 0) send every rank a block of the size, Scatterv with every count the same.
 
     sudo flock -x /tmp/aapc-cpu.lock flock /tmp/aapc-mpi.lock .venv/bin/python \\
@@ -119,13 +120,13 @@ MPICH_ALGORITHMS = {
 OURS_BY_OP = {  # ours forced (AAPC_<OP>=...), then the selection
     "bcast": ("hier", "ring", "chain", "mcast", "auto"),
     "allgather": ("hier", "ring", "phased", "mcast", "auto"),
-    "allreduce": ("hier", "ring", "auto"),
+    "allreduce": ("hier", "ring", "lanes", "auto"),
     "reduce": ("hier", "chain", "auto"),
     "barrier": ("hier", "auto"),
     "scatter": ("hier", "mcast", "auto"),
     "scatterv": ("hier", "auto"),
 }
-OURS = ("hier", "ring", "phased", "chain", "mcast", "auto")
+OURS = ("hier", "ring", "phased", "chain", "mcast", "lanes", "auto")
 OURS_ONE_MACHINE = ("hier", "auto")  # ring, phased, mcast: between machines
 DEFAULT_TOPOLOGY = "topologies/two-switch-4-4.yaml"
 DEFAULT_SIZES = "8,64,512,4K,32K,256K,1M,4M"

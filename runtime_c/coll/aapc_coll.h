@@ -47,6 +47,9 @@ typedef struct aapc_coll_layout {
     MPI_Comm node;    /* my machine's ranks, in rank order */
     MPI_Comm leaders; /* local rank 0 of every machine, in machine order (MPI_COMM_NULL on
                          other ranks) */
+    MPI_Comm lanes;   /* local rank i of every machine, in machine order, where every machine
+                         runs the same number r_max > 1 of ranks (MPI_COMM_NULL otherwise):
+                         the Allreduce's lanes (aapc_coll_lanes.c) */
 } aapc_coll_layout_t;
 
 /* The layout of comm: its machines numbered and its ranks in machine order (local work, on
@@ -95,7 +98,8 @@ enum aapc_coll_step {
     AAPC_STEP_RING,
     AAPC_STEP_PHASED,
     AAPC_STEP_MCAST,
-    AAPC_STEP_CHAIN
+    AAPC_STEP_CHAIN,
+    AAPC_STEP_LANES /* Allreduce: every local rank a ring of its own on a slice (lanes) */
 };
 
 /* The hierarchical algorithms on a layout: MPI semantics (MPI_IN_PLACE where MPI allows it,
@@ -123,6 +127,13 @@ int aapc_coll_ring_allgatherv(const aapc_coll_layout_t *l, void *buf, const int 
                               const int *displs, MPI_Datatype type);
 int aapc_coll_ring_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
                              MPI_Datatype type, MPI_Op op);
+/* The same ring among the ranks of `ring`, a communicator of one rank per machine in machine
+   order (the leaders, or a lane). */
+int aapc_coll_ring_allreduce_on(const aapc_coll_layout_t *l, MPI_Comm ring, void *buf, int count,
+                                MPI_Datatype type, MPI_Op op);
+/* Allreduce in lanes (commutative operations, l->lanes set): aapc_coll_lanes.c. */
+int aapc_coll_lanes_allreduce(const aapc_coll_layout_t *l, const void *sendbuf, void *recvbuf,
+                              int count, MPI_Datatype type, MPI_Op op);
 int aapc_coll_ring_bcast(const aapc_coll_layout_t *l, void *buf, int count, MPI_Datatype type,
                          int root_machine);
 /* The leaders' Bcast from the leader of root_machine, and their Allgather of one part of count

@@ -3,10 +3,11 @@
  *
  * From the machine of every rank (common/aapc_cluster_comm.c, gathered once per communicator
  * and shared with the all-to-all), number the machines in the order of their lowest rank, list
- * each machine's ranks in rank order, and split the communicator's private duplicate twice:
- * node (the ranks of my machine) and leaders (the lowest rank of every machine, in machine
- * order). Any placement: blocks, round robin, unequal counts, subsets.
- * Cost: O(P) local work and memory per rank on the first use of a communicator; two
+ * each machine's ranks in rank order, and split the communicator's private duplicate: node
+ * (the ranks of my machine), leaders (the lowest rank of every machine, in machine order) and,
+ * where every machine runs the same number R > 1 of ranks, lanes (local rank i of every
+ * machine, in machine order). Any placement: blocks, round robin, unequal counts, subsets.
+ * Cost: O(P) local work and memory per rank on the first use of a communicator; two or three
  * MPI_Comm_split and the shared-memory probe of the node communicator on its first call that
  * runs a leader-based algorithm; later calls, one attribute lookup.
  * Also the helpers the algorithms share: a rank's place on its machine, typed buffers.
@@ -31,6 +32,8 @@ static void layout_free(void *p)
         PMPI_Comm_free(&l->node);
     if (l->leaders != MPI_COMM_NULL)
         PMPI_Comm_free(&l->leaders);
+    if (l->lanes != MPI_COMM_NULL)
+        PMPI_Comm_free(&l->lanes);
     free(l->count);
     free(l->first);
     free(l->order);
@@ -129,9 +132,16 @@ int aapc_coll_layout_connect(aapc_coll_layout_t *l)
         (rc = PMPI_Comm_split(l->dup, l->local == 0 ? 0 : MPI_UNDEFINED, l->mine,
                               &l->leaders)) != MPI_SUCCESS)
         return rc;
+    int equal = l->r_max > 1;
+    for (int k = 0; k < l->n && equal; k++)
+        equal = l->count[k] == l->r_max;
+    if (equal && (rc = PMPI_Comm_split(l->dup, l->local, l->mine, &l->lanes)) != MPI_SUCCESS)
+        return rc;
     aapc_args_private_returns(l->node);
     if (l->leaders != MPI_COMM_NULL)
         aapc_args_private_returns(l->leaders);
+    if (l->lanes != MPI_COMM_NULL)
+        aapc_args_private_returns(l->lanes);
     if ((rc = aapc_hier_segment_shared(l->node, &l->shared)) == MPI_SUCCESS && l->shared)
         rc = aapc_shm_channels_open(l->node); /* the point-to-point steps on the machine */
     if (rc == MPI_SUCCESS)
@@ -157,7 +167,7 @@ int aapc_coll_layout(const aapc_cluster_t *cluster, MPI_Comm comm, const char *n
         l->size = cc->size;
         l->rank = cc->rank;
         l->dup = cc->dup;
-        l->node = l->leaders = MPI_COMM_NULL;
+        l->node = l->leaders = l->lanes = MPI_COMM_NULL;
         if ((rc = number_machines(l, cc->all_known ? cc->rank_machine : NULL,
                                   cc->cluster->n_machines)) != MPI_SUCCESS) {
             layout_free(l);

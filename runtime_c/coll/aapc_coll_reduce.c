@@ -9,6 +9,8 @@
  *      vectors and commutative operations a ring reduce-scatter and allgather over the tree
  *      (aapc_coll_ring.c);
  *   3. every leader broadcasts the result to its ranks through the segment.
+ *   With every machine running the same number of ranks the leaders' step can instead be R
+ *   lanes, every rank a ring of its own on a slice (aapc_coll_lanes.c, AAPC_ALLREDUCE=lanes).
  *   Cost: T_shmreduce,R(n) + T_allreduce,N(n) + T_shm(n), against the library's
  *   T_allreduce,P(n): log2 N instead of log2(R N) message steps for short vectors, and one
  *   reduce-scatter/allgather among N senders instead of R N for long ones.
@@ -41,6 +43,10 @@ int aapc_coll_allreduce(const aapc_coll_layout_t *l, enum aapc_coll_step step,
                         MPI_Op op)
 {
     int rc;
+    if (step == AAPC_STEP_LANES && l->lanes != MPI_COMM_NULL)
+        return aapc_coll_lanes_allreduce(l, sendbuf, recvbuf, count, type, op);
+    if (step == AAPC_STEP_LANES)
+        step = AAPC_STEP_RING; /* machines of different sizes: the leaders' ring */
     if (l->local != 0 && sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
     if ((rc = reduce_on_machine(l, sendbuf, recvbuf, count, type, op)) != MPI_SUCCESS)

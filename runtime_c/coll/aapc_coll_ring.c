@@ -62,6 +62,12 @@ static int *chunk_table(const aapc_coll_layout_t *l, int count)
 int aapc_coll_ring_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
                              MPI_Datatype type, MPI_Op op)
 {
+    return aapc_coll_ring_allreduce_on(l, l->leaders, buf, count, type, op);
+}
+
+int aapc_coll_ring_allreduce_on(const aapc_coll_layout_t *l, MPI_Comm ring, void *buf, int count,
+                                MPI_Datatype type, MPI_Op op)
+{
     MPI_Aint lb, extent;
     int rc, first, len;
     if ((rc = PMPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS)
@@ -78,7 +84,7 @@ int aapc_coll_ring_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
         chunk(count, l->n, in, &first, &len);
         char *mine = (char *)buf + (MPI_Aint)first * extent;
         rc = PMPI_Sendrecv((char *)buf + (MPI_Aint)ofirst * extent, olen, type, right, 4, in_buf,
-                           len, type, left, 4, l->leaders, MPI_STATUS_IGNORE);
+                           len, type, left, 4, ring, MPI_STATUS_IGNORE);
         if (rc == MPI_SUCCESS && len > 0)
             rc = PMPI_Reduce_local(in_buf, mine, len, type, op);
     }
@@ -89,7 +95,7 @@ int aapc_coll_ring_allreduce(const aapc_coll_layout_t *l, void *buf, int count,
         chunk(count, l->n, out, &ofirst, &olen);
         chunk(count, l->n, in, &first, &len);
         rc = PMPI_Sendrecv((char *)buf + (MPI_Aint)ofirst * extent, olen, type, right, 5,
-                           (char *)buf + (MPI_Aint)first * extent, len, type, left, 5, l->leaders,
+                           (char *)buf + (MPI_Aint)first * extent, len, type, left, 5, ring,
                            MPI_STATUS_IGNORE);
     }
     free(tmp);

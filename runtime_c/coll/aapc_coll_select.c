@@ -10,8 +10,9 @@
  *       allow, the leaders' step the library's collective; ring (Bcast, Allgather,
  *       Allreduce): the leaders in a ring over the tree; phased (Allgather): the leaders in
  *       the tree's phases; mcast (Bcast, Allgather, Scatter): the leaders over IP multicast;
- *       chain (Bcast, Reduce): the leaders in a pipelined chain over the tree; auto (unset):
- *       the rule below.
+ *       chain (Bcast, Reduce): the leaders in a pipelined chain over the tree; lanes
+ *       (Allreduce): every local rank a ring over the tree on a slice (aapc_coll_lanes.c;
+ *       machines of different sizes: the leaders' ring); auto (unset): the rule below.
  *   AAPC_DISABLE=bcast,allreduce,...  the named entries are the MPI library's (as native).
  *   AAPC_COLL_MIN_<COLL>, AAPC_COLL_RING_MIN, AAPC_COLL_PHASED_MIN, AAPC_COLL_CHAIN_MIN,
  *       AAPC_COLL_MAX_BYTES: the rule's sizes (rule() below; each rank's own only where the
@@ -74,7 +75,7 @@ static int is_scatter(int c)
 /* LIBRARY: the MPI library's routine; ours with the leaders' step the library's (HIER), a ring
    (RING), the tree's phases (PHASED), IP multicast (MCAST) or a pipelined chain (CHAIN, Bcast
    and Reduce); AUTO: the rule decides. */
-enum way { LIBRARY, HIER, RING, PHASED, MCAST, CHAIN, AUTO };
+enum way { LIBRARY, HIER, RING, PHASED, MCAST, CHAIN, LANES, AUTO };
 
 /* The length of the name at p in a comma-separated list. */
 static size_t item_len(const char *p)
@@ -110,12 +111,15 @@ static void parse_settings(enum way way[NCOLL])
             way[c] = PHASED;
         } else if (strcmp(v, "chain") == 0 && (c == BCAST || c == REDUCE)) {
             way[c] = CHAIN;
+        } else if (strcmp(v, "lanes") == 0 && c == ALLREDUCE) {
+            way[c] = LANES;
         } else if (strcmp(v, "mcast") == 0 && (c == BCAST || c == ALLGATHER || c == SCATTER)) {
             way[c] = MCAST;
         } else {
-            fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s%s%s, auto; using auto\n",
+            fprintf(stderr, "aapcgen: %s=%s is not one of native, hier%s%s%s%s%s, auto; using auto\n",
                     setting_of[c], v, has_ring(c) ? ", ring" : "",
                     c == ALLGATHER ? ", phased" : "", c == BCAST || c == REDUCE ? ", chain" : "",
+                    c == ALLREDUCE ? ", lanes" : "",
                     c == BCAST || c == ALLGATHER || c == SCATTER ? ", mcast" : "");
             way[c] = AUTO;
         }
@@ -373,6 +377,7 @@ static int reducible(MPI_Op op, MPI_Datatype t, const aapc_coll_layout_t *l)
 static enum aapc_coll_step step_of(enum way way)
 {
     return way == RING     ? AAPC_STEP_RING
+           : way == LANES  ? AAPC_STEP_LANES
            : way == PHASED ? AAPC_STEP_PHASED
            : way == MCAST  ? AAPC_STEP_MCAST
            : way == CHAIN  ? AAPC_STEP_CHAIN
@@ -408,6 +413,7 @@ static int done(double t0, enum coll c, enum way way, const char *why,
                  : way == PHASED     ? ", phases among the leaders"
                  : way == RING       ? ", ring among the leaders"
                  : way == CHAIN      ? ", pipelined chain among the leaders"
+                 : way == LANES      ? ", lanes: a ring per local rank"
                  : way == MCAST      ? ", multicast among the leaders"
                                      : "");
     return aapc_report_own(t0, routine_of[c], what, bytes < 0 ? 0 : bytes, comm, rc);
@@ -515,8 +521,11 @@ int aapc_coll_allreduce_entry(const aapc_cluster_t *cluster, const char *name,
         (rc = refuse_aliased(aapc_alias_reduce(sendbuf, recvbuf, count, 1), "MPI_Allreduce", comm,
                              &way, &why)) != MPI_SUCCESS)
         return done(t0, ALLREDUCE, way, why, l, 0, rc, bytes, comm);
-    if (way == RING && (PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS || !commutative))
-        way = HIER; /* the ring combines in ring order */
+    if ((way == RING || way == LANES) &&
+        (PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS || !commutative))
+        way = HIER; /* the rings combine in ring order */
+    if (way == LANES && l->lanes == MPI_COMM_NULL)
+        way = RING; /* machines of different sizes: no lanes, the leaders' ring */
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
         rc = way != LIBRARY
