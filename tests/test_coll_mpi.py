@@ -163,18 +163,24 @@ def test_allreduce_in_lanes(exe):
     unequal sizes (MIXED) have no lanes and take the leaders' ring; the non-commutative
     matrices keep the library's step."""
     env = {"AAPC_REPORT": "1", "AAPC_ALLREDUCE": "lanes", "COLL_CHECK_ONLY": "reductions"}
+    env["COLL_CHECK_COMMS"] = "world,reversed,parity"  # parity: one rank per machine
     lanes = "leader-based, shared segment, lanes: a ring per local rank"
     proc = run(exe, n(3, 7, 11, 3, 7, 11), env=env)
-    passed(proc, 200)
+    passed(proc, 300)
     served = sections(proc.stderr)
-    world = next(h for h in served if "(MPI_COMM_WORLD)" in h)
-    assert lanes in served[world]["MPI_Allreduce"], served[world]
-    assert "leader-based, shared segment" in served[world]["MPI_Allreduce"]  # the matrices
+    six = next(v for h, v in served.items() if " of 6 ranks" in h)  # WORLD and its reversal
+    assert lanes in six["MPI_Allreduce"], six
+    assert "library: the operation and datatype" in six["MPI_Allreduce"]  # round robin matrices
+    # sub-communicators with one rank per machine or unequal machines: no lanes
+    assert all(
+        lanes not in v.get("MPI_Allreduce", set()) for h, v in served.items() if v is not six
+    )
     proc = run(exe, MIXED, env=env)
     passed(proc, 200)
-    world = next(h for h in sections(proc.stderr) if "(MPI_COMM_WORLD)" in h)
-    got = sections(proc.stderr)[world]["MPI_Allreduce"]
-    assert lanes not in got and "leader-based, shared segment, ring among the leaders" in got
+    served = sections(proc.stderr)
+    five = next(v for h, v in served.items() if " of 5 ranks" in h)
+    assert "leader-based, shared segment, ring among the leaders" in five["MPI_Allreduce"], five
+    assert all(lanes not in v.get("MPI_Allreduce", set()) for v in served.values())
 
 
 def test_pipelined_chain_among_the_leaders(exe):
