@@ -53,26 +53,3 @@ def test_generated_directory_builds_against_runtime_c(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 0 and "plain_alltoall: ok" in proc.stdout, proc.stderr
-
-
-def test_sources_compile_one_per_process_and_a_failure_is_named(tmp_path):
-    """compile_objects: one object per source (same-named sources from two folders do not
-    overwrite each other), in the sources' order; the first broken source is the one
-    reported, with the compiler's message."""
-    from aapcgen.codegen.compile import compile_objects
-
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    good = [tmp_path / "a" / "x.c", tmp_path / "b" / "x.c", tmp_path / "a" / "y.c"]
-    for i, src in enumerate(good):
-        src.write_text(f"int f{i}(void) {{ return {i}; }}\n")
-    objects, failed = compile_objects("cc", ["-std=c11", "-Werror"], good, tmp_path / "o", 2)
-    assert failed is None
-    assert len(set(objects)) == 3 and all(o.stat().st_size > 0 for o in objects)
-    nm = subprocess.run(["nm", str(objects[1])], capture_output=True, text=True, check=True)
-    assert " f1" in nm.stdout  # the second object is b/x.c's, not a/x.c's again
-    bad = tmp_path / "a" / "bad.c"
-    bad.write_text("int g(void) { return undeclared_thing; }\n")
-    _, failed = compile_objects("cc", ["-std=c11"], [*good, bad], tmp_path / "o2", 2)
-    assert failed is not None and str(bad) in failed.cmd
-    assert "undeclared_thing" in failed.proc.stderr

@@ -36,7 +36,6 @@ from aapcgen.alltoall.variants import (
     variant_spec,
 )
 from aapcgen.alltoallv.schedule import run_scheduler
-from aapcgen.codegen.compile import compile_objects, default_jobs
 from aapcgen.codegen.render import (
     AlltoallvCode,
     RankTables,
@@ -285,13 +284,6 @@ def compile_failed(cmd: list[str], proc: subprocess.CompletedProcess[str], kept:
     )
 
 
-def keep_log(folder: Path, cmd: list[str], proc: subprocess.CompletedProcess[str]) -> None:
-    """Write a failed command and its whole output beside the sources it was given."""
-    (folder / COMPILE_LOG).write_text(
-        f"$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}", encoding="utf-8"
-    )
-
-
 def build_library(
     topo: Topology,
     specs: list[VariantSpec],
@@ -312,29 +304,24 @@ def build_library(
         sources = sorted(str(f) for f in gen.files if f.suffix == ".c")
         flags = ["-std=c11", "-O2", "-fPIC", "-DAAPC_INTERCEPT", f"-I{tmp}"]
         output = output.resolve()
-        jobs = default_jobs()
-        progress(f"{shlex.join([mpicc, *flags[:3]])} -c ... ({len(sources)} files, {jobs} at once)")
-        try:
-            objects, failed = compile_objects(mpicc, flags, sources, tmp / "obj", jobs)
-        except OSError as exc:
-            raise AapcError(f"cannot run {mpicc}: {exc.strerror or exc}; {MPI_HINT}") from None
-        if failed is not None:
-            keep_log(tmp, failed.cmd, failed.proc)
-            raise compile_failed(failed.cmd, failed.proc, tmp)
-        objs = [str(o) for o in objects]
         if output.suffix == ".so":
             # -ldl: dladdr (runtime_c/nbc/aapc_nbc_caller.c) on a glibc older than 2.34
-            link = [mpicc, *flags, "-shared", *objs, "-ldl", "-o", str(output)]
+            commands = [[mpicc, *flags, "-shared", *sources, "-ldl", "-o", str(output)]]
         else:
-            link = ["ar", "rcs", str(output), *objs]
-        progress(shlex.join(link[:3] + ["..."]))
-        try:
-            proc = subprocess.run(link, capture_output=True, text=True)
-        except OSError as exc:
-            raise AapcError(f"cannot run {link[0]}: {exc.strerror or exc}; {MPI_HINT}") from None
-        if proc.returncode != 0:
-            keep_log(tmp, link, proc)
-            raise compile_failed(link, proc, tmp)
+            objects = [str(tmp / (Path(s).stem + ".o")) for s in sources]
+            commands = [[mpicc, *flags, "-c", s, "-o", o] for s, o in zip(sources, objects)]
+            commands.append(["ar", "rcs", str(output), *objects])
+        for cmd in commands:
+            progress(shlex.join(cmd[:3] + ["..."]))
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+            except OSError as exc:
+                raise AapcError(f"cannot run {cmd[0]}: {exc.strerror or exc}; {MPI_HINT}") from None
+            if proc.returncode != 0:
+                (tmp / COMPILE_LOG).write_text(
+                    f"$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}", encoding="utf-8"
+                )
+                raise compile_failed(cmd, proc, tmp)
     except AapcError as exc:
         if (tmp / COMPILE_LOG).exists():
             raise exc  # the folder stays: the error names it
