@@ -10,7 +10,11 @@ machine". Each round runs the timer alone and preloaded, in alternating order; t
 the medians over the rounds of the time per call, their difference and ratio.
 
     flock -x /tmp/aapc-cpu.lock .venv/bin/python tuning/bench_handoff.py [--iters 200000] \\
-        [--rounds 7] [-o DIR]
+        [--rounds 7] [--lib LABEL=libaapc.so ...] [-o DIR]
+
+--lib times libraries built elsewhere (another version: `aapcgen build` of the one-switch
+topology above, machines n0 and n1) in the same rounds, a column each, instead of building this
+checkout's.
 """
 
 from __future__ import annotations
@@ -68,22 +72,28 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--iters", type=int, default=200000)
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--lib", action="append", default=[], help="LABEL=PATH, repeatable")
     p.add_argument("-o", "--output")
     a = p.parse_args()
+    given = dict(x.split("=", 1) for x in a.lib if "=" in x)
+    if len(given) != len(a.lib):
+        p.error("--lib: give LABEL=PATH")
     with tempfile.TemporaryDirectory(prefix="aapc-handoff-") as tmp:
         topo, lib, exe = Path(tmp) / "t.yaml", Path(tmp) / "libaapc.so", Path(tmp) / "timer"
         topo.write_text(TOPOLOGY)
-        build = [str(BIN / "aapcgen"), "build", str(topo), "-o", str(lib)]
-        subprocess.run(build, check=True, capture_output=True, timeout=600)
+        if not given:
+            build = [str(BIN / "aapcgen"), "build", str(topo), "-o", str(lib)]
+            subprocess.run(build, check=True, capture_output=True, timeout=600)
+            given = {"preloaded": str(lib)}
         cc = [str(BIN / "mpicc"), "-std=c11", "-O2", str(ROOT / "runtime_c/bench/handoff_timer.c")]
         subprocess.run([*cc, "-o", str(exe)], check=True, timeout=300)
-        preload = {"LD_PRELOAD": str(lib)}
-        _, report = run(command(exe, 1000, {**preload, "AAPC_REPORT": "1"}))
+        first = next(iter(given.values()))
+        _, report = run(command(exe, 1000, {"LD_PRELOAD": first, "AAPC_REPORT": "1"}))
         served = routines(report)
-        samples: dict[str, dict[str, list[float]]] = {"alone": {}, "preloaded": {}}
+        modes = [("alone", {})] + [(k, {"LD_PRELOAD": v}) for k, v in given.items()]
+        samples: dict[str, dict[str, list[float]]] = {m: {} for m, _ in modes}
         for rnd in range(a.rounds):
-            order = [("alone", {}), ("preloaded", preload)]
-            for mode, env in order if rnd % 2 == 0 else order[::-1]:
+            for mode, env in modes if rnd % 2 == 0 else modes[::-1]:
                 times, _ = run(command(exe, a.iters, env))
                 for op, ns in times.items():
                     samples[mode].setdefault(op, []).append(ns)
@@ -93,14 +103,22 @@ def main() -> int:
         f"Per call, 2 ranks on 2 machines (a core each), 8-byte arguments, {a.iters} calls per "
         f"collective, median of {a.rounds} rounds (ns)"
     )
-    print(
-        "| collective | MPI library alone | preloaded | difference | preloaded / alone | routine (report) |"
-    )
-    print("|---|---|---|---|---|---|")
+    libs = list(given)
+    head = ["collective", "MPI library alone"]
+    for k in libs:
+        head += [k, "difference", f"{k} / alone"]
+    print("| " + " | ".join([*head, "routine (report)"]) + " |")
+    print("|" + "---|" * (len(head) + 1))
     for op, alone in samples["alone"].items():
-        x, y = statistics.median(alone), statistics.median(samples["preloaded"][op])
-        rows.append({"op": op, "alone_ns": alone, "preloaded_ns": samples["preloaded"][op]})
-        print(f"| {op} | {x:.0f} | {y:.0f} | {y - x:+.0f} | {y / x:.3f} | {served.get(op, '?')} |")
+        x = statistics.median(alone)
+        cells = [op, f"{x:.0f}"]
+        row = {"op": op, "alone_ns": alone}
+        for k in libs:
+            y = statistics.median(samples[k][op])
+            cells += [f"{y:.0f}", f"{y - x:+.0f}", f"{y / x:.3f}"]
+            row[f"{k}_ns"] = samples[k][op]
+        rows.append(row)
+        print("| " + " | ".join([*cells, served.get(op, "?")]) + " |")
     if a.output:
         out = Path(a.output)
         out.mkdir(parents=True, exist_ok=True)

@@ -706,12 +706,12 @@ static long long block_bytes(const void *sendbuf, int sendcount, MPI_Datatype se
    can run (`possible`: leaders need several ranks on every machine); -1: unset, not possible on
    this communicator, or not a way of this routine (the library under a runtime-* variant: said
    once, as an unknown name is). */
-static int forced_way(MPI_Comm comm, unsigned routine_ways, unsigned possible)
+static int forced_way(const aapc_cluster_comm_t *cc, unsigned routine_ways, unsigned possible)
 {
     static int warned = 0;
-    const char *e = aapc_setting(comm, "AAPC_WAY");
-    int w = aapc_way_forced(e);
-    if (w == -1)
+    const char *e = NULL;
+    int w = aapc_way_env(&e);
+    if (w == -1 || !cc->settings_agreed) /* ranks whose settings differ: none forced */
         return -1;
     if (w >= 0 && (routine_ways & (1u << w)))
         return possible & (1u << w) ? w : -1;
@@ -747,8 +747,15 @@ static int select_way(const aapc_cluster_t *cl, const char *name, unsigned ways,
         *way = AAPC_WAY_PHASES; /* every sibling runs together whatever its block size */
         return MPI_SUCCESS;
     }
-    int forced = forced_way(comm, ways, aapc_ways_possible(shape));
-    *way = forced >= 0 ? forced : aapc_way_choose(cl->model, shape, (double)b, ways);
+    int forced = forced_way(cc, ways, aapc_ways_possible(shape));
+    if (forced >= 0) {
+        *way = forced;
+    } else if (cc->memo_set && cc->memo_bytes == b && cc->memo_ways == ways) {
+        *way = cc->memo_way; /* an application repeats its sizes: the model once per size */
+    } else {
+        *way = aapc_way_choose(cl->model, shape, (double)b, ways);
+        cc->memo_set = 1, cc->memo_bytes = b, cc->memo_ways = ways, cc->memo_way = *way;
+    }
     return MPI_SUCCESS;
 }
 

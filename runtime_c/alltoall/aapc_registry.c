@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "aapc_registry.h"
+#include "aapc_cluster_comm.h" /* aapc_cluster_comm_agreed */
 #include "aapc_settings.h"
 
 #include "aapc_comm.h" /* aapc_closest_names */
@@ -73,12 +74,27 @@ static aapc_alltoall_fn resolve(const char *wanted, const char *default_variant)
     return default_fn;
 }
 
+/* getenv("AAPC_VARIANT"), read once per process: a call reads no environment. */
+static const char *variant_env(void)
+{
+    static int read = 0; /* threads that race read and store the same value */
+    static const char *value = NULL;
+    if (!__atomic_load_n(&read, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&value, getenv("AAPC_VARIANT"), __ATOMIC_RELAXED);
+        __atomic_store_n(&read, 1, __ATOMIC_RELEASE);
+    }
+    return __atomic_load_n(&value, __ATOMIC_RELAXED);
+}
+
 aapc_alltoall_fn aapc_variant_lookup(const char *default_variant)
 {
-    return resolve(getenv("AAPC_VARIANT"), default_variant);
+    return resolve(variant_env(), default_variant);
 }
 
 aapc_alltoall_fn aapc_variant_for(MPI_Comm comm, const char *default_variant)
 {
-    return resolve(aapc_setting(comm, "AAPC_VARIANT"), default_variant);
+    const char *v = variant_env();
+    if (v == NULL || *v == '\0') /* unset: the default whatever the other ranks have */
+        return resolve(NULL, default_variant);
+    return resolve(aapc_cluster_comm_agreed(comm) == 0 ? NULL : v, default_variant);
 }

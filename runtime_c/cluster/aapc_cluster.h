@@ -253,6 +253,9 @@ int aapc_way_named(const char *name);
    the name of a way (the caller says so once and chooses by size). */
 #define AAPC_WAY_UNKNOWN (-2)
 int aapc_way_forced(const char *value);
+/* aapc_way_forced(getenv("AAPC_WAY")), read once per process (a call the library serves reads
+   no environment); *text (if not NULL): the variable's value. */
+int aapc_way_env(const char **text);
 
 /* position[m]: the place of machine m in the switch tree's depth-first order (from the first
    switch, children in link order, a switch's own machines before its child switches), so the

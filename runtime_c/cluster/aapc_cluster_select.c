@@ -54,6 +54,7 @@
  */
 #include <math.h> /* INFINITY */
 #include <stddef.h>
+#include <stdlib.h> /* getenv */
 #include <string.h>
 
 #include "aapc_cluster.h"
@@ -248,4 +249,20 @@ int aapc_way_forced(const char *value)
         return -1;
     int w = aapc_way_named(value);
     return w >= 0 ? w : AAPC_WAY_UNKNOWN;
+}
+
+int aapc_way_env(const char **text)
+{
+    static int way = -3; /* not read yet; threads that race read and store the same values */
+    static const char *value = NULL;
+    int w = __atomic_load_n(&way, __ATOMIC_ACQUIRE);
+    if (w == -3) {
+        const char *v = getenv("AAPC_WAY");
+        __atomic_store_n(&value, v, __ATOMIC_RELAXED);
+        w = aapc_way_forced(v);
+        __atomic_store_n(&way, w, __ATOMIC_RELEASE);
+    }
+    if (text != NULL)
+        *text = __atomic_load_n(&value, __ATOMIC_RELAXED);
+    return w;
 }

@@ -43,6 +43,8 @@ typedef struct aapc_coll_layout {
                        together, so a ring step crosses each switch link once each way) */
     int ring_pos;   /* my machine's place in that ring */
     int connected;  /* node, leaders and shared are set (aapc_coll_layout_connect) */
+    int agreed;     /* the ranks' settings agree (aapc_cluster_comm_agreed, kept here so a
+                       call the library serves looks it up once) */
     MPI_Comm dup;     /* the communicator's private duplicate (common/aapc_cluster_comm.h) */
     MPI_Comm node;    /* my machine's ranks, in rank order */
     MPI_Comm leaders; /* local rank 0 of every machine, in machine order (MPI_COMM_NULL on

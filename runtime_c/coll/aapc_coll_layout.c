@@ -167,6 +167,7 @@ int aapc_coll_layout(const aapc_cluster_t *cluster, MPI_Comm comm, const char *n
         l->size = cc->size;
         l->rank = cc->rank;
         l->dup = cc->dup;
+        l->agreed = cc->rank_machine == NULL ? -1 : cc->settings_agreed;
         l->node = l->leaders = l->lanes = MPI_COMM_NULL;
         if ((rc = number_machines(l, cc->all_known ? cc->rank_machine : NULL,
                                   cc->cluster->n_machines)) != MPI_SUCCESS) {

@@ -38,6 +38,7 @@
  * Cost of a call handed to the library: an attribute lookup and a few comparisons.
  */
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,18 +140,19 @@ static void parse_settings(enum way way[NCOLL])
 
 /* The way the settings force for collective c on comm (AUTO: none; also when the ranks of
    comm have different settings: common/aapc_settings.h, said when they were gathered). */
-static enum way forced(MPI_Comm comm, enum coll c)
+static enum way forced(const aapc_coll_layout_t *l, enum coll c)
 {
     static aapc_mutex_t lock = AAPC_MUTEX_INIT;
-    static int parsed = 0;
+    static atomic_int parsed = 0;
     static enum way way[NCOLL];
-    aapc_lock(&lock);
-    if (!parsed)
-        parse_settings(way);
-    parsed = 1;
-    enum way w = way[c];
-    aapc_unlock(&lock);
-    return aapc_cluster_comm_agreed(comm) == 0 ? AUTO : w;
+    if (!atomic_load_explicit(&parsed, memory_order_acquire)) { /* once per process */
+        aapc_lock(&lock);
+        if (!atomic_load_explicit(&parsed, memory_order_relaxed))
+            parse_settings(way);
+        atomic_store_explicit(&parsed, 1, memory_order_release);
+        aapc_unlock(&lock);
+    }
+    return l->agreed == 0 ? AUTO : way[c];
 }
 
 /* A size setting read once: its value, or dflt when unset or not a number >= 0 (said once), or
@@ -262,13 +264,13 @@ static int choose(enum coll c, const aapc_cluster_t *cluster, const char *name, 
                                                                       : "machines not known";
         return rc;
     }
-    enum way f = forced(comm, c);
+    enum way f = forced(*l, c);
     *why = f == LIBRARY ? "AAPC_DISABLE or native" : NULL;
     if (aapc_shm_windows_unsafe()) { /* ours would make shared windows */
         *why = "Open MPI under MPI_THREAD_MULTIPLE";
         return MPI_SUCCESS;
     }
-    *way = f == AUTO ? rule(c, *l, bytes, aapc_cluster_comm_agreed(comm) != 0, why) : f;
+    *way = f == AUTO ? rule(c, *l, bytes, (*l)->agreed != 0, why) : f;
     if ((*way == PHASED || (*way == MCAST && c == ALLGATHER)) && !equal_machines(*l))
         *way = RING; /* forced: the parts differ, the leaders' ring Allgatherv */
     int threads = MPI_THREAD_SINGLE;
@@ -554,7 +556,7 @@ int aapc_coll_reduce_entry(const aapc_cluster_t *cluster, const char *name, cons
     if (way == CHAIN && (PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS || !commutative)) {
         /* the chain combines in its own order: forced, the library's step among the leaders;
            auto, the library's Reduce (ours with its step measured 0.71-1.14x) */
-        if (forced(comm, REDUCE) == AUTO)
+        if (forced(l, REDUCE) == AUTO)
             way = LIBRARY, why = "a non-commutative operation";
         else
             way = HIER;

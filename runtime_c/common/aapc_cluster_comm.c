@@ -643,11 +643,11 @@ int aapc_cluster_comm_choice(const aapc_cluster_t *cluster, MPI_Comm comm, const
     int rc, inter = 0, nomem = 0;
     *cc = NULL;
     *shape = NULL;
-    if (cluster == NULL || comm == MPI_COMM_NULL || aapc_outside_mpi(comm) ||
-        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
-        return MPI_SUCCESS;
-    if ((rc = aapc_cluster_comm(cluster, comm, name, routine, warn_unknown, cc)) != MPI_SUCCESS)
-        return rc;
+    if (cluster == NULL || comm == MPI_COMM_NULL || aapc_outside_mpi(comm))
+        return MPI_SUCCESS; /* an inter-communicator: aapc_cluster_comm leaves *cc NULL */
+    rc = aapc_cluster_comm(cluster, comm, name, routine, warn_unknown, cc);
+    if (rc != MPI_SUCCESS) /* not a communicator: no choice, the routine meets the argument */
+        return PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ? MPI_SUCCESS : rc;
     *shape = *cc == NULL ? NULL : aapc_cluster_comm_shape(*cc, &nomem);
     return nomem ? MPI_ERR_NO_MEM : MPI_SUCCESS;
 }
@@ -656,10 +656,12 @@ int aapc_cluster_comm_settle(const aapc_cluster_t *cl, MPI_Comm comm, const char
 {
     int inter = 0;
     aapc_cluster_comm_t *cc = NULL;
-    if (cl == NULL || comm == MPI_COMM_NULL || aapc_outside_mpi(comm) ||
-        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+    if (cl == NULL || comm == MPI_COMM_NULL || aapc_outside_mpi(comm))
         return MPI_SUCCESS; /* nothing to gather: the routine meets the argument itself */
-    return aapc_cluster_comm(cl, comm, name, "MPI_Alltoall", 0, &cc);
+    int rc = aapc_cluster_comm(cl, comm, name, "MPI_Alltoall", 0, &cc);
+    if (rc != MPI_SUCCESS && PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return MPI_SUCCESS; /* not a communicator: the routine meets the argument itself */
+    return rc;
 }
 
 /* ---- the ranks in the switch tree's order (the log-round ways) ---------------------------- */

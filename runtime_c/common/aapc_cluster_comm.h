@@ -48,6 +48,10 @@ typedef struct aapc_cluster_comm {
     int settings_agreed;           /* every rank has the same settings (aapc_settings.h) */
     int shape_state;               /* 0: not computed, 1: computed, -1: none */
     aapc_job_shape_t shape;        /* what the per-call selection reads */
+    int memo_set;                  /* the last MPI_Alltoall choice on it (the same block size */
+    unsigned memo_ways;            /* again: no cost model evaluated): its allowed ways, */
+    long long memo_bytes;          /* block bytes */
+    int memo_way;                  /* and way */
     int tree_state;                /* 0: not built, 1: built, -1: the scheduler refused */
     aapc_job_tree_t tree;
     char tree_error[160];

@@ -71,10 +71,15 @@ static inline int aapc_keyval_once(aapc_mutex_t *lock, int *keyval,
                                    MPI_Comm_delete_attr_function *del)
 {
     int rc = MPI_SUCCESS;
+    if (__atomic_load_n(keyval, __ATOMIC_ACQUIRE) != MPI_KEYVAL_INVALID)
+        return MPI_SUCCESS; /* made: every later call takes no lock */
     aapc_lock(lock);
     if (*keyval == MPI_KEYVAL_INVALID) {
+        int made = MPI_KEYVAL_INVALID;
         aapc_test_delay_keys();
-        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, del, keyval, NULL);
+        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, del, &made, NULL);
+        if (rc == MPI_SUCCESS)
+            __atomic_store_n(keyval, made, __ATOMIC_RELEASE);
     }
     aapc_unlock(lock);
     return rc;

@@ -100,7 +100,7 @@ static int choose(struct call *c, const char **why, int *by_size)
         *why = "the job's shape or the block is not known";
         return AAPC_WAY_LIBRARY;
     }
-    int forced = aapc_way_forced(aapc_setting(c->comm, "AAPC_WAY"));
+    int forced = cc->settings_agreed ? aapc_way_env(NULL) : -1;
     unsigned ways = (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES) | AAPC_WAYS_NO_WINDOWS;
     int way = forced == AAPC_WAY_LIBRARY || forced == AAPC_WAY_PHASES
                   ? forced
@@ -262,9 +262,23 @@ static int begin(const aapc_cluster_t *cluster, int sync, const char *name, cons
                  MPI_Datatype recvtype, MPI_Comm comm, int persistent, MPI_Info info,
                  aapc_cluster_comm_t *cc, int posted, MPI_Request *request)
 {
-    int rc, by_size = 0;
+    int rc, by_size = 0, way = -1;
+    const char *why = NULL;
     if ((rc = check_local(sendbuf, sendcount, sendtype, recvcount, recvtype)) != MPI_SUCCESS)
         return aapc_args_raise_alone(comm, rc); /* the others would wait for this rank */
+    if (!posted) { /* the machines are known: the way now, before any allocation */
+        struct call probe = {.cl = cluster, .sync = sync, .comm = comm, .cc = cc,
+                             .recvcount = recvcount, .recvtype = recvtype};
+        if ((way = choose(&probe, &why, &by_size)) == AAPC_WAY_LIBRARY) {
+            if (by_size)
+                aapc_report_served("MPI library, chosen by size");
+            else if (why != NULL)
+                aapc_report_fallback(why);
+            atomic_fetch_add(&begun[0], 1);
+            return library(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                           persistent, info, request);
+        }
+    }
     int tag = aapc_nbc_tag(cc);
     struct call *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -278,9 +292,8 @@ static int begin(const aapc_cluster_t *cluster, int sync, const char *name, cons
         op_release(c);
         return aapc_args_raise_alone(comm, rc);
     }
-    if (!posted) { /* the machines are known: the way now */
-        const char *why = NULL;
-        c->way = choose(c, &why, &by_size);
+    if (!posted) { /* the phases (chosen above), or the library where they cannot run */
+        c->way = way;
         if (c->way == AAPC_WAY_PHASES && (rc = prepare_phases(c, &c->way)) != MPI_SUCCESS) {
             op_release(c);
             return aapc_args_raise_alone(comm, rc);
