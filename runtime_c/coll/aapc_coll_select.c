@@ -216,7 +216,9 @@ static const char *const below[NCOLL] = {
    report). On one machine: ours (the shared-memory collectives, faster than MPICH's in every
    cell measured: docs/multicore.md). Across machines: ours from min_default bytes, with the
    leaders' step a pipelined chain (Reduce; Bcast from AAPC_COLL_CHAIN_MIN bytes), a ring from
-   AAPC_COLL_RING_MIN bytes (Bcast, Allgather, Allreduce), the tree's phases for Allgather from
+   AAPC_COLL_RING_MIN bytes (Bcast, Allgather; Allreduce: a ring per local rank, lanes, where
+   the machines run as many ranks each, measured faster than the leaders' ring from 64 KB to
+   4 MB: docs/measurements/collectives.md), the tree's phases for Allgather from
    AAPC_COLL_PHASED_MIN bytes per machine (never by default: slower than the ring in every
    measured cell). */
 static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, int agreed,
@@ -246,7 +248,10 @@ static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, 
         return PHASED;
     if (c == BCAST && bytes >= size_setting("AAPC_COLL_CHAIN_MIN", &chain_min, 8192, agreed))
         return CHAIN;
-    return bytes >= size_setting("AAPC_COLL_RING_MIN", &ring_min, 32768, agreed) ? RING : HIER;
+    if (bytes < size_setting("AAPC_COLL_RING_MIN", &ring_min, 32768, agreed))
+        return HIER;
+    return c == ALLREDUCE ? LANES : RING; /* Allreduce: lanes where every machine runs as many
+                                             ranks (the entry takes the ring elsewhere) */
 }
 
 /* Ours when the settings or the rule say so and the layout exists: *l set; *why says why the
