@@ -912,8 +912,6 @@ def test_discover_a_small_emulated_tree(tmp_path):
                 "-o",
                 str(out),
                 "-q",
-                "--reps",
-                "1",  # one timing per measurement: contention halves a flow, far beyond noise
             ],
             capture_output=True,
             text=True,

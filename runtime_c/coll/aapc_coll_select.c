@@ -35,7 +35,8 @@
  * 4.1 section 6.9.2, on predefined datatypes only), a non-commutative operation on ranks not
  * placed in blocks, zero bytes, more than INT_MAX elements in one of our steps, buffers the
  * library refuses as aliased (common/aapc_alias.h; MPICH's rule, on the ranks it checks).
- * Cost of a call handed to the library: an attribute lookup and a few comparisons.
+ * Cost of a call handed to the library: two attribute lookups, a few MPI queries and
+ * comparisons; no allocation, no environment read (40-190 ns measured: docs/performance.md).
  */
 #include <limits.h>
 #include <stdatomic.h>
@@ -74,8 +75,8 @@ static int is_scatter(int c)
     return c == SCATTER || c == SCATTERV;
 }
 /* LIBRARY: the MPI library's routine; ours with the leaders' step the library's (HIER), a ring
-   (RING), the tree's phases (PHASED), IP multicast (MCAST) or a pipelined chain (CHAIN, Bcast
-   and Reduce); AUTO: the rule decides. */
+   (RING), the tree's phases (PHASED), IP multicast (MCAST), a pipelined chain (CHAIN, Bcast
+   and Reduce) or a ring per local rank (LANES, Allreduce); AUTO: the rule decides. */
 enum way { LIBRARY, HIER, RING, PHASED, MCAST, CHAIN, LANES, AUTO };
 
 /* The length of the name at p in a comma-separated list. */

@@ -256,6 +256,16 @@ static int check_local(const void *sendbuf, int sendcount, MPI_Datatype sendtype
     return MPI_SUCCESS;
 }
 
+/* A call begun with the library's routine: what the report says, and the count. */
+static void handed(int by_size, const char *why)
+{
+    if (by_size)
+        aapc_report_served("MPI library, chosen by size");
+    else if (why != NULL)
+        aapc_report_fallback(why);
+    atomic_fetch_add(&begun[0], 1);
+}
+
 /* The call once the communicator's state is there (see aapc_nbc_alltoall). */
 static int begin(const aapc_cluster_t *cluster, int sync, const char *name, const void *sendbuf,
                  int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -270,11 +280,7 @@ static int begin(const aapc_cluster_t *cluster, int sync, const char *name, cons
         struct call probe = {.cl = cluster, .sync = sync, .comm = comm, .cc = cc,
                              .recvcount = recvcount, .recvtype = recvtype};
         if ((way = choose(&probe, &why, &by_size)) == AAPC_WAY_LIBRARY) {
-            if (by_size)
-                aapc_report_served("MPI library, chosen by size");
-            else if (why != NULL)
-                aapc_report_fallback(why);
-            atomic_fetch_add(&begun[0], 1);
+            handed(by_size, why);
             return library(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                            persistent, info, request);
         }
@@ -300,11 +306,7 @@ static int begin(const aapc_cluster_t *cluster, int sync, const char *name, cons
         }
         if (c->way == AAPC_WAY_LIBRARY) {
             op_release(c);
-            if (by_size)
-                aapc_report_served("MPI library, chosen by size");
-            else if (why != NULL)
-                aapc_report_fallback(why);
-            atomic_fetch_add(&begun[0], 1);
+            handed(by_size, why);
             return library(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                            persistent, info, request);
         }
