@@ -47,7 +47,6 @@
 #include "aapc_alias.h"
 #include "aapc_args.h"
 #include "aapc_coll.h"
-#include "aapc_cluster_comm.h" /* aapc_cluster_comm_agreed */
 #include "aapc_lock.h"
 #include "aapc_mpi.h"
 #include "aapc_report.h"
@@ -176,11 +175,10 @@ static long long size_setting(const char *name, long long *cache, long long dflt
 /* The bytes of the pipelined chain's chunks on comm (AAPC_COLL_CHAIN_CHUNK, default 4 KB: on
    the emulated 4+4 tree at 100 Mbit/s, Bcast of 64 KB in 5.9 ms with 4 KB chunks, 7.6 ms with
    16 KB; from 128 KB the same; docs/measurements/collectives.md). */
-static long long chain_chunk(MPI_Comm comm)
+static long long chain_chunk(const aapc_coll_layout_t *l)
 {
     static long long chunk = -1;
-    long long c = size_setting("AAPC_COLL_CHAIN_CHUNK", &chunk, 4096,
-                               aapc_cluster_comm_agreed(comm) != 0);
+    long long c = size_setting("AAPC_COLL_CHAIN_CHUNK", &chunk, 4096, l->agreed != 0);
     return c > 0 ? c : 4096;
 }
 
@@ -472,7 +470,7 @@ int aapc_coll_bcast_entry(const aapc_cluster_t *cluster, const char *name, void 
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
         rc = way != LIBRARY ? aapc_coll_bcast(l, step_of(way), buf, count, type, root,
-                                              chain_chunk(comm))
+                                              chain_chunk(l))
                             : PMPI_Bcast(buf, count, type, root, comm);
     return done(t0, BCAST, way, why, l, ours, rc, bytes, comm);
 }
@@ -574,7 +572,7 @@ int aapc_coll_reduce_entry(const aapc_cluster_t *cluster, const char *name, cons
     int ours = rc != MPI_SUCCESS || way != LIBRARY;
     if (rc == MPI_SUCCESS)
         rc = way != LIBRARY ? aapc_coll_reduce(l, step_of(way), sendbuf, recvbuf, count, type, op,
-                                               root, chain_chunk(comm))
+                                               root, chain_chunk(l))
                             : PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
     return done(t0, REDUCE, way, why, l, ours, rc, bytes, comm);
 }
