@@ -69,10 +69,12 @@ apps-deps: $(STAMP)
 
 # The fast tier while you work: no MPI, no root, no SimGrid, no Open MPI, no Fortran
 # (tests/conftest.py).
+# Two workers: the fast tier in under a minute on a 2-core machine (CHECK_JOBS=0: one process).
+CHECK_JOBS ?= 2
 TIERS := mpi or root or simgrid or openmpi or fortran or apps or slow
 FAST := not ($(TIERS))
 check: $(STAMP) lint
-	$(BIN)/pytest -q -m "$(FAST)"
+	$(BIN)/pytest -q -n $(CHECK_JOBS) -m "$(FAST)"
 
 # The whole suite (what .ci/run calls): every tier, MPI, root, SimGrid and Open MPI included,
 # each test once: the other tiers here, then the fast tier and the interrupt tests from a copy
