@@ -300,6 +300,31 @@ def misuse_runs(build: Build, exe: Path) -> None:
         check_against_library(parse_cases(proc.stdout), n)
 
 
+def test_carried_agreement_answers_as_the_reduction(fig1: Build) -> None:
+    """Small blocks on the per-rank phases carry the agreement in their own messages
+    (alltoall/aapc_alltoall_carried.c): every case of misuse.c ends as under the reduction
+    (AAPC_AGREE=reduce), the same on every rank, the valid ones byte-exact, valid calls after
+    the errors too (nothing left behind); the report says which path served."""
+    machines = [f"n{i}" for i in range(fig1.n)]
+    exe = fig1.relinked("misuse")
+    results, served = {}, {}
+    for agree in ("reduce", "carried"):
+        env = {"AAPC_QUIET": "1", "AAPC_REPORT": "1", "AAPC_VARIANT": "runtime-receiver-all"}
+        env["AAPC_AGREE"] = agree
+        proc = mpirun(fig1.mpi, fig1.n, exe, env=env, machines=machines)
+        assert proc.returncode == 0, (agree, proc.stdout[-3000:], proc.stderr[-3000:])
+        sanitizer_clean(proc)
+        results[agree] = parse_cases(proc.stdout)
+        check_against_library(results[agree], fig1.n)
+        served[agree] = [ln for ln in proc.stderr.splitlines() if "MPI_Alltoall " in ln]
+    assert {k: v[1] for k, v in results["carried"].items()} == {
+        k: v[1] for k, v in results["reduce"].items()
+    }
+    carried = [ln for ln in served["carried"] if "the agreement carried" in ln]
+    assert carried and not any("the agreement carried" in ln for ln in served["reduce"])
+    assert any("an error, returned or raised" in ln for ln in served["carried"]), served
+
+
 def test_misuse_relinked(fig1: Build) -> None:
     misuse_runs(fig1, fig1.relinked("misuse"))
 

@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aapc_alltoall_carried.h"
 #include "aapc_alltoall_loground.h"
 #include "aapc_alltoall_treedigits.h"
 #include "aapc_alltoall_rows.h"
@@ -872,6 +873,44 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
                                                               rank_at));
 }
 
+/* The per-rank phases of a call of b-byte blocks fit one window (every phase in flight: no
+   syncs, no order among them), so the call carries the argument agreement in its blocks'
+   messages (aapc_alltoall_carried.c) instead of reducing it first: unless the phases are a
+   siblings' union or barrier-separated, the agreement is to be reduced or left out
+   (AAPC_AGREE), or the call is traced (AAPC_TRACE: the executor's time-line). Decided from the
+   receive block, the shape and the settings every rank of comm shares. */
+static int carried_fits(const aapc_cluster_comm_t *cc, int sync, MPI_Comm comm, long long b)
+{
+    if (cc == NULL || cc->family != NULL || sync == AAPC_VSYNC_BARRIER || b < 0 ||
+        !aapc_args_carries(comm) || aapc_setting(comm, "AAPC_TRACE") != NULL)
+        return 0;
+    double phases = cc->shape.rank_phases;
+    return phases >= 1 &&
+           aapc_inflight_window((double)b, phases, aapc_inflight_budget(comm)) >= phases;
+}
+
+static int run_carried(aapc_cluster_comm_t *cc, const char *name, const void *sendbuf,
+                       int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm)
+{
+    const int *rank_at = NULL;
+    int rc = order_lookup(cc, &rank_at);
+    if (rc != MPI_SUCCESS)
+        return aapc_args_raise_alone(comm, rc);
+    aapc_args_private_returns(cc->dup);
+    aapc_carried_t c = {.sendbuf = sendbuf, .sendcount = sendcount, .sendtype = sendtype,
+                        .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype,
+                        .comm = comm, .dup = cc->dup, .rank = cc->rank, .size = cc->size,
+                        .rank_at = rank_at};
+    int delivered = 0;
+    rc = aapc_alltoall_carried(&c, name, &delivered);
+    if (delivered) {
+        atomic_fetch_add(&served[AAPC_WAY_PHASES], 1);
+        aapc_report_served("run-time, every phase in one window, the agreement carried");
+    }
+    return rc;
+}
+
 /* The per-rank rows this call runs: the entry's (the user's window), or those of the larger
    window small blocks take (aapc_inflight_window on one block over the per-rank phases), built
    at their first use; the entry's for a siblings' union or barrier-all, and where a set cannot
@@ -911,6 +950,11 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
         aapc_report_served("MPI library, chosen by size");
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     }
+    if (way == AAPC_WAY_PHASES &&
+        carried_fits(state, sync, comm,
+                     block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype)))
+        return run_carried(state, name, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                           recvtype, comm);
     if ((rc = aapc_args_alltoall(name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                  comm, &done)) != MPI_SUCCESS || done)
         return rc; /* common/aapc_args.c: raised error, library's result, or nothing to move */

@@ -193,6 +193,12 @@ static int agree_enabled(MPI_Comm comm)
     return !(e != NULL && strcmp(e, "0") == 0);
 }
 
+int aapc_args_carries(MPI_Comm comm)
+{
+    const char *e = aapc_setting(comm, "AAPC_AGREE");
+    return e == NULL || (strcmp(e, "0") != 0 && strcmp(e, "reduce") != 0);
+}
+
 /* The agreement's reduction: nonblocking, completed with aapc_waitall, so a rank waiting for
    the others sleeps between tests instead of spinning (what MPI_Allreduce does) and leaves the
    CPU to them when ranks share cores. Errors are the library's, raised on comm.
@@ -549,12 +555,55 @@ static void warn_inplace(MPI_Comm comm, const char *name, const char *routine, i
 }
 
 /* "lo" or "lo to hi". */
-static void span(char *out, size_t n, int64_t lo, int64_t hi)
+static void span_text(char *out, size_t n, int64_t lo, int64_t hi)
 {
     if (lo == hi)
         snprintf(out, n, "%lld", (long long)lo);
     else
         snprintf(out, n, "%lld to %lld", (long long)lo, (long long)hi);
+}
+
+/* What every rank decides from the agreed vector v (the maximum over the ranks of each
+   rank's {finding key, sb, -sb, rb, -rb, in-place copy failed}; `mismatch`: this rank saw a
+   message longer than its block, so the block sizes differ). This rank's own finding f, sizes
+   sb, rb and in-place span [lo, hi). Sets *done: 0 when the call goes on with ours. */
+static int decide_alltoall(const char *name, const void *sendbuf, int sendcount,
+                           MPI_Datatype sendtype, const void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm, const struct finding *f,
+                           const int64_t *v, int mismatch, int64_t sb, int64_t rb, int size,
+                           MPI_Aint span, int *done)
+{
+    *done = 1;
+    if (v[0] != 0)
+        return raise_finding(comm, "MPI_Alltoall", f, v[0], size);
+    if (mismatch || v[1] != -v[2] || v[3] != -v[4] || v[1] != v[3]) {
+        char sent[48], expected[48];
+        span_text(sent, sizeof sent, -v[2], v[1]);
+        span_text(expected, sizeof expected, -v[4], v[3]);
+        return raise_on(comm, MPI_ERR_TRUNCATE,
+                        "aapcgen MPI_Alltoall: the block size differs across ranks: blocks of %s "
+                        "bytes sent, %s bytes expected (this rank sends %lld, expects %lld)",
+                        sent, expected, (long long)sb, (long long)rb);
+    }
+    if (v[1] == 0)
+        return MPI_SUCCESS; /* no rank has a byte to move */
+    if (v[5] != 0) {
+        warn_inplace(comm, name, "MPI_Alltoall", size - (int)v[5], span);
+        return PMPI_Alltoall(sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype,
+                             comm);
+    }
+    *done = 0;
+    return MPI_SUCCESS;
+}
+
+/* This rank's vote: {finding key, sb, -sb, rb, -rb, in-place copy failed (with_copy: the
+   executors' copy of the receive span is probed)}. */
+static void vote_alltoall(const struct finding *f, int64_t sb, int64_t rb, int rank, int size,
+                          int nomem, int64_t v[AAPC_ARGS_VOTE])
+{
+    int64_t w[AAPC_ARGS_VOTE] = {f->cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f->cls : 0,
+                                 sb, -sb, rb, -rb, nomem ? size - rank : 0};
+    memcpy(v, w, sizeof w);
 }
 
 int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount,
@@ -585,33 +634,41 @@ int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount,
     if (f.cls == 0 && sendbuf == MPI_IN_PLACE && rb > 0 &&
         span_of(recvtype, 0, (MPI_Aint)size * recvcount, &lo, &hi) == MPI_SUCCESS)
         nomem = !can_allocate(hi - lo);
-    int64_t v[6] = {f.cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f.cls : 0, sb, -sb, rb,
-                    -rb, nomem ? size - rank : 0};
-    if ((rc = agree(v, 6, MPI_INT64_T, MPI_MAX, comm)) != MPI_SUCCESS) {
+    int64_t v[AAPC_ARGS_VOTE];
+    vote_alltoall(&f, sb, rb, rank, size, nomem, v);
+    if ((rc = agree(v, AAPC_ARGS_VOTE, MPI_INT64_T, MPI_MAX, comm)) != MPI_SUCCESS) {
         *done = 1; /* raised by the library on comm */
         return rc;
     }
-    *done = 1;
-    if (v[0] != 0)
-        return raise_finding(comm, "MPI_Alltoall", &f, v[0], size);
-    if (v[1] != -v[2] || v[3] != -v[4] || v[1] != v[3]) {
-        char sent[48], expected[48];
-        span(sent, sizeof sent, -v[2], v[1]);
-        span(expected, sizeof expected, -v[4], v[3]);
-        return raise_on(comm, MPI_ERR_TRUNCATE,
-                        "aapcgen MPI_Alltoall: the block size differs across ranks: blocks of %s "
-                        "bytes sent, %s bytes expected (this rank sends %lld, expects %lld)",
-                        sent, expected, (long long)sb, (long long)rb);
-    }
-    if (v[1] == 0)
-        return MPI_SUCCESS; /* no rank has a byte to move */
-    if (v[5] != 0) {
-        warn_inplace(comm, name, "MPI_Alltoall", size - (int)v[5], hi - lo);
+    return decide_alltoall(name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                           comm, &f, v, 0, sb, rb, size, hi - lo, done);
+}
+
+int aapc_args_alltoall_carried(const char *name, const void *sendbuf, int sendcount,
+                               MPI_Datatype sendtype, const void *recvbuf, int recvcount,
+                               MPI_Datatype recvtype, MPI_Comm comm, aapc_args_carry_fn carry,
+                               void *ctx, int *done)
+{
+    struct finding f = {0, ""};
+    int rc = MPI_SUCCESS, rank = 0, size = 0, mismatch = 0;
+    int64_t sb, rb;
+    if (to_library(comm, name, "MPI_Alltoall", done, &rc))
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype,
                              comm);
-    }
-    *done = 0;
-    return MPI_SUCCESS;
+    if (*done)
+        return rc;
+    check_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, probe_of(comm),
+                   &f, &sb, &rb);
+    *done = 1;
+    if ((rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS)
+        return rc;
+    int64_t v[AAPC_ARGS_VOTE];
+    vote_alltoall(&f, sb, rb, rank, size, 0, v); /* the carried exchange copies nothing aside */
+    if ((rc = carry(ctx, f.cls != 0, v, &mismatch)) != MPI_SUCCESS)
+        return aapc_args_raise_alone(comm, rc); /* this rank alone: a failed send, no memory */
+    return decide_alltoall(name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                           comm, &f, v, mismatch, sb, rb, size, 0, done);
 }
 
 /* ---- MPI_Alltoallv ----------------------------------------------------------------------- */

@@ -24,7 +24,7 @@ const char *const aapc_settings_names[] = {
     "AAPC_COLL_RING_MIN", "AAPC_COLL_PHASED_MIN", "AAPC_COLL_MIN_BCAST", "AAPC_COLL_MIN_ALLGATHER",
     "AAPC_COLL_MIN_ALLREDUCE", "AAPC_COLL_MIN_REDUCE", "AAPC_COLL_MIN_BARRIER", "AAPC_SCATTER",
     "AAPC_SCATTERV", "AAPC_COLL_MIN_SCATTER", "AAPC_COLL_MIN_SCATTERV", "AAPC_SHM_CHANNELS",
-    "AAPC_COLL_CHAIN_CHUNK", "AAPC_COLL_CHAIN_MIN", "AAPC_INFLIGHT",
+    "AAPC_COLL_CHAIN_CHUNK", "AAPC_COLL_CHAIN_MIN", "AAPC_INFLIGHT", "AAPC_TRACE",
 };
 const int aapc_settings_count = (int)(sizeof aapc_settings_names / sizeof *aapc_settings_names);
 

@@ -150,3 +150,34 @@ int aapc_waitall(int n, MPI_Request *reqs)
     }
 #endif
 }
+
+int aapc_waitall_errors(int n, MPI_Request *reqs, int *errs, int *idx, MPI_Status *st)
+{
+    for (int i = 0; i < n; i++)
+        errs[i] = MPI_SUCCESS;
+#ifdef SMPI_SHARED_MALLOC
+    (void)idx;
+    for (int i = 0; i < n; i++)
+        errs[i] = PMPI_Wait(&reqs[i], &st[0]);
+    return MPI_SUCCESS;
+#else
+    aapc_backoff_t b = AAPC_BACKOFF_INIT;
+    for (;;) {
+        int out = 0;
+        for (int k = 0; k < n; k++) /* a library may set it only where a request failed */
+            st[k].MPI_ERROR = MPI_SUCCESS;
+        for (int k = 0; k < n; k++) /* a library may set it only where a request failed */
+            st[k].MPI_ERROR = MPI_SUCCESS;
+        int rc = PMPI_Testsome(n, reqs, &out, idx, st), cls = MPI_SUCCESS;
+        if (rc != MPI_SUCCESS && (PMPI_Error_class(rc, &cls) != MPI_SUCCESS ||
+                                  cls != MPI_ERR_IN_STATUS))
+            return rc;
+        if (out == MPI_UNDEFINED) /* no active request left */
+            return MPI_SUCCESS;
+        for (int k = 0; rc != MPI_SUCCESS && k < out; k++)
+            errs[idx[k]] = st[k].MPI_ERROR;
+        if (out == 0 && !use_library_wait())
+            aapc_backoff(&b);
+    }
+#endif
+}

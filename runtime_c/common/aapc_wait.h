@@ -13,6 +13,11 @@
    them the CPU; when each rank has a core, a test that took over 2 us moved data and the wait
    goes back to yielding). Returns an MPI error code. */
 int aapc_waitall(int n, MPI_Request *reqs);
+/* aapc_waitall, keeping each request's own outcome: errs[i] is request i's error code
+   (MPI_SUCCESS when it completed normally: a receive longer than its buffer ends in
+   MPI_ERR_TRUNCATE there, not in the return value). idx and st: scratch of n each. Returns an
+   error of the waiting itself. */
+int aapc_waitall_errors(int n, MPI_Request *reqs, int *errs, int *idx, MPI_Status *st);
 
 /* The same policy between the tests of a caller's own loop: call aapc_backoff after each
    failed test, starting from AAPC_BACKOFF_INIT (nothing under SimGrid SMPI). */
