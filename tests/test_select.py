@@ -248,6 +248,19 @@ def test_the_library_costs_bruck_rounds_up_to_256_bytes_then_a_message_per_peer(
     assert way_costs(per_peer, small, 64)["library"] == 3
 
 
+def test_the_agreement_is_paid_by_every_way_of_ours_but_phases_in_one_window():
+    """agree_alpha lg P: the argument agreement before our exchange, which the per-rank phases
+    carry in their messages where they all fit one window (alltoall/aapc_alltoall_carried.c);
+    the library pays none of it."""
+    topo = star_of_subtrees([4, 4])
+    shape = job_shape(topo, [m for m in range(8) for _ in range(2)])  # P = 16: lg P = 4
+    unit = {k: 1.0 if k == "agree_alpha" else 0.0 for k in COST_FIELDS}
+    small, large = way_costs(unit, shape, 8), way_costs(unit, shape, 65536)
+    assert small["phases"] == 0 and large["phases"] == 4  # one window of 64 phases; 64 windows
+    assert small["library"] == large["library"] == 0
+    assert small["leaders"] == large["leaders"] == small["loground"] == 4
+
+
 @settings(max_examples=100, deadline=None)
 @given(shapes(), models, st.integers(1, 1 << 20))
 def test_ours_must_win_by_the_guard(shape, model, block):
@@ -297,6 +310,7 @@ def test_the_fit_recovers_the_constants_that_made_the_calls(model):
     # of a window and of a message are nearly parallel: the least squares resolve no finer)
     for k in ("lib_alpha", "lib_beta", "phase_alpha", "phase_beta", "copy_beta", "msg_alpha"):
         assert fitted[k] == pytest.approx(model[k], rel=1e-6, abs=1e-11)
+    assert fitted["agree_alpha"] == pytest.approx(model["agree_alpha"], rel=1e-6, abs=1e-10)
     for k in ("lib_msg_alpha", "lib_fwd_beta"):  # the library's two regimes
         assert fitted[k] == pytest.approx(model[k], rel=1e-6, abs=1e-9)
     assert max(map(abs, relative_errors(fitted, calls))) < 1e-6

@@ -43,6 +43,7 @@ COST_FIELDS = (
     "msg_alpha",
     "lib_msg_alpha",
     "lib_fwd_beta",
+    "agree_alpha",
     "guard",
 )
 

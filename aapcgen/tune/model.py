@@ -25,10 +25,10 @@ from aapcgen.core.errors import InputError
 from aapcgen.core.inputs import read_bytes
 
 LIBRARY_FIELDS = ("lib_alpha", "lib_beta", "lib_msg_alpha", "lib_fwd_beta")
-OURS_FIELDS = ("phase_alpha", "phase_beta", "copy_beta", "round_alpha", "msg_alpha")
+OURS_FIELDS = ("phase_alpha", "phase_beta", "copy_beta", "round_alpha", "msg_alpha", "agree_alpha")
 # constants a model file written before they existed may lack: read as 0 (msg_alpha: the
 # per-message part of a phase, counted in phase_alpha by those files)
-OPTIONAL_FIELDS = ("msg_alpha", "lib_msg_alpha", "lib_fwd_beta", "guard")
+OPTIONAL_FIELDS = ("msg_alpha", "lib_msg_alpha", "lib_fwd_beta", "agree_alpha", "guard")
 # the guard is not a cost: ours is taken only where it is below (1 - guard) times the library's
 # (runtime_c/cluster/aapc_cluster_select.c), guard = the fit's median relative error, at most
 MAX_GUARD = 0.5

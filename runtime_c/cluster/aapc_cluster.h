@@ -48,6 +48,9 @@ typedef struct aapc_cost_model {
                              exchanges, P - 1 messages per rank): seconds per message */
     double lib_fwd_beta;  /* ... up to it (Bruck's rounds): time over the bound per byte
                              forwarded, lg P / 2 forwards per block on average */
+    double agree_alpha;   /* ours: seconds per lg P round of the argument agreement
+                             (common/aapc_args.c), which the per-rank phases of a call that fit
+                             one window carry in their messages instead (not paid there) */
     double guard;         /* a way of ours is taken only where its cost is below (1 - guard)
                              times the library's: the fit's typical relative error, in [0, 1) */
     int tuned;          /* 1: measured on this cluster by aapcgen tune; 0: the defaults */

@@ -14,6 +14,9 @@
  *             blocks, each block forwarded lg P / 2 times on average; above, the scattered and
  *             pairwise exchanges of P - 1 messages per rank; lib_fwd_beta and lib_msg_alpha
  *             are 0 in the built-in constants, fitted by aapcgen tune)
+ *   ours      each way below + agree_alpha lg P (the argument agreement, common/aapc_args.c),
+ *             except the per-rank phases where w >= rank_phases: their messages carry it
+ *             (alltoall/aapc_alltoall_carried.c; 0 in the built-in constants)
  *   phases    T = phase_alpha ceil(rank_phases / w) + msg_alpha rank_phases + phase_beta S b,
  *             w = aapc_inflight_window(b, rank_phases, 64 KiB): the phases of b-byte blocks a
  *             rank keeps in flight (1 above 32 KiB); a window of w phases pays one sync and
@@ -80,6 +83,7 @@ const aapc_cost_model_t aapc_cost_model_default = {
     .msg_alpha = 200e-6,
     .lib_msg_alpha = 0,
     .lib_fwd_beta = 0,
+    .agree_alpha = 0,
     .guard = 0,
     .tuned = 0,
 };
@@ -138,6 +142,19 @@ static void rounds_of_digits(const aapc_digits_t *d, double n, double B, double 
     }
 }
 
+/* The MPI library's routine in MPICH's two regimes. */
+static double library_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b)
+{
+    double P = s->ranks, S = s->bound_s_per_byte;
+    if (b <= AAPC_LIB_SHORT_BYTES && P >= 8) /* Bruck's rounds */
+        return m->lib_alpha * lg(P) + m->lib_beta * S * b +
+               m->lib_fwd_beta * S * b * lg(P) * P / (2 * (P - 1));
+    return m->lib_alpha * lg(P) + m->lib_beta * S * b + m->lib_msg_alpha * (P - 1);
+}
+
+static double ours_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b,
+                        unsigned flags, int windowed, double P, double R, double S);
+
 /* The cost of `way`; flags: AAPC_WAYS_NO_WINDOWS (the phases run one at a time),
    AAPC_WAYS_ALLTOALLV (the log rounds among the ranks in the tree's digits, or not at all). */
 static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b,
@@ -145,12 +162,20 @@ static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, in
 {
     int windowed = !(flags & AAPC_WAYS_NO_WINDOWS);
     double P = s->ranks, R = s->max_per_machine, S = s->bound_s_per_byte;
+    if (way == AAPC_WAY_LIBRARY)
+        return library_cost(m, s, b);
+    double agree = m->agree_alpha * lg(P); /* the argument agreement before our exchange ... */
+    if (way == AAPC_WAY_PHASES && windowed && !(flags & AAPC_WAYS_ALLTOALLV) &&
+        aapc_inflight_window(b, s->rank_phases, 0) >= s->rank_phases)
+        agree = 0; /* ... carried by the phases' messages (alltoall/aapc_alltoall_carried.c) */
+    return agree + ours_cost(m, s, way, b, flags, windowed, P, R, S);
+}
+
+/* The cost of `way` (the library's: library_cost) without the agreement. */
+static double ours_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b,
+                        unsigned flags, int windowed, double P, double R, double S)
+{
     switch (way) {
-    case AAPC_WAY_LIBRARY:
-        if (b <= AAPC_LIB_SHORT_BYTES && P >= 8) /* Bruck's rounds */
-            return m->lib_alpha * lg(P) + m->lib_beta * S * b +
-                   m->lib_fwd_beta * S * b * lg(P) * P / (2 * (P - 1));
-        return m->lib_alpha * lg(P) + m->lib_beta * S * b + m->lib_msg_alpha * (P - 1);
     case AAPC_WAY_PHASES:
         return m->phase_alpha *
                    windows(s->rank_phases,
