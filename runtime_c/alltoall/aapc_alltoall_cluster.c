@@ -35,7 +35,10 @@
  * window, or, for a small block, those of the larger window the block size sets (the most
  * phases whose blocks fit AAPC_INFLIGHT bytes, 64 KiB unset: cluster/aapc_cluster.h
  * aapc_inflight_window), built at the first call that takes it; the last ROW_SETS such sets are
- * kept. The leaders choose theirs alike, by their aggregated block per machine.
+ * kept. The leaders choose theirs alike, by their aggregated block per machine. Where every
+ * phase fits one window (no syncs left), the call skips the rows and the argument agreement's
+ * reduction: it sends every block at once with the agreement carried in each message
+ * (aapc_alltoall_carried.c; carried_fits below).
  * Cost of the first call: one MPI_Comm_dup, one Allgather of P ints (lg P alpha + 4 P beta),
  * O(P^2 d) local work and about 16 P^2 bytes for P ranks of a depth-d tree (119 ms, 34 MiB at
  * 1024 ranks: docs/measurements/runtime-scheduling.md); each call: the
@@ -877,12 +880,14 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
    syncs, no order among them), so the call carries the argument agreement in its blocks'
    messages (aapc_alltoall_carried.c) instead of reducing it first: unless the phases are a
    siblings' union or barrier-separated, the agreement is to be reduced or left out
-   (AAPC_AGREE), or the call is traced (AAPC_TRACE: the executor's time-line). Decided from the
+   (AAPC_AGREE), or the call is traced (AAPC_TRACE: the executor's time-line) or its schedule
+   dumped (AAPC_DUMP_SCHEDULE: the phases' rows, which `aapcgen verify` proves). Decided from the
    receive block, the shape and the settings every rank of comm shares. */
 static int carried_fits(const aapc_cluster_comm_t *cc, int sync, MPI_Comm comm, long long b)
 {
     if (cc == NULL || cc->family != NULL || sync == AAPC_VSYNC_BARRIER || b < 0 ||
-        !aapc_args_carries(comm) || aapc_setting(comm, "AAPC_TRACE") != NULL)
+        !aapc_args_carries(comm) || aapc_setting(comm, "AAPC_TRACE") != NULL ||
+        aapc_setting(comm, "AAPC_DUMP_SCHEDULE") != NULL)
         return 0;
     double phases = cc->shape.rank_phases;
     return phases >= 1 &&
@@ -894,7 +899,7 @@ static int run_carried(aapc_cluster_comm_t *cc, const char *name, const void *se
                        MPI_Datatype recvtype, MPI_Comm comm)
 {
     const int *rank_at = NULL;
-    int rc = order_lookup(cc, &rank_at);
+    int fresh = 0, rc = aapc_cluster_comm_tree_order(cc, &rank_at, &fresh);
     if (rc != MPI_SUCCESS)
         return aapc_args_raise_alone(comm, rc);
     aapc_args_private_returns(cc->dup);

@@ -25,6 +25,7 @@ const char *const aapc_settings_names[] = {
     "AAPC_COLL_MIN_ALLREDUCE", "AAPC_COLL_MIN_REDUCE", "AAPC_COLL_MIN_BARRIER", "AAPC_SCATTER",
     "AAPC_SCATTERV", "AAPC_COLL_MIN_SCATTER", "AAPC_COLL_MIN_SCATTERV", "AAPC_SHM_CHANNELS",
     "AAPC_COLL_CHAIN_CHUNK", "AAPC_COLL_CHAIN_MIN", "AAPC_INFLIGHT", "AAPC_TRACE",
+    "AAPC_DUMP_SCHEDULE",
 };
 const int aapc_settings_count = (int)(sizeof aapc_settings_names / sizeof *aapc_settings_names);
 

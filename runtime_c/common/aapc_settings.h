@@ -27,7 +27,8 @@ extern "C" {
    AAPC_COLL_MIN_BCAST, AAPC_COLL_MIN_ALLGATHER, AAPC_COLL_MIN_ALLREDUCE, AAPC_COLL_MIN_REDUCE,
    AAPC_COLL_MIN_BARRIER, AAPC_SCATTER, AAPC_SCATTERV, AAPC_COLL_MIN_SCATTER,
    AAPC_COLL_MIN_SCATTERV, AAPC_SHM_CHANNELS, AAPC_COLL_CHAIN_CHUNK, AAPC_COLL_CHAIN_MIN,
-   AAPC_INFLIGHT, AAPC_TRACE (a traced call runs the phase executor). (Others only change how
+   AAPC_INFLIGHT, AAPC_TRACE and AAPC_DUMP_SCHEDULE (a traced or dumped call runs the phase
+   executor). (Others only change how
    a rank waits or when it posts its
    receives, AAPC_WAIT, AAPC_PREPOST_WINDOW, or what it prints; they may differ.) */
 extern const char *const aapc_settings_names[];
