@@ -303,7 +303,7 @@ def misuse_runs(build: Build, exe: Path) -> None:
         if where is not None:  # the run-time routine's small blocks carry the agreement
             # (alltoall/aapc_alltoall_carried.c): the errors and the valid calls alike
             rows = [ln for ln in proc.stderr.splitlines() if "MPI_Alltoall " in ln]
-            assert any("the agreement carried" in ln for ln in rows), rows
+            assert any("agreement carried" in ln for ln in rows), rows
             assert any("an error, returned or raised" in ln for ln in rows), rows
 
 
@@ -319,7 +319,7 @@ def test_the_reduced_agreement_answers_alike(fig1: Build) -> None:
     sanitizer_clean(proc)
     check_against_library(parse_cases(proc.stdout), fig1.n)
     rows = [ln for ln in proc.stderr.splitlines() if "MPI_Alltoall " in ln]
-    assert rows and not any("the agreement carried" in ln for ln in rows), rows
+    assert rows and not any("agreement carried" in ln for ln in rows), rows
 
 
 def test_misuse_relinked(fig1: Build) -> None:

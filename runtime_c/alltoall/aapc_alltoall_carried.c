@@ -71,8 +71,8 @@ static void merge_head(const char *msg, int64_t v[AAPC_ARGS_VOTE])
 }
 
 /* One side of the call: count elements of type per block at buf, blocks ext bytes apart,
-   esize bytes each (the raw bytes a message carries), dense: plain bytes (memcpy). 0 when the
-   library refuses the type (a rank that found an error sends its vote alone). */
+   esize bytes each (the raw bytes a message carries), dense: plain bytes (memcpy). 0 when there
+   is nothing to move (count 0) or the library refuses the type: the head goes alone. */
 static int side_of(struct aapc_carried_side *d, const void *buf, int count, MPI_Datatype type)
 {
     MPI_Aint lb = 0;
@@ -102,16 +102,16 @@ static int carry(void *ctx, int vote_only, int64_t v[AAPC_ARGS_VOTE], int *misma
     int p = c->size, n = p - 1, rc = MPI_SUCCESS;
     int inplace = c->sendbuf == MPI_IN_PLACE;
     *mismatch = 0;
-    if (n == 0)
-        return MPI_SUCCESS;
     vote_only = vote_only || v[1] != v[3]; /* this rank's blocks differ: the call fails */
     if (!vote_only && (!side_of(&c->recv, c->recvbuf, c->recvcount, c->recvtype) ||
                        !side_of(&c->send, inplace ? c->recvbuf : c->sendbuf,
                                 inplace ? c->recvcount : c->sendcount,
                                 inplace ? c->recvtype : c->sendtype)))
-        vote_only = 1; /* nothing to move (0-byte blocks): the votes alone */
+        vote_only = 1; /* nothing to move (0-byte blocks): the heads alone */
     if (vote_only)
         c->send.count = c->recv.count = 0;
+    if (n == 0) /* one rank: its own block only */
+        return MPI_SUCCESS;
     int64_t head[3];
     size_t hlen = head_of(v, head), sslot = hlen + (size_t)v[1] * !vote_only;
     c->rslot = HEAD + (int)(v[3] * !vote_only); /* the caller checked rb * (P - 1) */
@@ -153,7 +153,7 @@ static int carry(void *ctx, int vote_only, int64_t v[AAPC_ARGS_VOTE], int *misma
         if (errs[i] != MPI_SUCCESS && PMPI_Error_class(errs[i], &cls) != MPI_SUCCESS)
             cls = errs[i];
         if (i < n && cls == MPI_ERR_TRUNCATE) {
-            *mismatch = 1; /* longer than this rank's block: its vote is not read */
+            *mismatch = 1; /* longer than this rank's block: its head is not read */
             continue;
         }
         if (cls != MPI_SUCCESS)
@@ -166,7 +166,7 @@ static int carry(void *ctx, int vote_only, int64_t v[AAPC_ARGS_VOTE], int *misma
 }
 
 /* Every block in place: the received ones from their messages, this rank's own copied (not
-   under MPI_IN_PLACE: it is there already). Only after every rank's vote said the blocks
+   under MPI_IN_PLACE: it is there already). Only after every rank's head said the blocks
    agree, so each message holds a whole block. */
 static int deliver(aapc_carried_t *c)
 {

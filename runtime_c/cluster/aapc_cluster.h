@@ -226,6 +226,11 @@ double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int 
 #define AAPC_LIB_SHORT_BYTES 256.0
 #define AAPC_INFLIGHT_MAX_WINDOW 4096 /* the executor's AAPC_MAX_WINDOW */
 int32_t aapc_inflight_window(double message_bytes, double phases, double budget);
+/* 1 when the per-rank phases of b-byte blocks on shape s all fit one window: every rank's
+   P - 1 blocks within `budget` bytes (0: AAPC_INFLIGHT_BYTES) and aapc_inflight_window covering
+   every phase. Such a call needs no syncs and carries the argument agreement in its messages
+   (alltoall/aapc_alltoall_carried.c). */
+int aapc_phases_in_one_window(const aapc_job_shape_t *s, double b, double budget);
 
 /* The most machines the aggregated ways take (each machine's leader builds its rows of the
    machine-level phases at the first call of the leader-based way): AAPC_LEADERS_MAX_MACHINES

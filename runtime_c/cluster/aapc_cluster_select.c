@@ -15,7 +15,8 @@
  *             pairwise exchanges of P - 1 messages per rank; lib_fwd_beta and lib_msg_alpha
  *             are 0 in the built-in constants, fitted by aapcgen tune)
  *   ours      each way below + agree_alpha lg P (the argument agreement, common/aapc_args.c),
- *             except the per-rank phases where w >= rank_phases: their messages carry it
+ *             except the per-rank phases that fit one window (aapc_phases_in_one_window):
+ *             their messages carry it
  *             (alltoall/aapc_alltoall_carried.c; 0 in the built-in constants)
  *   phases    T = phase_alpha ceil(rank_phases / w) + msg_alpha rank_phases + phase_beta S b,
  *             w = aapc_inflight_window(b, rank_phases, 64 KiB): the phases of b-byte blocks a
@@ -114,6 +115,14 @@ int32_t aapc_inflight_window(double message_bytes, double phases, double budget)
     return w;
 }
 
+int aapc_phases_in_one_window(const aapc_job_shape_t *s, double b, double budget)
+{
+    if (!(budget > 0))
+        budget = AAPC_INFLIGHT_BYTES;
+    return s->rank_phases >= 1 && b * (s->ranks - 1) <= budget &&
+           aapc_inflight_window(b, s->rank_phases, budget) >= s->rank_phases;
+}
+
 /* The aggregated ways (alltoall/aapc_alltoall_cluster.c): the leader-based phases, and the
    log rounds among the machines' leaders. */
 int aapc_leaders_fit(const aapc_job_shape_t *s)
@@ -166,7 +175,7 @@ static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, in
         return library_cost(m, s, b);
     double agree = m->agree_alpha * lg(P); /* the argument agreement before our exchange ... */
     if (way == AAPC_WAY_PHASES && windowed && !(flags & AAPC_WAYS_ALLTOALLV) &&
-        aapc_inflight_window(b, s->rank_phases, 0) >= s->rank_phases)
+        aapc_phases_in_one_window(s, b, 0))
         agree = 0; /* ... carried by the phases' messages (alltoall/aapc_alltoall_carried.c) */
     return agree + ours_cost(m, s, way, b, flags, windowed, P, R, S);
 }

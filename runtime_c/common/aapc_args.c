@@ -596,13 +596,13 @@ static int decide_alltoall(const char *name, const void *sendbuf, int sendcount,
     return MPI_SUCCESS;
 }
 
-/* This rank's vote: {finding key, sb, -sb, rb, -rb, in-place copy failed (with_copy: the
-   executors' copy of the receive span is probed)}. */
+/* This rank's vote: {finding key, sb, -sb, rb, -rb, nomem: this rank could not allocate the
+   executors' copy of its receive span (MPI_IN_PLACE)}. */
 static void vote_alltoall(const struct finding *f, int64_t sb, int64_t rb, int rank, int size,
                           int nomem, int64_t v[AAPC_ARGS_VOTE])
 {
-    int64_t w[AAPC_ARGS_VOTE] = {f->cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f->cls : 0,
-                                 sb, -sb, rb, -rb, nomem ? size - rank : 0};
+    int64_t w[AAPC_ARGS_VOTE] = {(int64_t)aapc_args_key(f->cls, rank, size), sb, -sb, rb, -rb,
+                                 nomem ? size - rank : 0};
     memcpy(v, w, sizeof w);
 }
 
