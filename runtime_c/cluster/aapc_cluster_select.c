@@ -162,28 +162,28 @@ static double library_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s
 }
 
 static double ours_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b,
-                        unsigned flags, int windowed, double P, double R, double S);
+                        unsigned flags);
 
 /* The cost of `way`; flags: AAPC_WAYS_NO_WINDOWS (the phases run one at a time),
    AAPC_WAYS_ALLTOALLV (the log rounds among the ranks in the tree's digits, or not at all). */
 static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b,
                        unsigned flags)
 {
-    int windowed = !(flags & AAPC_WAYS_NO_WINDOWS);
-    double P = s->ranks, R = s->max_per_machine, S = s->bound_s_per_byte;
     if (way == AAPC_WAY_LIBRARY)
         return library_cost(m, s, b);
-    double agree = m->agree_alpha * lg(P); /* the argument agreement before our exchange ... */
-    if (way == AAPC_WAY_PHASES && windowed && !(flags & AAPC_WAYS_ALLTOALLV) &&
-        aapc_phases_in_one_window(s, b, 0))
-        agree = 0; /* ... carried by the phases' messages (alltoall/aapc_alltoall_carried.c) */
-    return agree + ours_cost(m, s, way, b, flags, windowed, P, R, S);
+    int carried = way == AAPC_WAY_PHASES &&
+                  !(flags & (AAPC_WAYS_NO_WINDOWS | AAPC_WAYS_ALLTOALLV)) &&
+                  aapc_phases_in_one_window(s, b, 0); /* alltoall/aapc_alltoall_carried.c */
+    /* the argument agreement before our exchange, unless its messages carry it */
+    return (carried ? 0 : m->agree_alpha * lg(s->ranks)) + ours_cost(m, s, way, b, flags);
 }
 
-/* The cost of `way` (the library's: library_cost) without the agreement. */
+/* The cost of one of our ways without the agreement. */
 static double ours_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b,
-                        unsigned flags, int windowed, double P, double R, double S)
+                        unsigned flags)
 {
+    int windowed = !(flags & AAPC_WAYS_NO_WINDOWS);
+    double P = s->ranks, R = s->max_per_machine, S = s->bound_s_per_byte;
     switch (way) {
     case AAPC_WAY_PHASES:
         return m->phase_alpha *

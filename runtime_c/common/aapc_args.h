@@ -35,20 +35,20 @@ int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount, MPI
    first finding's key, the block bytes sent (max, -min) and expected (max, -min), and whether
    an in-place copy could not be allocated. */
 enum { AAPC_ARGS_VOTE = 6 };
-/* An exchange that carries the vote in its own messages (alltoall/aapc_alltoall_carried.c):
-   every rank sends its vote to every other rank, with its blocks unless `vote_only` (this rank
-   found an error), and takes every other rank's; it leaves in v the maximum of all the votes,
-   and sets *mismatch when a message was longer than this rank expects (the blocks differ).
-   Returns an MPI error code (this rank's alone). */
+/* An exchange that carries the vote in its own messages (alltoall/aapc_alltoall_carried.c:
+   in a compact form): every rank sends its vote to every other rank, with its blocks unless
+   `vote_only` (this rank found an error), and takes every other rank's; it leaves in v the
+   maximum of all the votes, and sets *mismatch when a message was longer than this rank
+   expects (the blocks differ). Returns an MPI error code (this rank's alone). */
 typedef int (*aapc_args_carry_fn)(void *ctx, int vote_only, int64_t v[AAPC_ARGS_VOTE],
                                   int *mismatch);
+/* 1 when calls on comm may carry the agreement in their exchange (AAPC_AGREE unset or not
+   "0", which leaves the agreement out, nor "reduce", which keeps the reduction). */
+int aapc_args_carries(MPI_Comm comm);
 /* aapc_args_alltoall with the agreement carried by the call's exchange instead of one
    reduction before it: the checks, then `carry` (on every rank, whatever it found), then the
    same decision from the votes (*done = 0: every rank's blocks arrived and ctx may deliver
    them). Every rank of comm must take this path for the call. */
-/* 1 when calls on comm may carry the agreement in their exchange (AAPC_AGREE unset or not
-   "0", which leaves the agreement out, nor "reduce", which keeps the reduction). */
-int aapc_args_carries(MPI_Comm comm);
 int aapc_args_alltoall_carried(const char *name, const void *sendbuf, int sendcount,
                                MPI_Datatype sendtype, const void *recvbuf, int recvcount,
                                MPI_Datatype recvtype, MPI_Comm comm, aapc_args_carry_fn carry,

@@ -166,8 +166,6 @@ int aapc_waitall_errors(int n, MPI_Request *reqs, int *errs, int *idx, MPI_Statu
         int out = 0;
         for (int k = 0; k < n; k++) /* a library may set it only where a request failed */
             st[k].MPI_ERROR = MPI_SUCCESS;
-        for (int k = 0; k < n; k++) /* a library may set it only where a request failed */
-            st[k].MPI_ERROR = MPI_SUCCESS;
         int rc = PMPI_Testsome(n, reqs, &out, idx, st), cls = MPI_SUCCESS;
         if (rc != MPI_SUCCESS && (PMPI_Error_class(rc, &cls) != MPI_SUCCESS ||
                                   cls != MPI_ERR_IN_STATUS))
