@@ -100,10 +100,14 @@ def test_traced_calls_stay_exact_and_record_every_message(tmp_path):
             continue
         msgs = timeline.messages(c)
         assert len(msgs) == 20, c.schedule
+        err = {r.machine: r.clock_err for r in c.ranks}  # one rank per machine here
+        assert all(0 <= e < 0.1 for e in err.values())
         for m in msgs:
             assert m.sync_wait <= m.start <= m.send_done
             assert m.recv_done == m.recv_done  # stamped
-            assert m.recv_done >= m.start - 1e-3  # clocks aligned within a millisecond
+            # the receive ends after the send starts, up to the two clocks' uncertainties (half
+            # the best of 4 round trips each; oversubscribed sanitized ranks stretch them)
+            assert m.recv_done >= m.start - 1e-4 - err[m.src] - err[m.dst]
         checked += 1
     assert checked >= 10
 

@@ -164,6 +164,12 @@ def main() -> int:
         metavar="NAME:VALUE",
         help="simulate: a SimGrid setting for every run, e.g. smpi/os:0:2e-06:0 (repeatable)",
     )
+    p.add_argument(
+        "--mpicc",
+        default=None,
+        help="the MPI to measure, by its compiler wrapper (its mpiexec beside it); default: the "
+        "venv's MPICH",
+    )
     p.add_argument("--timeout", type=float, default=3600.0)
     p.add_argument("--prefix", default="aapcx", help="emulate: namespace name prefix")
     p.add_argument("-o", "--output", required=True)
@@ -211,7 +217,7 @@ def main() -> int:
         cfg = BenchConfig(
             topo, a.backend, parse_sizes(a.sizes), variant_specs("receiver-all", None), natives,
             a.repeats, a.target_seconds, a.max_iters, parse_rate_option(a.rate), DEFAULT_QUEUE,
-            out / f"r{r}", timeout=a.timeout, prefix=a.prefix, runtime=("auto",),
+            out / f"r{r}", timeout=a.timeout, prefix=a.prefix, mpicc=a.mpicc, runtime=("auto",),
             ways=ways_for(r) if a.ways is None else tuple(w for w in a.ways.split(",") if w),
             simgrid_cfg=tuple(a.simgrid_cfg), time_variants=False, model=tuned,
         )  # fmt: skip

@@ -54,6 +54,7 @@ class RankCall:
     t0: float  # rank 0's clock
     t1: float
     events: tuple[Event, ...]
+    clock_err: float = 0.0  # the offset's uncertainty: rank 0's clock is within +- this
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ def _rank_call(head: dict[str, str], events: list[Event]) -> RankCall:
         int(head["machine"]),
         int(head["nphases"]), int(head["bytes"]), float(head["t0"]) + off,
         float(head["t1"]) + off, tuple(Event(e.t + off, e.kind, e.phase, e.peer) for e in events),
+        float(head.get("offset_err", 0.0)),
     )  # fmt: skip
 
 

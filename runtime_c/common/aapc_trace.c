@@ -10,7 +10,8 @@
  * end of the call rank 0 estimates every rank's clock offset with 4 ping-pongs each (the
  * round trip with the smallest delay, Cristian's method), and every rank appends its events to
  * $AAPC_TRACE.<comm>.<rank> (text: one header line per call, then "t,kind,phase,peer" lines;
- * the header gives the offset to add to this rank's times to read them on rank 0's clock, and
+ * the header gives the offset to add to this rank's times to read them on rank 0's clock, its
+ * uncertainty offset_err (half the round trip the offset came from), and
  * the schedule's name with blanks written as '_'). <comm> names the communicator the executor
  * ran on, the same on all its ranks and different for every communicator of the job, so the
  * traces of several communicators never mix: "<leader>-<k>", the k-th communicator (from 0)
@@ -181,12 +182,14 @@ void aapc_trace_poll(struct aapc_run *st)
     poll_some(st, st->yreq, st->y1 - st->y0, 0);
 }
 
-/* Rank 0: the offset of rank r's clock (add it to r's times). Rank r: answers. */
-static int clock_offsets(MPI_Comm comm, int myrank, double *offset)
+/* Rank 0: the offset of rank r's clock (add it to r's times) and its uncertainty (half the
+ * smallest round trip: the true offset lies within offset +- err). Rank r: answers, and is
+ * sent both. */
+static int clock_offsets(MPI_Comm comm, int myrank, double offset[2])
 {
     int size, rc;
     double t;
-    *offset = 0.0;
+    offset[0] = offset[1] = 0.0;
     if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS)
         return rc;
     if (myrank != 0) {
@@ -198,10 +201,10 @@ static int clock_offsets(MPI_Comm comm, int myrank, double *offset)
             if ((rc = PMPI_Send(&t, 1, MPI_DOUBLE, 0, AAPC_TAG_TRACE, comm)) != MPI_SUCCESS)
                 return rc;
         }
-        return PMPI_Recv(offset, 1, MPI_DOUBLE, 0, AAPC_TAG_TRACE, comm, MPI_STATUS_IGNORE);
+        return PMPI_Recv(offset, 2, MPI_DOUBLE, 0, AAPC_TAG_TRACE, comm, MPI_STATUS_IGNORE);
     }
     for (int r = 1; r < size; r++) {
-        double best = -1.0, off = 0.0;
+        double best = -1.0, off[2] = {0.0, 0.0};
         for (int k = 0; k < AAPC_TRACE_ROUNDS; k++) {
             double t1 = PMPI_Wtime(), tr;
             if ((rc = PMPI_Send(&t1, 1, MPI_DOUBLE, r, AAPC_TAG_TRACE, comm)) != MPI_SUCCESS ||
@@ -211,10 +214,11 @@ static int clock_offsets(MPI_Comm comm, int myrank, double *offset)
             double t2 = PMPI_Wtime();
             if (best < 0 || t2 - t1 < best) {
                 best = t2 - t1;
-                off = (t1 + t2) / 2 - tr;
+                off[0] = (t1 + t2) / 2 - tr;
+                off[1] = best / 2;
             }
         }
-        if ((rc = PMPI_Send(&off, 1, MPI_DOUBLE, r, AAPC_TAG_TRACE, comm)) != MPI_SUCCESS)
+        if ((rc = PMPI_Send(off, 2, MPI_DOUBLE, r, AAPC_TAG_TRACE, comm)) != MPI_SUCCESS)
             return rc;
     }
     return MPI_SUCCESS;
@@ -315,10 +319,10 @@ int aapc_trace_end(struct aapc_run *st, int myrank)
     if (tr == NULL)
         return MPI_SUCCESS;
     st->trace = NULL;
-    double offset = 0.0, t1 = PMPI_Wtime();
+    double offset[2] = {0.0, 0.0}, t1 = PMPI_Wtime();
     int rc = trace_comm_of(st->dup, myrank, &tc);
     if (rc == MPI_SUCCESS)
-        rc = clock_offsets(st->dup, myrank, &offset);
+        rc = clock_offsets(st->dup, myrank, offset);
     char name[4096], sched[256];
     snprintf(sched, sizeof sched, "%s", st->s->name != NULL ? st->s->name : "?");
     for (char *c = sched; *c; c++) /* the header is blank-separated key=value pairs */
@@ -332,9 +336,10 @@ int aapc_trace_end(struct aapc_run *st, int myrank)
     if (f != NULL) {
         fprintf(f,
                 "# aapc-trace 1 schedule=%s comm=%s call=%ld rank=%d machine=%d nphases=%d "
-                "sync_kind=%d window=%d bytes=%lld t0=%.9f t1=%.9f offset=%.9f\n",
+                "sync_kind=%d window=%d bytes=%lld t0=%.9f t1=%.9f offset=%.9f "
+                "offset_err=%.9f\n",
                 sched, tc->id, tc->calls, myrank, st->m, st->s->nphases, st->s->sync_kind,
-                (int)st->s->window, (long long)tr->bytes, tr->t0, t1, offset);
+                (int)st->s->window, (long long)tr->bytes, tr->t0, t1, offset[0], offset[1]);
         for (size_t i = 0; i < tr->n; i++)
             fprintf(f, "%.9f,%s,%d,%d\n", tr->ev[i].t, kind_name[tr->ev[i].kind], tr->ev[i].phase,
                     tr->ev[i].peer);
