@@ -110,8 +110,18 @@ bench: $(STAMP)
 generated: $(STAMP)
 	$(BIN)/python tuning/regenerate.py
 
+# MPICH built with the ch3:sock device (its waiting ranks sleep in poll() instead of
+# busy-polling): the CPU-fair baseline for benchmarks with more ranks than cores
+# (docs/measurements/cpu-fairness.md); measure it with `tuning/bench_crossover.py --mpicc
+# .mpich-sock/bin/mpicc`. Not part of `make test`: about 15 minutes on 2 cores.
+MPICH_SOCK ?= .mpich-sock
+.PHONY: mpich-sock
+mpich-sock: $(MPICH_SOCK)/bin/mpicc
+$(MPICH_SOCK)/bin/mpicc:
+	tuning/build_mpich_sock.sh $(MPICH_SOCK)
+
 clean:
-	rm -rf $(VENV) .venv-openmpi build dist *.egg-info mutants
+	rm -rf $(VENV) .venv-openmpi build dist *.egg-info mutants .mpich-sock .mpich-sock.log
 
 # The long fuzz run (docs/measurements/fuzzing.md): 3,600 topology files, 600 patterns, 200
 # command lines, 400 hypothesis examples per property, 50 randomly interrupted benches (root).

@@ -233,7 +233,8 @@ def test_mpiexec_command_is_mpmd_one_rank_per_namespace():
     assert cmd[: len(head)] == head
     parts = " ".join(cmd[len(head) :]).split(" : ")
     assert parts == [
-        f"-n 1 -env AAPC_MACHINE {topo.machines[r]} ip netns exec aapc-m{r} ./prog -x"
+        f"-n 1 -env AAPC_MACHINE {topo.machines[r]} -env MPICH_INTERFACE_HOSTNAME 198.18.0.{r + 1}"
+        f" ip netns exec aapc-m{r} ./prog -x"
         for r in range(5)
     ]
     assert em.machine_ip == ("198.18.0.1", "198.18.0.2", "198.18.0.3", "198.18.0.4", "198.18.0.5")

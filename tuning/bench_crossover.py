@@ -77,14 +77,27 @@ def table(r: int, summary: list[Summary], reference: str) -> str:
             if s is None:
                 cells.append("")
                 continue
-            text = f"{1e3 * s.median_s:.2f}" + (" (cpu)" if s.cpu_bound else "")
+            text = f"{1e3 * s.median_s:.2f}" + flags(s)
             cells.append(f"**{text}**" if s is best else text)
         auto = at.get("auto")
         for ref in (best, at.get(reference)):
             ok = auto is not None and ref is not None
-            cells.append(f"{ref.median_s / auto.median_s:.2f}x" if ok else "")
+            fair = ok and not (auto.cpu_starved or ref.cpu_starved)
+            cells.append(
+                f"{ref.median_s / auto.median_s:.2f}x" + ("" if fair else " *") if ok else ""
+            )
         lines.append("| " + " | ".join(cells) + " |")
+    lines.append(
+        "(cpu): ranks busy >= 90% of the time; (starved): a rank waited for a CPU >= 5% of it;"
+        " * a ratio with a starved side, not CPU-fair"
+    )
     return "\n".join(lines)
+
+
+def flags(s: Summary) -> str:
+    """`` (cpu)``, `` (starved)``, both or nothing: how the CPU held a row back."""
+    marks = [m for m, on in (("cpu", s.cpu_bound), ("starved", s.cpu_starved)) if on]
+    return f" ({', '.join(marks)})" if marks else ""
 
 
 def calls_of(topo_r, summary: list[Summary]) -> list[Call]:  # noqa: ANN001

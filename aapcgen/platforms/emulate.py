@@ -498,7 +498,10 @@ def mpiexec_command(
     choice by far (MPICH busy-polls its shared memory: 64 B calls of 16 ranks on 2 cores take
     73 ms instead of about 2; docs/measurements/selection.md). ``AAPC_MACHINE`` tells every rank
     its machine (the namespaces share one host name), so the run-time scheduled routines place
-    it (docs/generate.md).
+    it (docs/generate.md). ``MPICH_INTERFACE_HOSTNAME`` gives MPICH's ch3 devices (ch3:sock,
+    the CPU-fair baseline of docs/measurements/cpu-fairness.md) the machine's address to put in
+    its business card: without it every rank advertises the host's, which the other namespaces
+    cannot reach (ch4 ignores it, UCX_NET_DEVICES does that there).
     """
     genv = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0", **local_env(em, ranks_per_machine)}
     genv.update(env or {})
@@ -509,6 +512,7 @@ def mpiexec_command(
         if r:
             cmd.append(":")
         cmd += ["-n", str(ranks_per_machine), "-env", "AAPC_MACHINE", em.machines[r]]
+        cmd += ["-env", "MPICH_INTERFACE_HOSTNAME", em.machine_ip[r]]
         cmd += [em.ip, "netns", "exec", ns, *argv]
     return cmd
 

@@ -72,7 +72,7 @@ static double aapc_now_us(void)
 #endif
 
 #ifndef SMPI_SHARED_MALLOC
-static int use_library_wait(void)
+int aapc_library_wait(void)
 {
     static int choice = -1;
     if (choice < 0) {
@@ -80,6 +80,11 @@ static int use_library_wait(void)
         choice = v != NULL && strcmp(v, "spin") == 0;
     }
     return choice;
+}
+#else
+int aapc_library_wait(void)
+{
+    return 1;
 }
 #endif
 
@@ -136,7 +141,7 @@ int aapc_waitall(int n, MPI_Request *reqs)
     }
     return MPI_SUCCESS;
 #else
-    if (use_library_wait()) {
+    if (aapc_library_wait()) {
         return PMPI_Waitall(n, reqs, aapc_statuses_ignore());
     }
     aapc_backoff_t b = AAPC_BACKOFF_INIT;
@@ -174,7 +179,7 @@ int aapc_waitall_errors(int n, MPI_Request *reqs, int *errs, int *idx, MPI_Statu
             return MPI_SUCCESS;
         for (int k = 0; rc != MPI_SUCCESS && k < out; k++)
             errs[idx[k]] = st[k].MPI_ERROR;
-        if (out == 0 && !use_library_wait())
+        if (out == 0 && !aapc_library_wait())
             aapc_backoff(&b);
     }
 #endif
