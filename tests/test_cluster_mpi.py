@@ -498,6 +498,21 @@ def test_windowed_runtime_variants_match_pmpi(exe):
     served(proc, parts=True)
 
 
+def test_library_wait_and_an_unknown_wait_setting(exe):
+    """AAPC_WAIT=spin: the waits in the MPI library's own MPI_Waitall, windowed calls too, still
+    byte-exact; an unknown value is said once per process, and the calls wait as by default."""
+    five = JOBS["5 machines, reordered"]
+    env = {"AAPC_WINDOW": "3", "AAPC_WAIT": "spin"}
+    proc = run(exe, five, "--variant", "runtime-*", "--max-bytes", "16384", env=env)
+    passed(proc, 4 * 12)
+    assert "aapcgen:" not in proc.stderr, proc.stderr
+    proc = run(exe, five, "--variant", "runtime-receiver-all", "--max-bytes", "1024",
+               env={"AAPC_WAIT": "sleep"})  # fmt: skip
+    passed(proc, 10)
+    said = "aapcgen: AAPC_WAIT=sleep is not one of poll, spin; using poll"
+    assert proc.stderr.count(said) == len(five), proc.stderr
+
+
 def traced_windows(prefix: Path) -> list[int]:
     """The window of every traced call of the phase executor (AAPC_TRACE=prefix)."""
     heads = [

@@ -561,8 +561,7 @@ static int aapc_fire_completed(struct aapc_run *st, int sent)
    and the send at the front of the queues (above) as soon as each completes, so a sync leaves
    when its event happens, not when the rank next needs it. One wait on at most three requests
    (their handles copied in and back): MPI_Waitany under SimGrid (where a failed test costs
-   simulated time) and with AAPC_WAIT=spin (the library's own wait, untraced calls), else tests
-   with short naps (common/aapc_wait.c's policy). */
+   simulated time), else tests with short naps (common/aapc_wait.c's policy). */
 static int aapc_wait_firing(struct aapc_run *st, MPI_Request *target, int sent)
 {
     int rc;
@@ -583,14 +582,10 @@ static int aapc_wait_firing(struct aapc_run *st, MPI_Request *target, int sent)
         for (int i = 0; i < n; i++)
             set[i] = *slot[i];
 #ifdef SMPI_SHARED_MALLOC
-        const int block = 1;
+        rc = PMPI_Waitany(n, set, &idx, MPI_STATUS_IGNORE);
 #else
-        const int block = aapc_library_wait() && st->trace == NULL; /* traced: poll, stamp */
+        rc = PMPI_Testany(n, set, &idx, &flag, MPI_STATUS_IGNORE);
 #endif
-        if (block)
-            rc = PMPI_Waitany(n, set, &idx, MPI_STATUS_IGNORE);
-        else
-            rc = PMPI_Testany(n, set, &idx, &flag, MPI_STATUS_IGNORE);
         for (int i = 0; i < n; i++)
             *slot[i] = set[i];
         if (rc != MPI_SUCCESS)

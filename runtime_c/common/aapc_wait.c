@@ -18,7 +18,9 @@
  * waiting for the next test: the backoff goes back to yielding. (Without that, the sleeps
  * between pieces made 2 GiB between 2 ranks of one machine take 48 s instead of 7. When ranks
  * share cores a long test is as likely a preemption, and going back to yielding made 8 ranks on
- * 2 cores about 7 % slower.) AAPC_WAIT=spin selects the library's own PMPI_Waitall instead.
+ * 2 cores about 7 % slower.) AAPC_WAIT=spin selects the library's own PMPI_Waitall instead
+ * (poll, the default, can be named too; any other value is said once per process and counts as
+ * poll).
  *
  * Under SimGrid SMPI (smpicc; its mpi.h defines SMPI_SHARED_MALLOC) the requests are waited
  * for one by one, in order, with the library's blocking MPI_Wait: there every failed MPI_Test
@@ -34,6 +36,7 @@
 #include "aapc_wait.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -72,19 +75,16 @@ static double aapc_now_us(void)
 #endif
 
 #ifndef SMPI_SHARED_MALLOC
-int aapc_library_wait(void)
+static int use_library_wait(void)
 {
     static int choice = -1;
     if (choice < 0) {
         const char *v = getenv("AAPC_WAIT");
         choice = v != NULL && strcmp(v, "spin") == 0;
+        if (!choice && v != NULL && v[0] != '\0' && strcmp(v, "poll") != 0)
+            fprintf(stderr, "aapcgen: AAPC_WAIT=%s is not one of poll, spin; using poll\n", v);
     }
     return choice;
-}
-#else
-int aapc_library_wait(void)
-{
-    return 1;
 }
 #endif
 
@@ -141,7 +141,7 @@ int aapc_waitall(int n, MPI_Request *reqs)
     }
     return MPI_SUCCESS;
 #else
-    if (aapc_library_wait()) {
+    if (use_library_wait()) {
         return PMPI_Waitall(n, reqs, aapc_statuses_ignore());
     }
     aapc_backoff_t b = AAPC_BACKOFF_INIT;
@@ -179,7 +179,7 @@ int aapc_waitall_errors(int n, MPI_Request *reqs, int *errs, int *idx, MPI_Statu
             return MPI_SUCCESS;
         for (int k = 0; rc != MPI_SUCCESS && k < out; k++)
             errs[idx[k]] = st[k].MPI_ERROR;
-        if (out == 0 && !aapc_library_wait())
+        if (out == 0 && !use_library_wait())
             aapc_backoff(&b);
     }
 #endif

@@ -13,11 +13,6 @@
    them the CPU; when each rank has a core, a test that took over 2 us moved data and the wait
    goes back to yielding). Returns an MPI error code. */
 int aapc_waitall(int n, MPI_Request *reqs);
-
-/* Whether waits go to the MPI library's own (blocking) wait calls: AAPC_WAIT=spin (under
-   SimGrid SMPI, whose waits are always the library's, 1). Loops that test several requests for whichever completes first
-   (common/aapc_exec.c's windows) then wait with MPI_Waitany instead of testing with naps. */
-int aapc_library_wait(void);
 /* aapc_waitall, keeping each request's own outcome: errs[i] is request i's error code
    (MPI_SUCCESS when it completed normally: a receive longer than its buffer ends in
    MPI_ERR_TRUNCATE there, not in the return value). idx and st: scratch of n each. Returns an
