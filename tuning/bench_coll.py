@@ -81,8 +81,8 @@ from aapcgen.measure import cleanup  # noqa: E402
 from aapcgen.measure.bench import (  # noqa: E402
     CPU_BOUND,
     _size,
-    bin_path,
     median_known,
+    mpi_tool,
     parse_sizes,
     tcp_congestion_control,
 )
@@ -502,6 +502,11 @@ def parse_args() -> argparse.Namespace:
         help="a candidate whose call takes longer is timed by one call at that size and not at "
         "larger ones",
     )
+    p.add_argument(
+        "--mpicc",
+        help="the MPICH to measure, by its compiler wrapper (its mpiexec beside it), e.g. "
+        ".mpich-sock/bin/mpicc of `make mpich-sock`; default: the venv's",
+    )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per MPI job")
     p.add_argument("--prefix", help="emulation namespace name prefix (default aapcc)")
     p.add_argument("-o", "--output", default=None, help="write DIR/bench_coll.json")
@@ -620,7 +625,7 @@ def main() -> int:
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    mpicc, mpiexec = bin_path("mpicc"), bin_path("mpiexec")
+    mpicc, mpiexec = mpi_tool(a.mpicc, "mpicc"), mpi_tool(a.mpicc, "mpiexec")
     flavour, version = mpi_flavour(mpicc)
     if flavour != "mpich":
         raise AapcError(f"{mpicc} is not MPICH's ({version}): this runs MPICH's mpiexec and CVARs")

@@ -307,13 +307,18 @@ Runner = Callable[[Job, Path], str]
 
 
 def mpi_bin(cfg: BenchConfig, name: str) -> str:
-    """``mpicc`` or ``mpiexec`` of the MPI being measured: ``cfg.mpicc`` and the mpiexec beside
-    it (with the same suffix: Debian's mpicc.openmpi sits beside mpiexec.openmpi), else the
-    venv's, else PATH's."""
-    if cfg.mpicc:
+    """``mpicc`` or ``mpiexec`` of the MPI being measured (``mpi_tool`` of ``cfg.mpicc``)."""
+    return mpi_tool(cfg.mpicc, name)
+
+
+def mpi_tool(mpicc: str | None, name: str) -> str:
+    """``mpicc`` or ``mpiexec`` of the MPI being measured: ``mpicc`` and the mpiexec beside it
+    (with the same suffix: Debian's mpicc.openmpi sits beside mpiexec.openmpi), else the venv's,
+    else PATH's."""
+    if mpicc:
         if name == "mpicc":
-            return cfg.mpicc
-        path = Path(shutil.which(cfg.mpicc) or cfg.mpicc)
+            return mpicc
+        path = Path(shutil.which(mpicc) or mpicc)
         suffix = path.name[len("mpicc") :] if path.name.startswith("mpicc") else ""
         sibling = path.parent / (name + suffix)
         return str(sibling) if sibling.exists() else name
