@@ -44,11 +44,12 @@
 #define F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 #endif
 #else /* MPICH's mpi_f08: its MPI_Status is MPI_F08_status, the Fortran status's layout */
-/* An MPICH configured without Fortran (--disable-fortran) declares these two but does not
+/* An MPICH configured without Fortran (--disable-fortran; 4.0) declares these but does not
    define them: weak references, so the library links and loads there too (with no Fortran
-   binding in that MPI no Fortran program calls the wrappers that read them). */
+   binding in that MPI no Fortran program calls the wrappers that use them). */
 #pragma weak MPI_F08_STATUS_IGNORE
 #pragma weak MPI_F08_STATUSES_IGNORE
+#pragma weak MPI_Status_c2f
 #define F_STATUS_IGNORE ((MPI_Fint *)(void *)MPI_F08_STATUS_IGNORE)
 #define F_STATUSES_IGNORE ((MPI_Fint *)(void *)MPI_F08_STATUSES_IGNORE)
 #define F_STATUS_SIZE MPI_F_STATUS_SIZE
