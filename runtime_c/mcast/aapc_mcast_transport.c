@@ -33,6 +33,9 @@
  *             confirmation; the confirmations are collected by its later operations on the
  *             group (at most MC_PENDING operations outstanding, the oldest waited for) and when
  *             the group ends, and an error a receiver reported ends the call that collects it.
+ *             While it holds pending confirmations a rank tests them every 200 us of a receive:
+ *             a confirmation is a blocking MPI_Send, which may need its root's MPI progress
+ *             (MPICH ch3:sock connects only while both ends make progress).
  *             A lost final ACK costs a retransmission; the root never lingers on a receiver that
  *             has gone on, and no receiver needs the root once its co-root holds the message.
  * Cost (P receivers on one switch, n bytes, no loss): alpha_udp + n beta on the root's link
@@ -915,9 +918,18 @@ int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t
             }
             wait = left < wait ? left : wait;
         }
-        if (leaves != NULL)
-            wait = wait < 2e-4 ? wait : 2e-4; /* confirmations are MPI messages: poll them */
+        /* confirmations are MPI messages: poll them, the leaves' and, while a root that
+           returned early still holds its receivers' (pending), theirs: a receiver's blocking
+           confirmation send may need this rank's MPI progress to complete (MPICH ch3:sock
+           sets up a connection only while both ends make progress), and that receiver may be
+           the root this rank waits for */
+        if (leaves != NULL || g->npend > 0)
+            wait = wait < 2e-4 ? wait : 2e-4;
         wait_sockets(g->sock, mc_proc.usock, wait);
+        if (g->npend > 0) {
+            int e = mc_pending_settle(g, MC_PENDING); /* tests only: settles what arrived */
+            perr = perr != MPI_SUCCESS ? perr : e;
+        }
         drain(g->sock, &c, leaves);
         drain(mc_proc.usock, &c, leaves);
         if (c.cum != served) {
