@@ -363,9 +363,6 @@ TREE_CASES = [
     ("two-switch-4-4.yaml", 5, {"AAPC_MCAST_FRAG": "1472"}),
     ("two-switch-4-4.yaml", 20, {"AAPC_MCAST_DROP_ACK": "0.2"}),
     ("chain-4x4.yaml", 1, {}),
-    # confirmations that complete only with their root's progress (as under MPICH ch3:sock):
-    # a root waiting for the next multicast must keep testing the ones it holds
-    ("two-switch-4-4.yaml", 0, {"AAPC_TEST_MCAST_SSEND": "1"}),
 ]
 
 

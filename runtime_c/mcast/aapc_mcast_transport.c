@@ -841,21 +841,6 @@ static void serve_prefix(sctx_t *leaves, uint32_t from, uint32_t to, double t)
             resend(leaves, i, from > leaves->cum[i] ? from : leaves->cum[i], to);
 }
 
-/* A receiver's confirmation to its root or co-root: a standard send, which may complete only
-   with the receiving end's progress (MPICH ch3:sock's first message on a connection).
-   AAPC_TEST_MCAST_SSEND=1, a test hook (not for production use), makes it synchronous, so that
-   it always does: the tests' stand-in for such an MPI. */
-static int send_confirmation(int code, int to, MPI_Comm comm)
-{
-    static int ssend = -1;
-    if (ssend < 0) {
-        const char *v = getenv("AAPC_TEST_MCAST_SSEND");
-        ssend = v != NULL && strcmp(v, "1") == 0;
-    }
-    return ssend ? PMPI_Ssend(&code, 1, MPI_INT, to, MC_TAG_CONFIRM, comm)
-                 : PMPI_Send(&code, 1, MPI_INT, to, MC_TAG_CONFIRM, comm);
-}
-
 int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t len)
 {
     int me, nr = receivers_of(g, root, NULL, &me);
@@ -966,7 +951,7 @@ int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t
         send_ack(g, c.up, g->seq - 1, c.nfrag, c.nfrag, 0, c.nfrag);
     sctx_free(&s);
     int code = c.err;
-    int rc = send_confirmation(code, c.up, g->icomm);
+    int rc = PMPI_Send(&code, 1, MPI_INT, c.up, MC_TAG_CONFIRM, g->icomm);
     return c.err != MPI_SUCCESS ? c.err : (rc != MPI_SUCCESS ? rc : perr);
 }
 
