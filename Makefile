@@ -113,7 +113,7 @@ generated: $(STAMP)
 # MPICH built with the ch3:sock device (its waiting ranks sleep in poll() instead of
 # busy-polling): the CPU-fair baseline for benchmarks with more ranks than cores
 # (docs/measurements/cpu-fairness.md); measure it with `tuning/bench_crossover.py --mpicc
-# .mpich-sock/bin/mpicc`. Not part of `make test`: about 15 minutes on 2 cores.
+# .mpich-sock/bin/mpicc`. Not part of `make test`: about 9 minutes on 2 cores.
 MPICH_SOCK ?= .mpich-sock
 .PHONY: mpich-sock
 mpich-sock: $(MPICH_SOCK)/bin/mpicc
