@@ -33,9 +33,11 @@
  *             confirmation; the confirmations are collected by its later operations on the
  *             group (at most MC_PENDING operations outstanding, the oldest waited for) and when
  *             the group ends, and an error a receiver reported ends the call that collects it.
- *             While it holds pending confirmations a rank tests them every 200 us of a receive:
- *             a confirmation is a blocking MPI_Send, which may need its root's MPI progress
- *             (MPICH ch3:sock connects only while both ends make progress).
+ *             While any of its groups holds pending confirmations a rank tests them every
+ *             200 us of a wait on sockets: a confirmation is a blocking MPI_Send, which may
+ *             need its root's MPI progress (MPICH ch3:sock connects only while both ends make
+ *             progress), and the confirming rank may be the root of the multicast awaited, on
+ *             this group or another.
  *             A lost final ACK costs a retransmission; the root never lingers on a receiver that
  *             has gone on, and no receiver needs the root once its co-root holds the message.
  * Cost (P receivers on one switch, n bytes, no loss): alpha_udp + n beta on the root's link
@@ -807,6 +809,28 @@ int mc_pending_settle(struct aapc_mcast_group_s *g, int keep)
     return err;
 }
 
+/* Whether any open group of this process holds confirmations owed to it. */
+static int any_pending(void)
+{
+    for (const struct aapc_mcast_group_s *o = mc_proc.groups; o != NULL; o = o->next)
+        if (o->npend > 0)
+            return 1;
+    return 0;
+}
+
+/* Tests (without collecting: a later call on their own group does, and reports their errors)
+ * the confirmations other groups than g are owed: a receiver of one of those groups may be
+ * blocked in its confirmation send until this rank makes MPI progress, and be the root that an
+ * operation on g waits for. */
+static void poke_other_groups(const struct aapc_mcast_group_s *g)
+{
+    for (struct aapc_mcast_group_s *o = mc_proc.groups; o != NULL; o = o->next)
+        for (int k = 0; o != g && k < o->npend; k++) {
+            int flag = 0;
+            PMPI_Testall(o->pend[k].n, o->pend[k].req, &flag, statuses_ignore());
+        }
+}
+
 /* The root's direct receivers hold the message: their confirmations are owed to later calls. */
 static void pending_keep(sctx_t *c)
 {
@@ -839,6 +863,21 @@ static void serve_prefix(sctx_t *leaves, uint32_t from, uint32_t to, double t)
     for (int i = 0; i < leaves->nr; i++)
         if (!leaves->done[i] && leaves->sack[i] != 0)
             resend(leaves, i, from > leaves->cum[i] ? from : leaves->cum[i], to);
+}
+
+/* A receiver's confirmation to its root or co-root: a standard send, which may complete only
+   with the receiving end's progress (MPICH ch3:sock's first message on a connection).
+   AAPC_TEST_MCAST_SSEND=1, a test hook (not for production use), makes it synchronous, so that
+   it always does: the tests' stand-in for such an MPI. */
+static int send_confirmation(int code, int to, MPI_Comm comm)
+{
+    static int ssend = -1;
+    if (ssend < 0) {
+        const char *v = getenv("AAPC_TEST_MCAST_SSEND");
+        ssend = v != NULL && strcmp(v, "1") == 0;
+    }
+    return ssend ? PMPI_Ssend(&code, 1, MPI_INT, to, MC_TAG_CONFIRM, comm)
+                 : PMPI_Send(&code, 1, MPI_INT, to, MC_TAG_CONFIRM, comm);
 }
 
 int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t len)
@@ -919,17 +958,20 @@ int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t
             wait = left < wait ? left : wait;
         }
         /* confirmations are MPI messages: poll them, the leaves' and, while a root that
-           returned early still holds its receivers' (pending), theirs: a receiver's blocking
-           confirmation send may need this rank's MPI progress to complete (MPICH ch3:sock
-           sets up a connection only while both ends make progress), and that receiver may be
-           the root this rank waits for */
-        if (leaves != NULL || g->npend > 0)
+           returned early still holds its receivers' (pending, on this group or any other),
+           theirs: a receiver's blocking confirmation send may need this rank's MPI progress
+           to complete (MPICH ch3:sock sets up a connection only while both ends make
+           progress), and that receiver may be the root this rank waits for */
+        int owed = any_pending();
+        if (leaves != NULL || owed)
             wait = wait < 2e-4 ? wait : 2e-4;
         wait_sockets(g->sock, mc_proc.usock, wait);
         if (g->npend > 0) {
             int e = mc_pending_settle(g, MC_PENDING); /* tests only: settles what arrived */
             perr = perr != MPI_SUCCESS ? perr : e;
         }
+        if (owed)
+            poke_other_groups(g);
         drain(g->sock, &c, leaves);
         drain(mc_proc.usock, &c, leaves);
         if (c.cum != served) {
@@ -951,7 +993,7 @@ int mc_reliable_recv(struct aapc_mcast_group_s *g, int root, void *buf, uint64_t
         send_ack(g, c.up, g->seq - 1, c.nfrag, c.nfrag, 0, c.nfrag);
     sctx_free(&s);
     int code = c.err;
-    int rc = PMPI_Send(&code, 1, MPI_INT, c.up, MC_TAG_CONFIRM, g->icomm);
+    int rc = send_confirmation(code, c.up, g->icomm);
     return c.err != MPI_SUCCESS ? c.err : (rc != MPI_SUCCESS ? rc : perr);
 }
 
@@ -990,6 +1032,7 @@ int mc_reliable_send(struct aapc_mcast_group_s *g, const void *buf, uint64_t len
         }
         double left = c.deadline - now_s();
         wait_sockets(mc_proc.usock, -1, left < 2e-4 ? left : 2e-4);
+        poke_other_groups(g);
         drain(mc_proc.usock, NULL, &c);
         err = sender_tick(&c);
         if (err == MPI_SUCCESS && c.err != MPI_SUCCESS && c.confirmed == c.nr)

@@ -70,6 +70,36 @@ static void test_bcast(MPI_Comm comm, const char *label, unsigned salt)
     }
 }
 
+/* Broadcasts on two communicators (two groups) in turn, with different roots and no other MPI
+ * call in between: the root of one returns while its receivers' confirmations are pending and
+ * then waits, as a receiver on the other group, for one of those receivers (with
+ * AAPC_TEST_MCAST_SSEND=1 that receiver's confirmation needs this rank's MPI progress). */
+static void test_interleaved_groups(void)
+{
+    enum { N = 1472, ROUNDS = 6 };
+    if (size < 2)
+        return;
+    MPI_Comm other;
+    MPI_Comm_dup(MPI_COMM_WORLD, &other);
+    unsigned char *a = malloc((size_t)ROUNDS * 2 * N), *want = malloc(N);
+    int rc[2 * ROUNDS];
+    memset(a, 0xee, (size_t)ROUNDS * 2 * N);
+    for (int k = 0; k < 2 * ROUNDS; k++) {
+        int root = k % 2;
+        unsigned char *buf = a + (size_t)k * N;
+        if (rank == root)
+            fill(buf, N, (unsigned)k + 900);
+        rc[k] = aapc_mcast_bcast(buf, N, MPI_BYTE, root, k % 2 ? other : MPI_COMM_WORLD);
+    }
+    for (int k = 0; k < 2 * ROUNDS; k++) {
+        fill(want, N, (unsigned)k + 900);
+        check("interleaved-groups", k, rc[k], a + (size_t)k * N, want, N);
+    }
+    MPI_Comm_free(&other);
+    free(a);
+    free(want);
+}
+
 static void test_bcast_vector(void)
 {
     MPI_Datatype vec;
@@ -329,6 +359,7 @@ int main(int argc, char **argv)
         test_bcast(MPI_COMM_WORLD, "bcast", (unsigned)rep);
         test_bcast_vector();
         test_bcast_pair();
+        test_interleaved_groups();
         test_scatter();
         test_scatterv();
         test_two_groups();
