@@ -4,12 +4,18 @@
  * Algorithm: call PMPI_Testall; while incomplete, retry up to AAPC_SPINS times back to back,
  * then for up to AAPC_YIELD_US microseconds (AAPC_YIELD_SHARED_US when the node runs more ranks
  * than it has cores) yield the CPU (sched_yield) between tests, then
- * sleep 1, 2, 4, ... microseconds (at most AAPC_MAX_SLEEP_US) between tests. MPI progress
+ * sleep 1, 2, 4, ... microseconds between tests, at most AAPC_MAX_SLEEP_US (50) or, once the
+ * wait has lasted longer than 16 times that, 1/16 of the time waited so far (AAPC_SLEEP_SHARE),
+ * up to AAPC_LONG_SLEEP_US (1 ms). MPI progress
  * happens inside each test. Cost: a completion within the first AAPC_YIELD_US is seen at once
  * when the rank has a core of its own (a yield with nothing else to run returns at once), and
  * after the other runnable ranks' time slices when cores are shared; later ones get at most
- * AAPC_MAX_SLEEP_US of latency; sleeping saves the CPU time of a busy wait, which matters when
- * ranks outnumber cores or share them with the kernel's protocol processing. (Sleeping from
+ * AAPC_MAX_SLEEP_US of latency, or 6.25% of the time already waited; sleeping saves the CPU
+ * time of a busy wait, which matters when ranks outnumber cores or share them with the
+ * kernel's protocol processing. (With 50 us naps throughout, 16 ranks on 2 cores waiting
+ * 20-400 ms for 256 KB-1 MB blocks at 100 Mbit/s kept the CPUs 70% busy and each rank 25% of
+ * its time waiting for a CPU; with naps up to 1 ms, 30% and 2%, in the same time:
+ * docs/measurements/cpu-fairness.md.) (Sleeping from
  * the 65th test on made a 64 KB call on 2 ranks of one machine 2-7x MPICH's pairwise: a 40-byte
  * argument agreement or a shared-memory copy finishing a few us into a sleep waited out the
  * sleep; docs/measurements/executor-overhead.md.) When each rank has a core, a test that took
@@ -42,7 +48,14 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { AAPC_SPINS = 64, AAPC_YIELD_US = 200, AAPC_YIELD_SHARED_US = 20, AAPC_MAX_SLEEP_US = 50 };
+enum {
+    AAPC_SPINS = 64,
+    AAPC_YIELD_US = 200,
+    AAPC_YIELD_SHARED_US = 20,
+    AAPC_MAX_SLEEP_US = 50,    /* the longest nap of a wait shorter than 16 x this */
+    AAPC_SLEEP_SHARE = 16,     /* ... then a nap is at most 1/16 of the time waited so far */
+    AAPC_LONG_SLEEP_US = 1000, /* ... and at most this */
+};
 
 /* A test that took more than AAPC_WORK_US did work (a test with nothing to do takes 0.05-0.3 us
    here; MPICH packing a piece of a large non-contiguous send takes 14-17 us) */
@@ -88,6 +101,21 @@ static int use_library_wait(void)
 }
 #endif
 
+long aapc_nap_cap_us(double waited_us, long floor_us)
+{
+    long cap = (long)(waited_us / AAPC_SLEEP_SHARE);
+    return cap < floor_us ? floor_us : cap > AAPC_LONG_SLEEP_US ? AAPC_LONG_SLEEP_US : cap;
+}
+
+double aapc_clock_us(void)
+{
+#ifdef SMPI_SHARED_MALLOC
+    return 0.0;
+#else
+    return aapc_now_us();
+#endif
+}
+
 void aapc_nap_us(long us)
 {
 #ifdef SMPI_SHARED_MALLOC
@@ -116,12 +144,15 @@ void aapc_backoff(aapc_backoff_t *b)
     }
     if (b->tries++ == AAPC_SPINS)
         b->yield_until = now + (double)aapc_yield_us();
+    if (b->since == 0.0)
+        b->since = now;
     if (now < b->yield_until) {
         sched_yield();
     } else {
         struct timespec ts = {0, b->sleep_us * 1000L};
         nanosleep(&ts, NULL);
-        b->sleep_us = b->sleep_us * 2 > AAPC_MAX_SLEEP_US ? AAPC_MAX_SLEEP_US : b->sleep_us * 2;
+        long cap = aapc_nap_cap_us(now - b->since, AAPC_MAX_SLEEP_US);
+        b->sleep_us = b->sleep_us * 2 > cap ? cap : b->sleep_us * 2;
     }
     b->back_at = aapc_now_us();
 #endif

@@ -9,7 +9,7 @@
 /* PMPI_Waitall with a waiting policy chosen once per process by $AAPC_WAIT:
    "spin" (the MPI library's own wait: busy polling), or "poll" (default: test, spin briefly,
    yield the CPU between tests for up to 200 us (20 us when ranks outnumber cores), then sleep with exponential backoff between
-   tests, so ranks sharing cores with each other or with the kernel's network processing leave
+   tests, up to 50 us or 1/16 of the time waited (aapc_nap_cap_us), so ranks sharing cores with each other or with the kernel's network processing leave
    them the CPU; when each rank has a core, a test that took over 2 us moved data and the wait
    goes back to yielding). Returns an MPI error code. */
 int aapc_waitall(int n, MPI_Request *reqs);
@@ -26,9 +26,18 @@ typedef struct aapc_backoff {
     long sleep_us;
     double yield_until;
     double back_at; /* when the last call returned (us) */
+    double since;   /* when the wait began to yield or sleep (us); 0 before */
 } aapc_backoff_t;
-#define AAPC_BACKOFF_INIT {0, 1, 0.0, 0.0}
+#define AAPC_BACKOFF_INIT {0, 1, 0.0, 0.0, 0.0}
 void aapc_backoff(aapc_backoff_t *b);
+
+/* The longest nap between two tests of a wait that has lasted waited_us: floor_us, or 1/16
+   of the time waited, at most 1 ms (a nap then delays a completion by at most 6.25% of the
+   wait so far, and a long wait wakes its rank about 16 times per doubling of its length, not
+   every few tens of microseconds). */
+long aapc_nap_cap_us(double waited_us, long floor_us);
+/* A monotonic clock in microseconds (0 under SimGrid SMPI, which never naps). */
+double aapc_clock_us(void);
 
 /* Sleep about `us` microseconds (nothing under SimGrid SMPI, where it would only cost wall
    time). */
