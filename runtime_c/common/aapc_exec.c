@@ -561,10 +561,11 @@ static int aapc_fire_completed(struct aapc_run *st, int sent)
    and the send at the front of the queues (above) as soon as each completes, so a sync leaves
    when its event happens, not when the rank next needs it. One wait on at most three requests
    (their handles copied in and back): MPI_Waitany under SimGrid (where a failed test costs
-   simulated time), else tests with short naps: 1 us, then 20 us, or once the wait has lasted
-   longer than 320 us 1/16 of the time waited so far, up to 1 ms (aapc_nap_cap_us: with 20 us
-   naps throughout, 16 ranks on 2 cores waiting for 32 KB blocks kept each rank 47-53% of its
-   time waiting for a CPU; docs/measurements/cpu-fairness.md). */
+   simulated time), else tests with short naps: 1 us (about 60 us with Linux's default timer
+   slack), 20 us from the 256th test, or, when longer, 1/16 of the time waited so far, up to
+   1 ms (aapc_nap_cap_us: with the short naps throughout, 16 ranks on 2 cores waiting 2-5 ms
+   for 32 KB blocks kept each rank about half of its time waiting for a CPU;
+   docs/measurements/cpu-fairness.md). */
 static int aapc_wait_firing(struct aapc_run *st, MPI_Request *target, int sent)
 {
     int rc;
@@ -598,8 +599,8 @@ static int aapc_wait_firing(struct aapc_run *st, MPI_Request *target, int sent)
             aapc_trace_poll(st); /* stamps receives completing meanwhile (traced calls) */
             if (tries == 64)
                 since = aapc_clock_us();
-            if (tries >= 64) /* 20 us, or 1/16 of the wait so far (up to 1 ms) */
-                aapc_nap_us(tries < 256 ? 1 : aapc_nap_cap_us(aapc_clock_us() - since, 20));
+            if (tries >= 64) /* 1 us, 20 us from the 256th test, or 1/16 of the wait so far */
+                aapc_nap_us(aapc_nap_cap_us(aapc_clock_us() - since, tries < 256 ? 1 : 20));
             continue;
         }
         if (idx != MPI_UNDEFINED)
