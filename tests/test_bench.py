@@ -94,9 +94,19 @@ def test_run_queue_wait_marks_starved_rows_and_unfair_ratios():
 
 def test_job_plan_interleaves_natives():
     jobs = plan_jobs("mpich", ("brucks", "pairwise"), (1024, 65536), 1.0, 50)
-    assert [j.label for j in jobs] == ["native + generated", "native-brucks", "native-pairwise"]
+    assert [j.label for j in jobs] == ["native-default", "native-brucks", "native-pairwise"]
     assert dict(jobs[1].env) == {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "brucks"}
     assert "--only" in jobs[2].args and "1024,65536" in jobs[0].args
+
+
+def test_job_plan_keeps_ours_apart_from_the_library():
+    """Ours run in a job of their own, never after the library's calls on the same
+    connections (MPICH's contended calls left them slow for the next routine)."""
+    jobs = plan_jobs("mpich", ("pairwise",), (1024,), 1.0, 50, ("phases",), ("sender-all", "auto"))
+    assert [j.label for j in jobs] == ["native-default", "ours", "native-pairwise", "auto/phases"]
+    only = [j.args[j.args.index("--only") + 1] for j in jobs]
+    assert only == ["native", "sender-all,auto", "native", "auto"]
+    assert dict(jobs[1].rename) == {} and dict(jobs[0].rename) == {"native": "native-default"}
     sim = plan_jobs("simgrid", ("pair",), (1024,), 1.0, 50)
     assert sim[1].simgrid_algorithm == "pair" and sim[1].env == ()
 
@@ -105,7 +115,7 @@ def test_native_rows_are_forced_the_way_the_mpi_needs():
     """Under Open MPI a native-X row forces X through coll_tuned (it used to set MPICH's
     variable, which Open MPI ignores: the library default labelled X)."""
     ompi = plan_jobs("openmpi", ("pairwise", "linear"), (1024,), 1.0, 50)
-    assert [j.label for j in ompi] == ["native + generated", "native-pairwise", "native-linear"]
+    assert [j.label for j in ompi] == ["native-default", "native-pairwise", "native-linear"]
     assert dict(ompi[1].env) == {
         "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
         "OMPI_MCA_coll_tuned_alltoall_algorithm": "2",

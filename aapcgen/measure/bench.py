@@ -202,10 +202,17 @@ def plan_jobs(
     target_s: float,
     max_iters: int,
     ways: tuple[str, ...] = (),
+    ours: tuple[str, ...] = (),
 ) -> list[Job]:
-    """Job 0: default native + generated variants; then one job per forced native algorithm,
-    forced the way the MPI ``flavour`` (mpich, openmpi, simgrid; measure/mpi.py) needs; then
-    one job per forced way of the default routine (``auto`` with AAPC_WAY, named auto/WAY)."""
+    """Job 0: the MPI library's default routine; job 1: ours, the timer's candidates named
+    in ``ours`` (generated variants, run-time routines), if any; then one job per forced native
+    algorithm, forced the way the MPI ``flavour`` (mpich, openmpi, simgrid; measure/mpi.py)
+    needs; then one job per forced way of the default routine (``auto`` with AAPC_WAY, named
+    auto/WAY). Ours never share a job with the library's routines: a job's connections carry
+    TCP state from one call to the next, and MPICH's contended exchanges (thousands of
+    retransmissions per call) left them slow for the calls after them (4+4 tree, 4 ranks per
+    machine, 32 KB: the run-time routine 1457 ms after MPICH's default in one job, 771 ms in
+    a job of its own; docs/measurements/cpu-fairness.md)."""
     common = (
         "--bytes",
         ",".join(map(str, sizes)),
@@ -220,7 +227,11 @@ def plan_jobs(
         "--min-iters",
         "3",
     )
-    jobs = [Job("native + generated", common, (), (("native", "native-default"),))]
+    jobs = [
+        Job("native-default", (*common, "--only", "native"), (), (("native", "native-default"),))
+    ]
+    if ours:
+        jobs.append(Job("ours", (*common, "--only", ",".join(ours)), (), ()))
     for alg in natives:
         rename = (("native", f"native-{alg}"),)
         if flavour == "simgrid":
@@ -458,11 +469,12 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
         tmp = work.path
         flavour = "simgrid" if cfg.backend == "simulate" else mpi_flavour(mpicc)[0]
         natives = cfg.natives if cfg.natives is not None else DEFAULT_NATIVES.get(flavour, ())
-        jobs = plan_jobs(flavour, natives, cfg.sizes, cfg.target_seconds, cfg.max_iters, cfg.ways)
-        if cfg.runtime:  # the timer skips runtime-* unless named
-            timed = cfg.variants if cfg.time_variants else []
-            names = ["native", *(v.label for v in timed), *cfg.runtime]
-            jobs[0] = replace(jobs[0], args=(*jobs[0].args, "--only", ",".join(names)))
+        # the timer skips runtime-* unless named
+        timed = cfg.variants if cfg.time_variants else []
+        ours = (*(v.label for v in timed), *cfg.runtime)
+        jobs = plan_jobs(
+            flavour, natives, cfg.sizes, cfg.target_seconds, cfg.max_iters, cfg.ways, ours
+        )
         if cfg.split:
             jobs = [replace(j, args=(*j.args, "--split", cfg.split)) for j in jobs]
         gen_dir = Path(tmp) / "gen"
@@ -498,7 +510,9 @@ def run_bench(cfg: BenchConfig, progress: Callable[[str], None]) -> list[Measure
             prefix = Path(tmp) / "trace" / "aapc"
             trace_env = (*jobs[0].env, ("AAPC_TRACE", str(prefix)))
             names = ",".join([*(v.label for v in cfg.variants), *cfg.runtime])
-            run(replace(jobs[0], env=trace_env, args=(*jobs[0].args, "--only", names)), exe)
+            run(
+                replace(jobs[0], env=trace_env, args=(*jobs[0].args, "--only", names)), exe
+            )  # the last --only counts
             write_timelines(cfg, prefix, progress)
     return rows
 

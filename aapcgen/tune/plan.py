@@ -40,8 +40,10 @@ def candidates(cfg: TuneConfig) -> list[str]:
 
 
 def group_of(candidate: str) -> str:
-    """Which job measures a candidate: 'main' (default native + generated) or a forced native."""
-    return candidate if is_native(candidate) and candidate != DEFAULT else "main"
+    """Which job measures a candidate: 'main' (the generated routines), the library's default
+    or a forced native. Ours never share a job with the library's routines (measure/bench.py
+    plan_jobs: a contended exchange of the library leaves the job's connections slow)."""
+    return candidate if is_native(candidate) else "main"
 
 
 def timer_name(candidate: str) -> str:
@@ -55,7 +57,9 @@ def make_job(
     base = bench.plan_jobs(cfg.flavour, (), sizes, cfg.bench.target_seconds, cfg.bench.max_iters)[0]
     only = ",".join(sorted({timer_name(c) for c in cands}))
     if group == "main":
-        return replace(base, label="main", args=(*base.args, "--only", only), env=env)
+        return replace(base, label="main", args=(*base.args, "--only", only), env=env, rename=())
+    if group == DEFAULT:
+        return replace(base, env=env)
     alg = group.removeprefix(NATIVE_PREFIX)
     rename = (("native", group),)
     if cfg.bench.backend == "simulate":
