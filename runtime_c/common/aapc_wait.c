@@ -78,13 +78,6 @@ static long aapc_yield_us(void)
     }
     return us;
 }
-
-static double aapc_now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
 #endif
 
 #ifndef SMPI_SHARED_MALLOC
@@ -112,7 +105,9 @@ double aapc_clock_us(void)
 #ifdef SMPI_SHARED_MALLOC
     return 0.0;
 #else
-    return aapc_now_us();
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 #endif
 }
 
@@ -135,7 +130,7 @@ void aapc_backoff(aapc_backoff_t *b)
         b->tries++;
         return;
     }
-    double now = aapc_now_us();
+    double now = aapc_clock_us();
     /* the caller's test took long: it moved data, the next piece is near: yield again */
     if (b->tries > AAPC_SPINS && now - b->back_at > AAPC_WORK_US &&
         aapc_yield_us() == AAPC_YIELD_US) {
@@ -154,7 +149,7 @@ void aapc_backoff(aapc_backoff_t *b)
         long cap = aapc_nap_cap_us(now - b->since, AAPC_MAX_SLEEP_US);
         b->sleep_us = b->sleep_us * 2 > cap ? cap : b->sleep_us * 2;
     }
-    b->back_at = aapc_now_us();
+    b->back_at = aapc_clock_us();
 #endif
 }
 

@@ -8,10 +8,11 @@
 
 /* PMPI_Waitall with a waiting policy chosen once per process by $AAPC_WAIT:
    "spin" (the MPI library's own wait: busy polling), or "poll" (default: test, spin briefly,
-   yield the CPU between tests for up to 200 us (20 us when ranks outnumber cores), then sleep with exponential backoff between
-   tests, up to 50 us or 1/16 of the time waited (aapc_nap_cap_us), so ranks sharing cores with each other or with the kernel's network processing leave
-   them the CPU; when each rank has a core, a test that took over 2 us moved data and the wait
-   goes back to yielding). Returns an MPI error code. */
+   yield the CPU between tests for up to 200 us (20 us when ranks outnumber cores), then sleep
+   with exponential backoff between tests, up to 50 us or 1/16 of the time waited
+   (aapc_nap_cap_us), so ranks sharing cores with each other or with the kernel's network
+   processing leave them the CPU; when each rank has a core, a test that took over 2 us moved
+   data and the wait goes back to yielding). Returns an MPI error code. */
 int aapc_waitall(int n, MPI_Request *reqs);
 /* aapc_waitall, keeping each request's own outcome: errs[i] is request i's error code
    (MPI_SUCCESS when it completed normally: a receive longer than its buffer ends in
