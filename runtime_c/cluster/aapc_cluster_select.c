@@ -73,7 +73,14 @@
    of that day's CPU-bound runs: 5-6e-8), so that the windows' credit leaves every point
    measured on the library there (the leaders' 16 phases at 64 B, 2 ranks per machine: all in
    one window 5.87 ms, one per phase 12.0; 4 ranks per machine at 512 B: MPICH 25.0 ms, the
-   windowed leaders 44.5). aapcgen tune replaces them with the cluster's own. */
+   windowed leaders 44.5). 2026-12-03: msg_alpha 200 -> 120 us, the mean time per phase of the
+   per-rank phases forced at 8 and 64 B against an MPICH whose ranks sleep (ch3:sock; 91-170 us
+   on 4+4 with 1, 2, 4 and chain-4x4 with 1 rank per machine), where 200 came from runs against
+   a busy-polling MPICH in which every rank waited 87-94% for a CPU: of the 20 points measured
+   with MPICH's best not starved, 200 left one below 0.95x (chain-4x4, 1 rank per machine, 4 KB:
+   the library, 0.82x), 120 none; it costs MPI_Alltoallv of 6 KB blocks on 4+4 (phases one at a
+   time, 0.93x the library there; docs/measurements/selection.md, "The per-message constant
+   from CPU-fair runs"). aapcgen tune replaces them with the cluster's own. */
 const aapc_cost_model_t aapc_cost_model_default = {
     .lib_alpha = 250e-6,
     .lib_beta = 1.5,
@@ -81,7 +88,7 @@ const aapc_cost_model_t aapc_cost_model_default = {
     .phase_beta = 1.08,
     .copy_beta = 2.0e-8,
     .round_alpha = 500e-6,
-    .msg_alpha = 200e-6,
+    .msg_alpha = 120e-6,
     .lib_msg_alpha = 0,
     .lib_fwd_beta = 0,
     .agree_alpha = 0,
