@@ -15,8 +15,9 @@
  *       machines of different sizes: the leaders' ring); auto (unset): the rule below.
  *   AAPC_DISABLE=bcast,allreduce,...  the named entries are the MPI library's (as native).
  *   AAPC_COLL_MIN_<COLL>, AAPC_COLL_RING_MIN, AAPC_COLL_PHASED_MIN, AAPC_COLL_CHAIN_MIN,
- *       AAPC_COLL_MAX_BYTES: the rule's sizes (rule() below; each rank's own only where the
- *       ranks' settings agree, else the defaults); AAPC_COLL_CHAIN_CHUNK: the chain's chunk.
+ *       AAPC_COLL_SINGLE_RING_MIN, AAPC_COLL_MAX_BYTES: the rule's sizes (rule() below; each
+ *       rank's own only where the ranks' settings agree, else the defaults);
+ *       AAPC_COLL_CHAIN_CHUNK: the chain's chunk.
  * An unknown value is said once per process and counts as auto.
  *
  * The rule (auto), the same on every rank: it reads only what MPI requires to agree (the
@@ -25,7 +26,8 @@
  *     collectives; docs/multicore.md: faster than MPICH's in every measured cell), but the
  *     library's Scatter and Scatterv (ours has no shared-memory step: it would be the
  *     library's on-machine scatter);
- *   - several machines, one rank on each: the library's (there is nothing to aggregate);
+ *   - several machines, one rank on each: the library's (there is nothing to aggregate), but
+ *     Allgather from AAPC_COLL_SINGLE_RING_MIN bytes: a ring over the tree (single_ring());
  *   - several machines, some running several ranks: ours from the size where it was measured
  *     to gain (rule()), up to AAPC_COLL_MAX_BYTES, the library's outside.
  * Arguments ours cannot take, or that are the user's mistake, go to the library, which serves
@@ -209,6 +211,22 @@ static const char *const below[NCOLL] = {
     "below AAPC_COLL_MIN_REDUCE",  "below AAPC_COLL_MIN_BARRIER",   "below AAPC_COLL_MIN_SCATTER",
     "below AAPC_COLL_MIN_SCATTERV"};
 
+/* One rank on every machine: nothing to aggregate, so the library's, except Allgather from
+   AAPC_COLL_SINGLE_RING_MIN bytes (all P blocks; default 16 KB): a ring over the tree (every
+   link carries one message per step each way), where MPICH's default below its own ring
+   (recursive doubling, or Bruck's) crosses the trunks many times at once. Measured against
+   MPICH ch3:sock at 100 Mbit/s (docs/measurements/collectives.md, "One rank per machine"):
+   on chain-4x4 (16 ranks) the ring 3.53 ms at 1 KB per rank against MPICH's default 5.81, 5.56
+   against 41.4 at 4 KB, 21.0 against 262 at 16 KB, 1.9x slower at 256 B; on 4+4 (8 ranks)
+   1.8x faster from 1 KB per rank (8 KB), 1.3x slower at 256 B; at 64 KB MPICH's default is
+   its ring (a tie). */
+static int single_ring(enum coll c, long long bytes, int agreed)
+{
+    static long long ring_min = -1;
+    return c == ALLGATHER &&
+           bytes >= size_setting("AAPC_COLL_SINGLE_RING_MIN", &ring_min, 16384, agreed);
+}
+
 /* The library's or ours for a call of `bytes` (Allgather: all P blocks; Scatter: one rank's
    block; Scatterv: 0, its counts are the root's alone) whose arguments ours
    can take, before the machine's segment is known; *why: the library's, why (for the
@@ -231,13 +249,15 @@ static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, 
     }
     if (l->n < 2)
         return HIER;
-    *why = l->r_max < 2 ? "one rank per machine"
+    *why = l->r_max < 2 && !single_ring(c, bytes, agreed) ? "one rank per machine"
            : bytes > size_setting("AAPC_COLL_MAX_BYTES", &most, NEVER, agreed)
                ? "above AAPC_COLL_MAX_BYTES"
            : bytes < size_setting(min_setting[c], &least[c], min_default[c], agreed) ? below[c]
                                                                                      : NULL;
     if (*why != NULL)
         return LIBRARY;
+    if (l->r_max < 2) /* Allgather: a ring over the tree */
+        return RING;
     if (c == REDUCE) /* commutative operations; the entry hands the others to the library */
         return CHAIN;
     if (!has_ring(c))
@@ -413,6 +433,7 @@ static int done(double t0, enum coll c, enum way way, const char *why,
                                 : "leader-based, one message per machine");
     else
         snprintf(what, sizeof what, "%s%s", l->n == 1   ? "shared memory"
+                                            : l->r_max < 2 && way == RING ? "one rank per machine"
                                             : l->shared ? "leader-based, shared segment"
                                                         : "leader-based",
                  l->n == 1           ? ""
