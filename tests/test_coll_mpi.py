@@ -82,18 +82,27 @@ def test_default_serves_machines_with_several_ranks_and_leaves_one_per_machine(e
     measured to gain (Allgather always, Bcast and Reduce from 8 KB with the leaders in a
     pipelined chain, Allreduce from 64 KB in lanes), the library's below that, for Reduce's
     non-commutative matrices and for Barrier; the parity split (one rank per machine) the
-    library's, but Allgather's 40 KB a ring over the tree (from AAPC_COLL_SINGLE_RING_MIN,
-    16 KB); every result right."""
+    leaders' ways over the tree from the sizes where they were measured to gain there
+    (Allgather from AAPC_COLL_SINGLE_RING_MIN, 16 KB in all: its 40 KB a ring; Bcast, Reduce
+    and Allreduce from their AAPC_COLL_MIN_* sizes), the library's below and for Barrier;
+    every result right."""
     proc = run(exe, BLOCKS, env={"AAPC_REPORT": "1"})
     passed(proc, 600)
     served = routines(proc.stderr)
     for c in COLLECTIVES:
         assert "shared memory" in served[c], (c, served[c])
-        assert "library: one rank per machine" in served[c], (c, served[c])
+    single = [v for h, v in sections(proc.stderr).items() if " 1 rank per machine" in h]
+    assert len(single) == 1, proc.stderr[-3000:]  # the parity split
+    parity = single[0]
     ring = "leader-based, shared segment, ring among the leaders"
+    assert parity["MPI_Allgather"] == {ring, "library: one rank per machine"}, parity
+    chain = "leader-based, shared segment, pipelined chain among the leaders"
+    for c in ("MPI_Bcast", "MPI_Reduce"):
+        assert {chain, f"library: below AAPC_COLL_MIN_{c[4:].upper()}"} <= parity[c], parity
+    assert "library: below AAPC_COLL_MIN_ALLREDUCE" in parity["MPI_Allreduce"], parity
+    assert len(parity["MPI_Allreduce"]) > 1, parity  # 72 KB of pairs: ours
+    assert parity["MPI_Barrier"] == {"library: one rank per machine"}, parity
     assert ring in served["MPI_Allgather"], proc.stderr[-3000:]
-    single = "one rank per machine, ring among the leaders"  # the parity split, 5000 ints
-    assert single in served["MPI_Allgather"], proc.stderr[-3000:]
     lanes = "leader-based, shared segment, lanes: a ring per local rank"
     assert lanes in served["MPI_Allreduce"], proc.stderr[-3000:]
     for c in ("MPI_Bcast", "MPI_Reduce"):

@@ -359,7 +359,7 @@ def test_report_counts_the_calls_served_on_placed_ranks(report_exe, tmp_path):
     """Every rank on its own machine (AAPC_MACHINE): auto runs the run-time routine on WORLD and
     on each half (the phases, forced: the choice by size is tests/test_select*); MPI_COMM_SELF
     goes to the library (a 1-rank communicator, no warning); the MPI_Reduce goes to the library
-    with its reason (one rank per machine: nothing to aggregate)."""
+    with its reason (below AAPC_COLL_MIN_REDUCE)."""
     out = tmp_path / "report.txt"
     proc = mpmd(
         report_exe, ["m0", "m1", "m2", "m3"], {"AAPC_REPORT": str(out), "AAPC_WAY": "phases"}
@@ -379,8 +379,9 @@ def test_report_counts_the_calls_served_on_placed_ranks(report_exe, tmp_path):
     assert rows[(HALVES, "MPI_Alltoall", carried)] == (6, HALF_BYTES), text
     self_row = "auto (MPI library): a communicator of 1 rank (the library's local copy)"
     assert rows[(SELF, "MPI_Alltoall", self_row)] == (4 * 2, 4 * 2 * 256 * 4), text
-    # the harness's own MPI_Reduce of its verdict: the library's, one rank on each machine
-    assert rows[(WORLD, "MPI_Reduce", "library: one rank per machine")] == (1, 4 * 4), text
+    # the harness's own MPI_Reduce of its verdict (16 bytes): the library's, below the size
+    # from which the chain over the tree gains (one rank per machine too)
+    assert rows[(WORLD, "MPI_Reduce", "library: below AAPC_COLL_MIN_REDUCE")] == (1, 4 * 4), text
     assert len(rows) == 6, text
 
 

@@ -26,8 +26,9 @@
  *     collectives; docs/multicore.md: faster than MPICH's in every measured cell), but the
  *     library's Scatter and Scatterv (ours has no shared-memory step: it would be the
  *     library's on-machine scatter);
- *   - several machines, one rank on each: the library's (there is nothing to aggregate), but
- *     Allgather from AAPC_COLL_SINGLE_RING_MIN bytes: a ring over the tree (single_ring());
+ *   - several machines, one rank on each: nothing to aggregate, but the leaders' ways over the
+ *     tree gain: Allgather from AAPC_COLL_SINGLE_RING_MIN bytes, Bcast, Reduce and Allreduce
+ *     from their sizes below; Barrier, Scatter and Scatterv the library's (single_ours());
  *   - several machines, some running several ranks: ours from the size where it was measured
  *     to gain (rule()), up to AAPC_COLL_MAX_BYTES, the library's outside.
  * Arguments ours cannot take, or that are the user's mistake, go to the library, which serves
@@ -211,20 +212,24 @@ static const char *const below[NCOLL] = {
     "below AAPC_COLL_MIN_REDUCE",  "below AAPC_COLL_MIN_BARRIER",   "below AAPC_COLL_MIN_SCATTER",
     "below AAPC_COLL_MIN_SCATTERV"};
 
-/* One rank on every machine: nothing to aggregate, so the library's, except Allgather from
-   AAPC_COLL_SINGLE_RING_MIN bytes (all P blocks; default 16 KB): a ring over the tree (every
-   link carries one message per step each way), where MPICH's default below its own ring
-   (recursive doubling, or Bruck's) crosses the trunks many times at once. Measured against
-   MPICH ch3:sock at 100 Mbit/s (docs/measurements/collectives.md, "One rank per machine"):
-   on chain-4x4 (16 ranks) the ring 3.53 ms at 1 KB per rank against MPICH's default 5.81, 5.56
-   against 41.4 at 4 KB, 21.0 against 262 at 16 KB, 1.9x slower at 256 B; on 4+4 (8 ranks)
-   1.8x faster from 1 KB per rank (8 KB), 1.3x slower at 256 B; at 64 KB MPICH's default is
-   its ring (a tie). */
-static int single_ring(enum coll c, long long bytes, int agreed)
+/* One rank on every machine: nothing to aggregate, but the leaders' ways over the tree still
+   gain where MPICH's default crosses the trunks many times at once: Allgather as a ring from
+   AAPC_COLL_SINGLE_RING_MIN bytes (all P blocks; default 16 KB), Bcast and Reduce as a
+   pipelined chain and Allreduce as a ring from their AAPC_COLL_MIN_* sizes (8, 8 and 64 KB, as
+   with several ranks per machine); Barrier, Scatter and Scatterv the library's (ours would be
+   its linear exchange). Measured against MPICH ch3:sock at 100 Mbit/s
+   (docs/measurements/collectives.md, "One rank per machine"): Allgather on chain-4x4 (16
+   ranks) 3.53 ms at 1 KB per rank against MPICH's default 5.81, 5.56 against 41.4 at 4 KB,
+   21.0 against 262 at 16 KB, 1.9x slower at 256 B; on 4+4 (8 ranks) 1.8x faster from 1 KB per
+   rank (8 KB), 1.3x slower at 256 B; at 64 KB MPICH's default is its ring (a tie). On chain-4x4
+   the chain Bcast 1.8-2.7x MPICH's best from 32 KB (14x its default at 256 KB), the chain
+   Reduce 1.7-3.5x, the ring Allreduce 2.4-2.9x from 256 KB. */
+static int single_ours(enum coll c, long long bytes, int agreed)
 {
     static long long ring_min = -1;
-    return c == ALLGATHER &&
-           bytes >= size_setting("AAPC_COLL_SINGLE_RING_MIN", &ring_min, 16384, agreed);
+    if (c == ALLGATHER)
+        return bytes >= size_setting("AAPC_COLL_SINGLE_RING_MIN", &ring_min, 16384, agreed);
+    return c == BCAST || c == REDUCE || c == ALLREDUCE;
 }
 
 /* The library's or ours for a call of `bytes` (Allgather: all P blocks; Scatter: one rank's
@@ -249,14 +254,14 @@ static enum way rule(enum coll c, const aapc_coll_layout_t *l, long long bytes, 
     }
     if (l->n < 2)
         return HIER;
-    *why = l->r_max < 2 && !single_ring(c, bytes, agreed) ? "one rank per machine"
+    *why = l->r_max < 2 && !single_ours(c, bytes, agreed) ? "one rank per machine"
            : bytes > size_setting("AAPC_COLL_MAX_BYTES", &most, NEVER, agreed)
                ? "above AAPC_COLL_MAX_BYTES"
            : bytes < size_setting(min_setting[c], &least[c], min_default[c], agreed) ? below[c]
                                                                                      : NULL;
     if (*why != NULL)
         return LIBRARY;
-    if (l->r_max < 2) /* Allgather: a ring over the tree */
+    if (l->r_max < 2 && c == ALLGATHER) /* a ring over the tree */
         return RING;
     if (c == REDUCE) /* commutative operations; the entry hands the others to the library */
         return CHAIN;
@@ -433,7 +438,6 @@ static int done(double t0, enum coll c, enum way way, const char *why,
                                 : "leader-based, one message per machine");
     else
         snprintf(what, sizeof what, "%s%s", l->n == 1   ? "shared memory"
-                                            : l->r_max < 2 && way == RING ? "one rank per machine"
                                             : l->shared ? "leader-based, shared segment"
                                                         : "leader-based",
                  l->n == 1           ? ""
