@@ -37,7 +37,7 @@ class Point:
     way: str
     seconds: float  # the chosen way's median
     best: float  # MPICH's best algorithm's median
-    best_wait: float | None  # that algorithm's run-queue wait, None where not recorded
+    best_wait: float | None  # its run-queue wait; None (or < 0: SimGrid) where not recorded
 
     @property
     def ratio(self) -> float:
@@ -101,10 +101,10 @@ def main() -> int:
     print("| run | R | block | way | ms | MPICH's best ms | ratio | best's wait |")
     print("|---|---|---|---|---|---|---|---|")
     for pt in points:
-        wait = "-" if pt.best_wait is None else f"{pt.best_wait:.0%}"
+        wait = "-" if pt.best_wait is None or pt.best_wait < 0 else f"{pt.best_wait:.0%}"
         print(f"| {pt.run} | {pt.ranks_per_machine} | {pt.block} | {pt.way} | "
               f"{pt.seconds * 1e3:.2f} | {pt.best * 1e3:.2f} | {pt.ratio:.2f}x | {wait} |")  # fmt: skip
-    fair = [pt for pt in points if pt.best_wait is not None and pt.best_wait < a.fair]
+    fair = [pt for pt in points if pt.best_wait is not None and 0 <= pt.best_wait < a.fair]
     low = [pt for pt in fair if pt.ratio < 0.95]
     mean = math.exp(sum(math.log(pt.ratio) for pt in points) / len(points))
     print(f"{len(points)} points, geometric mean {mean:.3f}x MPICH's best; {len(fair)} CPU-fair, "

@@ -76,15 +76,17 @@
    windowed leaders 44.5). 2026-12-03: msg_alpha 200 -> 120 us, the mean time per phase of the
    per-rank phases forced at 8 and 64 B against an MPICH whose ranks sleep (ch3:sock; 91-170 us
    on 4+4 with 1, 2, 4 and chain-4x4 with 1 rank per machine), where 200 came from runs against
-   a busy-polling MPICH in which every rank waited 87-94% for a CPU: of the 20 points measured
-   with MPICH's best not starved, 200 left one below 0.95x (chain-4x4, 1 rank per machine, 4 KB:
-   the library, 0.82x), 120 none; it costs MPI_Alltoallv of 6 KB blocks on 4+4 (phases one at a
-   time, 0.93x the library there; docs/measurements/selection.md, "The per-message constant
-   from CPU-fair runs"). aapcgen tune replaces them with the cluster's own. */
+   a busy-polling MPICH in which every rank waited 87-94% for a CPU, and phase_alpha 100 ->
+   180 us, so that a phase run alone (one window, one message: MPI_Alltoallv, MPI_Ialltoall, a
+   job of 2 ranks) still costs the 300 us measured for it. Of the 36 points measured with
+   MPICH's best not starved, the old split left one below 0.95x (chain-4x4, 1 rank per machine,
+   4 KB: the library, 0.82x), this none (docs/measurements/selection.md, "The per-message
+   constant from CPU-fair runs"; tuning/replay_runs.py). aapcgen tune replaces them with the
+   cluster's own. */
 const aapc_cost_model_t aapc_cost_model_default = {
     .lib_alpha = 250e-6,
     .lib_beta = 1.5,
-    .phase_alpha = 100e-6,
+    .phase_alpha = 180e-6,
     .phase_beta = 1.08,
     .copy_beta = 2.0e-8,
     .round_alpha = 500e-6,
