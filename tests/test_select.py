@@ -594,13 +594,11 @@ def test_alltoallv_runs_the_log_rounds_only_in_the_trees_digits():
 
 def _replay_runs():  # noqa: ANN202 (the tuning script as a module)
     import importlib.util
-    import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     spec = importlib.util.spec_from_file_location("replay_runs", root / "tuning" / "replay_runs.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("replay_runs", module)  # its dataclass looks itself up there
     spec.loader.exec_module(module)
     return module, root
 
@@ -609,7 +607,8 @@ def test_the_per_message_constant_replayed_on_the_cpu_fair_chain_run():
     """The recorded chain-4x4 run against ch3:sock, one rank per machine (docs/measurements/
     selection.md, "The per-message constant from CPU-fair runs"): at 4 KB the built-in constants
     take the phases (24.38 ms, 0.99x MPICH's best, its pairwise); with the old split of a phase
-    (100 us per window, 200 per message) they took the library (MPICH's default, 0.82x). Every other point chooses the same."""
+    (100 us per window, 200 per message) they took the library (MPICH's default, 0.82x). Every
+    other point chooses the same."""
     replay, root = _replay_runs()
     run = root / "docs" / "bench" / "cpu-fair-sock" / "chain-r1.json"
     now = replay.points_of(run, default_model(), root / "topologies")

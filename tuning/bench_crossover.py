@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,30 +113,62 @@ def calls_of(topo_r, summary: list[Summary]) -> list[Call]:  # noqa: ANN001
     return out
 
 
-def replay(model: dict[str, float], base, runs: list[dict]) -> str:  # noqa: ANN001
-    """What the default routine would take with ``model`` at each measured point, its measured
-    time (the forced way's; the library's is its default algorithm), and that against the
-    library's best and default algorithms: the choice checked on the measurements themselves."""
-    lines = ["| R | block | way | ms | best library ms | vs best | vs default |", "|" + "---|" * 7]
+@dataclass(frozen=True)
+class Replayed:
+    """One measured point as a model would choose it: the way, that way's measured median (the
+    library's is its default algorithm's), and the library's best and default algorithms'."""
+
+    ranks_per_machine: int
+    block: int
+    way: str
+    seconds: float
+    best: float
+    default: float  # nan where the default was not measured
+    best_wait: float | None  # the best algorithm's run-queue wait; None or < 0: not recorded
+
+    @property
+    def ratio(self) -> float:
+        return self.best / self.seconds
+
+
+def replayed(model: dict[str, float], base, runs: list[dict]) -> list[Replayed]:  # noqa: ANN001
+    """What the default routine would take with ``model`` at each measured point of ``runs``
+    (a crossover.json's runs on the tree ``base``); points whose way was not measured are left
+    out."""
+    out = []
     for run in runs:
         r = run["ranks_per_machine"]
         topo = replace(base, ranks_per_machine=r)
         shape = job_shape(topo, rank_machine(topo.n_machines, r))
-        at: dict[int, dict[str, float]] = {}
+        at: dict[int, dict[str, dict]] = {}
         for s in run["summary"]:
-            at.setdefault(s["bytes"], {})[s["candidate"]] = s["median_s"]
+            at.setdefault(s["bytes"], {})[s["candidate"]] = s
         for size in sorted(at):
             got = at[size]
             way = choose_way(model, shape, size)
-            t = got.get("native-default" if way == "library" else f"auto/{way}")
-            natives = {c: v for c, v in got.items() if c.startswith("native")}
-            if t is None or not natives:
+            mine = got.get("native-default" if way == "library" else f"auto/{way}")
+            natives = [s for c, s in got.items() if c.startswith("native") and s["median_s"]]
+            if mine is None or not natives:
                 continue
-            best = min(natives.values())
-            lines.append(
-                f"| {r} | {size} | {way} | {1e3 * t:.2f} | {1e3 * best:.2f} | {best / t:.2f}x "
-                f"| {got.get('native-default', float('nan')) / t:.2f}x |"
-            )
+            best = min(natives, key=lambda s: s["median_s"])
+            default = got.get("native-default", {}).get("median_s") or float("nan")
+            out.append(
+                Replayed(r, size, way, mine["median_s"], best["median_s"], default,
+                         best.get("runq_wait"))
+            )  # fmt: skip
+    return out
+
+
+def replay(model: dict[str, float], base, runs: list[dict]) -> str:  # noqa: ANN001
+    """replayed() as a table: the measured time of the way ``model`` takes at each point, and
+    that against the library's best and default algorithms: the choice checked on the
+    measurements themselves."""
+    lines = ["| R | block | way | ms | best library ms | vs best | vs default |", "|" + "---|" * 7]
+    for p in replayed(model, base, runs):
+        lines.append(
+            f"| {p.ranks_per_machine} | {p.block} | {p.way} | {1e3 * p.seconds:.2f} | "
+            f"{1e3 * p.best:.2f} | {p.ratio:.2f}x | {p.default / p.seconds:.2f}x |"
+        )
     return "\n".join(lines)
 
 

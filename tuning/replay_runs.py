@@ -17,35 +17,20 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tuning"))
 
-from bench_crossover import choose_way, default_model, job_shape, rank_machine  # noqa: E402
+from bench_crossover import Replayed, default_model, replayed  # noqa: E402
 
 from aapcgen.core.topology import load_topology  # noqa: E402
 from aapcgen.tune.model import read_model  # noqa: E402
 
 
-@dataclass(frozen=True)
-class Point:
-    run: str
-    ranks_per_machine: int
-    block: int
-    way: str
-    seconds: float  # the chosen way's median
-    best: float  # MPICH's best algorithm's median
-    best_wait: float | None  # its run-queue wait; None (or < 0: SimGrid) where not recorded
-
-    @property
-    def ratio(self) -> float:
-        return self.best / self.seconds
-
-
-def points_of(path: Path, model: dict[str, float], topologies: Path) -> list[Point]:
-    """The chosen way's measured time beside MPICH's best at every point of one run."""
+def points_of(path: Path, model: dict[str, float], topologies: Path) -> list[Replayed]:
+    """The chosen way's measured time beside MPICH's best at every point of one run (none when
+    the file is not a crossover run, or its tree is not in ``topologies``)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -55,26 +40,8 @@ def points_of(path: Path, model: dict[str, float], topologies: Path) -> list[Poi
     yaml = topologies / f"{data['topology']}.yaml"
     if not yaml.exists():
         return []
-    base, out = load_topology(yaml), []
-    for run in data["runs"]:
-        r = run["ranks_per_machine"]
-        topo = replace(base, ranks_per_machine=r)
-        shape = job_shape(topo, rank_machine(topo.n_machines, r))
-        at: dict[int, dict[str, dict]] = {}
-        for s in run.get("summary", []):
-            at.setdefault(s["bytes"], {})[s["candidate"]] = s
-        for block, got in sorted(at.items()):
-            way = choose_way(model, shape, block)
-            mine = got.get("native-default" if way == "library" else f"auto/{way}")
-            natives = {c: s for c, s in got.items() if c.startswith("native") and s["median_s"]}
-            if mine is None or not natives:
-                continue
-            best = min(natives.values(), key=lambda s: s["median_s"])
-            out.append(
-                Point(path.name, r, block, way, mine["median_s"], best["median_s"],
-                      best.get("runq_wait"))
-            )  # fmt: skip
-    return out
+    runs = [run for run in data["runs"] if "summary" in run]
+    return replayed(model, load_topology(yaml), runs)
 
 
 def main() -> int:
@@ -95,22 +62,22 @@ def main() -> int:
             model[name] = float(value)
         except ValueError:
             p.error(f"--set {item}: '{value}' is not a number")
-    points = [pt for path in a.runs for pt in points_of(path, model, a.topologies)]
+    points = [(path.name, pt) for path in a.runs for pt in points_of(path, model, a.topologies)]
     if not points:
         p.error("no point of a crossover run in these files")
     print("| run | R | block | way | ms | MPICH's best ms | ratio | best's wait |")
     print("|---|---|---|---|---|---|---|---|")
-    for pt in points:
+    for name, pt in points:
         wait = "-" if pt.best_wait is None or pt.best_wait < 0 else f"{pt.best_wait:.0%}"
-        print(f"| {pt.run} | {pt.ranks_per_machine} | {pt.block} | {pt.way} | "
+        print(f"| {name} | {pt.ranks_per_machine} | {pt.block} | {pt.way} | "
               f"{pt.seconds * 1e3:.2f} | {pt.best * 1e3:.2f} | {pt.ratio:.2f}x | {wait} |")  # fmt: skip
-    fair = [pt for pt in points if pt.best_wait is not None and 0 <= pt.best_wait < a.fair]
-    low = [pt for pt in fair if pt.ratio < 0.95]
-    mean = math.exp(sum(math.log(pt.ratio) for pt in points) / len(points))
+    fair = [(n, pt) for n, pt in points if pt.best_wait is not None and 0 <= pt.best_wait < a.fair]
+    low = [(n, pt) for n, pt in fair if pt.ratio < 0.95]
+    mean = math.exp(sum(math.log(pt.ratio) for _, pt in points) / len(points))
     print(f"{len(points)} points, geometric mean {mean:.3f}x MPICH's best; {len(fair)} CPU-fair, "
           f"{len(low)} of them below 0.95x" + "".join(
-              f"\n  {pt.run} R={pt.ranks_per_machine} {pt.block} B: {pt.way} {pt.ratio:.2f}x"
-              for pt in low))  # fmt: skip
+              f"\n  {n} R={pt.ranks_per_machine} {pt.block} B: {pt.way} {pt.ratio:.2f}x"
+              for n, pt in low))  # fmt: skip
     return 0
 
 
