@@ -322,6 +322,30 @@ def test_the_reduced_agreement_answers_alike(fig1: Build) -> None:
     assert rows and not any("agreement carried" in ln for ln in rows), rows
 
 
+def test_always_agreeing_ends_the_library_by_size_calls_alike(fig1: Build) -> None:
+    """AAPC_AGREE=always: the default routine on ranks that know their machines agrees before
+    it chooses its way. The table's small blocks, which it otherwise hands to the MPI library
+    unchecked (the library's answers), end as the routine's own do on every rank, the valid
+    ones run by the library; and blocks on either side of the threshold between the library
+    and the phases (2 KiB on rank 0, 40 B elsewhere: two protocols, a hang, without it) end in
+    MPI_ERR_TRUNCATE on every rank."""
+    machines = [f"n{i}" for i in range(fig1.n)]
+    env = {"AAPC_QUIET": "1", "AAPC_REPORT": "1", "AAPC_AGREE": "always"}
+    exe = fig1.relinked("misuse")
+    proc = mpirun(fig1.mpi, fig1.n, exe, env=env, machines=machines)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    sanitizer_clean(proc)
+    check_against_library(parse_cases(proc.stdout), fig1.n)
+    rows = [ln for ln in proc.stderr.splitlines() if "MPI_Alltoall " in ln]
+    assert any("MPI library, chosen by size" in ln for ln in rows), rows
+    assert not any("agreement carried" in ln for ln in rows), rows
+    proc = mpirun(fig1.mpi, fig1.n, exe, "--only", "size-straddles-ways", env=env,
+                  machines=machines, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    lib, ours = parse_cases(proc.stdout)["size-straddles-ways"]
+    assert ours == ["MPI_ERR_TRUNCATE"] * fig1.n and lib == ["-"] * fig1.n, (lib, ours)
+
+
 def test_misuse_relinked(fig1: Build) -> None:
     misuse_runs(fig1, fig1.relinked("misuse"))
 

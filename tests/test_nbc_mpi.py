@@ -116,6 +116,19 @@ def test_two_per_machine_by_size_and_the_report_names_them(exe):
     assert "machines are being gathered" in proc.stderr
 
 
+def test_always_agreeing_hands_the_non_blocking_alltoall_to_the_library(exe):
+    """AAPC_AGREE=always (blocking calls agree before they choose their way): MPI_Ialltoall
+    and MPI_Alltoall_init may not wait to agree, so the library runs them, and the report says
+    why; MPI_Ialltoallv agrees anyway and still takes both of its ways by size."""
+    proc = run(exe, TWO_PER_MACHINE, {"AAPC_AGREE": "always", "AAPC_REPORT": "1"},
+               "--restarts", "10")  # fmt: skip
+    ways = outcome(proc)
+    assert all(
+        lib > 0 and ours == 0 and lin > 0 and ph > 0 for lib, ours, lin, ph in ways.values()
+    ), ways
+    assert "AAPC_AGREE=always (a non-blocking call may not wait" in proc.stderr, proc.stderr[-3000:]
+
+
 def test_unequal_subset(exe):
     ways = outcome(run(exe, UNEQUAL_SUBSET, {"AAPC_WAY": "phases"}, "--restarts", "20"))
     assert all(ours > 0 and ph > 0 for _, ours, _, ph in ways.values()), ways

@@ -949,6 +949,13 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
     if ((rc = select_way(cl, name, ways, otherwise == NULL, sendbuf, sendcount, sendtype,
                          recvcount, recvtype, comm, &way, &state)) != MPI_SUCCESS)
         return rc;
+    /* AAPC_AGREE=always: the agreement before the way, so ranks whose blocks differ enough to
+       choose different ways end in the agreement's error instead (common/aapc_args.h) */
+    int agreed = way >= 0 && aapc_args_always(comm);
+    if (agreed && ((rc = aapc_args_alltoall(name, sendbuf, sendcount, sendtype, recvbuf,
+                                            recvcount, recvtype, comm, &done)) != MPI_SUCCESS ||
+                   done))
+        return rc;
     if (way == AAPC_WAY_LIBRARY) {
         atomic_fetch_add(&served[AAPC_WAY_LIBRARY], 1);
         aapc_report_served("MPI library, chosen by size");
@@ -959,8 +966,9 @@ static int run(const aapc_cluster_t *cl, int sync, const char *name, aapc_cluste
                      block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype)))
         return run_carried(state, name, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                            recvtype, comm);
-    if ((rc = aapc_args_alltoall(name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                 comm, &done)) != MPI_SUCCESS || done)
+    if (!agreed && ((rc = aapc_args_alltoall(name, sendbuf, sendcount, sendtype, recvbuf,
+                                             recvcount, recvtype, comm, &done)) != MPI_SUCCESS ||
+                    done))
         return rc; /* common/aapc_args.c: raised error, library's result, or nothing to move */
     if ((rc = aapc_alltoall_block(sendbuf, sendcount, sendtype, recvcount, recvtype, &bytes,
                                   &ssize)) != MPI_SUCCESS)

@@ -52,6 +52,10 @@
  * lg(p) alpha (docs/measurements/argument-agreement.md: its share of a 64 KB call on the emulated 4+4 tree).
  * AAPC_AGREE=0 leaves the agreement out: the local checks stay and are raised at once on the
  * rank that finds them, but a misuse on some ranks only, or counts that differ, can then hang.
+ * AAPC_AGREE=always agrees before the way is chosen, on the calls handed to the MPI library by
+ * size too (alltoall/aapc_alltoall_cluster.c): block sizes that differ across ranks by enough
+ * to change the way then end in an error on every rank as well (a checking mode: one reduction
+ * on every call).
  */
 #include "aapc_args.h"
 
@@ -196,7 +200,14 @@ static int agree_enabled(MPI_Comm comm)
 int aapc_args_carries(MPI_Comm comm)
 {
     const char *e = aapc_setting(comm, "AAPC_AGREE");
-    return e == NULL || (strcmp(e, "0") != 0 && strcmp(e, "reduce") != 0);
+    return e == NULL ||
+           (strcmp(e, "0") != 0 && strcmp(e, "reduce") != 0 && strcmp(e, "always") != 0);
+}
+
+int aapc_args_always(MPI_Comm comm)
+{
+    const char *e = aapc_setting(comm, "AAPC_AGREE");
+    return e != NULL && strcmp(e, "always") == 0;
 }
 
 /* The agreement's reduction: nonblocking, completed with aapc_waitall, so a rank waiting for

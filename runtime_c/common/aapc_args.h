@@ -43,8 +43,13 @@ enum { AAPC_ARGS_VOTE = 6 };
 typedef int (*aapc_args_carry_fn)(void *ctx, int vote_only, int64_t v[AAPC_ARGS_VOTE],
                                   int *mismatch);
 /* 1 when calls on comm may carry the agreement in their exchange (AAPC_AGREE unset or not
-   "0", which leaves the agreement out, nor "reduce", which keeps the reduction). */
+   "0", which leaves the agreement out, nor "reduce" or "always", which keep the reduction). */
 int aapc_args_carries(MPI_Comm comm);
+/* 1 under AAPC_AGREE=always: a blocking MPI_Alltoall agrees before it chooses its way, so the
+   calls it would hand to the MPI library by size agree too (ranks whose block sizes differ
+   across a way's threshold end in an error, not in two protocols); the non-blocking forms,
+   which may not wait to agree, are then the library's. A setting every rank of comm shares. */
+int aapc_args_always(MPI_Comm comm);
 /* aapc_args_alltoall with the agreement carried by the call's exchange instead of one
    reduction before it: the checks, then `carry` (on every rank, whatever it found), then the
    same decision from the votes (*done = 0: every rank's blocks arrived and ctx may deliver

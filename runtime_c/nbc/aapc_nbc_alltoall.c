@@ -94,6 +94,10 @@ static int choose(struct call *c, const char **why, int *by_size)
         *why = "the default routine synchronises with barriers (blocking calls only)";
         return AAPC_WAY_LIBRARY;
     }
+    if (aapc_args_always(c->comm)) {
+        *why = "AAPC_AGREE=always (a non-blocking call may not wait to agree on its way)";
+        return AAPC_WAY_LIBRARY;
+    }
     const aapc_job_shape_t *shape = aapc_cluster_comm_shape(cc, &nomem);
     long long b = aapc_block_bytes(c->recvcount, c->recvtype);
     if (shape == NULL || b < 0) {

@@ -18,7 +18,9 @@
  *                          with --lib through PMPI. A rank whose call returns prints
  *                          "misuse: NAME returned CLASS on rank R" and the job ends with
  *                          MPI_Abort(3); a valid case prints "misuse: NAME ok".
- *   misuse --only A,B      only those cases;  misuse --list: the case names;
+ *   misuse --only A,B      only those cases (and those run only when named: a block size
+ *                          that straddles the default routine's ways);  misuse --list: the
+ *                          case names;
  *   misuse --lib-always    run the library's routine on the cases where it hangs or crashes too
  *                          (to see what it does: run it under `timeout`, one case at a time).
  */
@@ -29,7 +31,9 @@
 
 #define N 10 /* ints per block */
 
-enum { LIB_RUN = 0, LIB_FAILS_MPICH = 1, LIB_FAILS_OMPI = 2, LIB_FAILS = 3 };
+/* A case's `lib`: the libraries whose own routine hangs or crashes on it (not run), and
+   NAMED_ONLY: run only when named by --only (the routine's ranks may part ways there). */
+enum { LIB_RUN = 0, LIB_FAILS_MPICH = 1, LIB_FAILS_OMPI = 2, LIB_FAILS = 3, NAMED_ONLY = 4 };
 
 static int rank, size, is_ompi;
 static int *sbuf, *rbuf, *rbuf2;
@@ -141,6 +145,28 @@ static int c_zero_on_one_rank(int lib, MPI_Comm comm)
     int n = rank == 0 ? 0 : N;
     return a2a(lib, sbuf, n, MPI_INT, rbuf, n, MPI_INT, comm);
 }
+/* Rank 0's blocks 2 KiB, the others' 40 bytes: on either side of the default routine's
+   threshold between the library's routine and the phases on paper-fig1 (744 B), so without
+   the agreement first rank 0 runs the phases and the others the library's routine, and the
+   ranks part ways (a hang, as with a library whose algorithms change at a size). Run only when
+   named: tests/test_misuse.py runs it under AAPC_AGREE=always. */
+static int c_size_straddles_ways(int lib, MPI_Comm comm)
+{
+    int n = rank == 0 ? 512 : N;
+    int *s = malloc((size_t)size * (size_t)n * sizeof *s);
+    int *r = malloc((size_t)size * (size_t)n * sizeof *r);
+    if (s == NULL || r == NULL) {
+        free(s);
+        free(r);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int i = 0; i < size * n; i++)
+        s[i] = rank * 100000 + i;
+    int rc = a2a(lib, s, n, MPI_INT, r, n, MPI_INT, comm);
+    free(s);
+    free(r);
+    return rc;
+}
 static int c_type_signature_bytes_equal(int lib, MPI_Comm comm)
 {
     /* 2 ints sent, 8 bytes received: the same bytes; MPI calls the signatures different, no
@@ -245,7 +271,7 @@ typedef int (*case_fn)(int lib, MPI_Comm comm);
 static const struct {
     const char *name;
     case_fn fn;
-    int lib;   /* LIB_*: the libraries whose own routine hangs or crashes here (not run) */
+    int lib;   /* LIB_* (above) */
     int valid; /* a valid call: its result is compared with the library's */
 } cases[] = {
     {"count-neg-send", c_count_neg_send, LIB_RUN, 0},
@@ -264,6 +290,7 @@ static const struct {
     {"length-short-recv", c_length_short_recv, LIB_FAILS_OMPI, 0},
     {"length-short-send", c_length_short_send, LIB_FAILS_OMPI, 0},
     {"zero-on-one-rank", c_zero_on_one_rank, LIB_FAILS, 0},
+    {"size-straddles-ways", c_size_straddles_ways, LIB_FAILS | NAMED_ONLY, 0},
     {"signature-bytes-equal", c_type_signature_bytes_equal, LIB_RUN, 0},
     {"valid-alias-count-0", c_valid_alias_count_0, LIB_RUN, 1},
     {"valid-in-place-send-args-ignored", c_valid_in_place_send_args_ignored, LIB_RUN, 1},
@@ -432,7 +459,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     int ran = 0;
     for (int k = 0; k < NCASES; k++) {
-        if (only != NULL && !listed(only, cases[k].name))
+        if (only != NULL ? !listed(only, cases[k].name) : (cases[k].lib & NAMED_ONLY) != 0)
             continue;
         int hazard = !lib_always && (cases[k].lib & (is_ompi ? LIB_FAILS_OMPI : LIB_FAILS_MPICH));
         int lib_rc = run_case(k, 1, hazard, MPI_ERRORS_RETURN, NULL);
