@@ -130,6 +130,11 @@ class Replayed:
     def ratio(self) -> float:
         return self.best / self.seconds
 
+    def cpu_fair(self, limit: float = 0.10) -> bool:
+        """MPICH's best algorithm waited less than ``limit`` of its time for a CPU (runs that
+        record run-queue waits only)."""
+        return self.best_wait is not None and 0 <= self.best_wait < limit
+
 
 def replayed(model: dict[str, float], base, runs: list[dict]) -> list[Replayed]:  # noqa: ANN001
     """What the default routine would take with ``model`` at each measured point of ``runs``

@@ -71,7 +71,7 @@ def main() -> int:
         wait = "-" if pt.best_wait is None or pt.best_wait < 0 else f"{pt.best_wait:.0%}"
         print(f"| {name} | {pt.ranks_per_machine} | {pt.block} | {pt.way} | "
               f"{pt.seconds * 1e3:.2f} | {pt.best * 1e3:.2f} | {pt.ratio:.2f}x | {wait} |")  # fmt: skip
-    fair = [(n, pt) for n, pt in points if pt.best_wait is not None and 0 <= pt.best_wait < a.fair]
+    fair = [(n, pt) for n, pt in points if pt.cpu_fair(a.fair)]
     low = [(n, pt) for n, pt in fair if pt.ratio < 0.95]
     mean = math.exp(sum(math.log(pt.ratio) for _, pt in points) / len(points))
     print(f"{len(points)} points, geometric mean {mean:.3f}x MPICH's best; {len(fair)} CPU-fair, "

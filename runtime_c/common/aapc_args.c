@@ -189,25 +189,36 @@ static MPI_Comm probe_of(MPI_Comm comm)
     return probe;
 }
 
-/* AAPC_AGREE=0 leaves the agreement out: a setting every rank of comm shares
-   (common/aapc_settings.h), so where its ranks differ every rank agrees. */
-static int agree_enabled(MPI_Comm comm)
+/* AAPC_AGREE, a setting every rank of comm shares (common/aapc_settings.h: where its ranks
+   differ, every rank runs as if unset): unset, the agreement, carried by the exchange where it
+   can be; "reduce", always a reduction; "always", a reduction before the way is chosen; "0",
+   none. */
+enum agree_mode { AGREE_CARRIED, AGREE_REDUCED, AGREE_ALWAYS, AGREE_OFF };
+
+static enum agree_mode agree_mode(MPI_Comm comm)
 {
     const char *e = aapc_setting(comm, "AAPC_AGREE");
-    return !(e != NULL && strcmp(e, "0") == 0);
+    if (e == NULL)
+        return AGREE_CARRIED;
+    return strcmp(e, "0") == 0        ? AGREE_OFF
+           : strcmp(e, "reduce") == 0 ? AGREE_REDUCED
+           : strcmp(e, "always") == 0 ? AGREE_ALWAYS
+                                      : AGREE_CARRIED;
+}
+
+static int agree_enabled(MPI_Comm comm)
+{
+    return agree_mode(comm) != AGREE_OFF;
 }
 
 int aapc_args_carries(MPI_Comm comm)
 {
-    const char *e = aapc_setting(comm, "AAPC_AGREE");
-    return e == NULL ||
-           (strcmp(e, "0") != 0 && strcmp(e, "reduce") != 0 && strcmp(e, "always") != 0);
+    return agree_mode(comm) == AGREE_CARRIED;
 }
 
 int aapc_args_always(MPI_Comm comm)
 {
-    const char *e = aapc_setting(comm, "AAPC_AGREE");
-    return e != NULL && strcmp(e, "always") == 0;
+    return agree_mode(comm) == AGREE_ALWAYS;
 }
 
 /* The agreement's reduction: nonblocking, completed with aapc_waitall, so a rank waiting for
