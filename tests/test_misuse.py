@@ -444,3 +444,19 @@ def test_alltoallv_fallback_warning_names_alltoallv(fig1: Build) -> None:
     warned = [ln for ln in proc.stderr.splitlines() if ln.startswith("aapcgen:")]
     assert len(warned) == 1 and "communicator has 3 ranks" in warned[0], warned
     assert "using the MPI library's MPI_Alltoallv " in warned[0], warned
+
+
+def test_an_unknown_agreement_setting_is_said_once(fig1: Build) -> None:
+    """AAPC_AGREE takes 0, reduce or always; a misspelt value is said once, by one rank, and
+    the calls agree as when it is unset (a misuse on one rank still ends on every rank)."""
+    machines = [f"n{i}" for i in range(fig1.n)]
+    env = {"AAPC_AGREE": "alwyas", "AAPC_VARIANT": "runtime-receiver-all"}
+    proc = mpirun(fig1.mpi, fig1.n, fig1.relinked("misuse"), "--only",
+                  "count-neg-one-rank,valid-after-errors", env=env, machines=machines)  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    warned = [ln for ln in proc.stderr.splitlines() if "AAPC_AGREE" in ln]
+    assert warned == ["aapcgen: AAPC_AGREE=alwyas is not one of 0, reduce, always; agreeing as "
+                      "when unset"], warned  # fmt: skip
+    cases = parse_cases(proc.stdout)
+    assert cases["count-neg-one-rank"][1] == ["MPI_ERR_COUNT"] * fig1.n, cases
+    assert cases["valid-after-errors"][1] == ["ok"] * fig1.n, cases

@@ -66,6 +66,7 @@
 #include "aapc_wait.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,18 +193,29 @@ static MPI_Comm probe_of(MPI_Comm comm)
 /* AAPC_AGREE, a setting every rank of comm shares (common/aapc_settings.h: where its ranks
    differ, every rank runs as if unset): unset, the agreement, carried by the exchange where it
    can be; "reduce", always a reduction; "always", a reduction before the way is chosen; "0",
-   none. */
+   none. Another value is taken as unset, and rank 0 of the first communicator that meets it
+   says so once per process. */
 enum agree_mode { AGREE_CARRIED, AGREE_REDUCED, AGREE_ALWAYS, AGREE_OFF };
 
 static enum agree_mode agree_mode(MPI_Comm comm)
 {
+    static atomic_int warned;
     const char *e = aapc_setting(comm, "AAPC_AGREE");
-    if (e == NULL)
+    if (e == NULL || e[0] == '\0')
         return AGREE_CARRIED;
-    return strcmp(e, "0") == 0        ? AGREE_OFF
-           : strcmp(e, "reduce") == 0 ? AGREE_REDUCED
-           : strcmp(e, "always") == 0 ? AGREE_ALWAYS
-                                      : AGREE_CARRIED;
+    if (strcmp(e, "0") == 0)
+        return AGREE_OFF;
+    if (strcmp(e, "reduce") == 0)
+        return AGREE_REDUCED;
+    if (strcmp(e, "always") == 0)
+        return AGREE_ALWAYS;
+    int rank = -1;
+    if (PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == 0 && !atomic_exchange(&warned, 1))
+        fprintf(stderr,
+                "aapcgen: AAPC_AGREE=%s is not one of 0, reduce, always; agreeing as when "
+                "unset\n",
+                e);
+    return AGREE_CARRIED;
 }
 
 static int agree_enabled(MPI_Comm comm)
