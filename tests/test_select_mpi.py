@@ -79,6 +79,16 @@ def ways_of(proc, at_least: int = 40, kind: str = "way") -> dict[tuple[str, int]
     return out
 
 
+def reductions_of(proc) -> dict[tuple[str, int], tuple[int, int]]:  # noqa: ANN001
+    """The reductions each MPI_Alltoallv call made: the fewest and the most of any rank."""
+    out = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("vreductions "):
+            _, comm, size, least, most = line.split()
+            out[(comm, int(size))] = (int(least), int(most))
+    return out
+
+
 def members(comm: str, p: int) -> list[int]:
     """The world ranks of the part of ``comm`` that holds world rank 0, in its rank order."""
     return {
@@ -121,6 +131,20 @@ def test_every_rank_takes_the_way_the_model_picks(exe, placement):
     # the library serves the smallest blocks, ours the largest
     assert ways[("world", 1)] == "library" and ways[("world", 65536)] != "library"
     assert vways[("world", 1)] == "library" and vways[("world", 65536)] == "phases"
+    # MPI_Alltoallv's reductions per call (the sizes run in this order on each communicator):
+    # one where the library takes it; where the call before took one of our ways, the block
+    # rides on the argument checks' reduction: one for the log rounds, two for the phases (a
+    # new schedule, as every size here is, agrees that it was made); after the library's,
+    # one more (the block alone, then the checks)
+    reductions = reductions_of(proc)
+    assert reductions.keys() == vways.keys()
+    last = {}
+    for (comm, size), (least, most) in reductions.items():
+        way, before = vways[(comm, size)], last.get(comm, "library")
+        allowed = {"library": 1, "none": 1, "loground": 1, "phases": 2}[way]
+        allowed += 0 if before != "library" or way == "library" else 1
+        assert least == most == allowed, (comm, size, before, way, least, most)
+        last[comm] = way
 
 
 @pytest.mark.parametrize("way", ["library", "phases", "leaders", "loground"])

@@ -22,15 +22,20 @@
  *      checker (aapcgen/verify/alltoallv.py on aapcgen/alltoall/job.py's job tree);
  *   4. aapc_alltoallv_exec moves the data in the contention-free phases (machine m of the
  *      schedule = rank m of the communicator's private dup).
- * Selection (aapc_alltoallv_begin, before the argument checks): the MPI library's own
+ * Selection (aapc_alltoallv_begin, with or before the argument checks): the MPI library's own
  * MPI_Alltoallv, these phases, or (where the ranks hang from a uniform tree) the log rounds in
  * the tree's digits (aapc_alltoallv_treedigits.c, run by aapc_alltoallv_begin after the
  * checks), by the cost model of cluster/aapc_cluster_select.c on the
  * communicator's shape with the block of the busiest rank, b = max over ranks of max(bytes
  * sent, bytes received to and from the others) / (P - 1): level 2 reads it from the matrix
- * every rank holds, level 1 agrees on it with one MPI_Allreduce of 2 doubles (its only cost on
- * the library's path). AAPC_WAY=library|phases|loground or a routine named by AAPC_ALLTOALLV
- * forces it.
+ * every rank holds, level 1 agrees on it with one MPI_Allreduce: of the block alone (2
+ * doubles: the only cost of a call handed to the library) where the last call on the
+ * communicator was the library's, else riding on the argument checks' reduction
+ * (common/aapc_args.c aapc_args_alltoallv_most), so that a call of ours makes one reduction
+ * instead of two where the way stays (an in-place call agrees once more that every rank
+ * passing MPI_IN_PLACE can copy its receive span; a call whose way changes pays the other
+ * form's cost once). AAPC_WAY=library|phases|loground or a routine named by AAPC_ALLTOALLV
+ * forces it (the checks' reduction then comes after the way).
  * Everything is cached on the communicator (slots of aapc_cluster_comm.c) and freed with it.
  * Cost: first call the dup and an Allgather of N ints (lg N alpha + 4 N beta), O(N^2 d) for the
  * template (4 N^2 bytes); level 1 adds lg N alpha + 8 N (N - 1) beta per call; scheduling
@@ -460,18 +465,6 @@ void aapc_alltoallv_ways_served(long long counts[AAPC_N_WAYS])
         counts[w] = atomic_load(&vserved[w]);
 }
 
-/* Bytes of count elements of type (0 for what a later check refuses: a negative count, a
-   type that is not one), as a double: no overflow, and every rank still reaches the
-   agreement. */
-static double bytes_of(int count, MPI_Datatype type)
-{
-    int64_t size = 0;
-    if (count <= 0 || type == MPI_DATATYPE_NULL || aapc_type_size(type, &size) != MPI_SUCCESS ||
-        size < 0)
-        return 0;
-    return (double)count * (double)size;
-}
-
 double aapc_alltoallv_busiest(const long long *bytes, int n)
 {
     double most = 0;
@@ -489,34 +482,40 @@ double aapc_alltoallv_busiest(const long long *bytes, int n)
     return n > 1 ? most / (n - 1) : most;
 }
 
-/* The block of the busiest rank: level 2 from the matrix, level 1 agreed (MAX over the ranks). */
-static int busiest_block(const aapc_cluster_comm_t *cc, const long long *bytes,
-                         const void *sendbuf, const int sendcounts[], MPI_Datatype sendtype,
-                         const int recvcounts[], MPI_Datatype recvtype, double *b)
+/* Bytes of one element of t: 0 for a type a later check refuses (every rank still reaches the
+   agreement). */
+static double type_bytes(MPI_Datatype t)
 {
-    int n = cc->size;
-    double most[2] = {0, 0};
-    if (bytes != NULL) {
-        *b = aapc_alltoallv_busiest(bytes, n);
-        return MPI_SUCCESS;
-    } else {
-        int inplace = sendbuf == MPI_IN_PLACE;
-        for (int c = 0; c < n; c++) {
-            if (c == cc->rank)
-                continue;
-            if (recvcounts != NULL)
-                most[1] += bytes_of(recvcounts[c], recvtype);
-            if (inplace ? recvcounts != NULL : sendcounts != NULL)
-                most[0] += inplace ? bytes_of(recvcounts[c], recvtype)
-                                   : bytes_of(sendcounts[c], sendtype);
-        }
-        int rc = PMPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_DOUBLE, MPI_MAX, cc->dup);
-        if (rc != MPI_SUCCESS)
-            return rc;
+    int64_t size = 0;
+    return t != MPI_DATATYPE_NULL && aapc_type_size(t, &size) == MPI_SUCCESS && size > 0
+               ? (double)size
+               : 0;
+}
+
+/* This rank's bytes to the other ranks of `counts` elements of t (counts may be NULL: 0; t is
+   read only where a count is positive). */
+static double others_bytes(const aapc_cluster_comm_t *cc, const int counts[], MPI_Datatype t)
+{
+    double sum = 0, each = -1;
+    for (int c = 0; counts != NULL && c < cc->size; c++) {
+        if (c == cc->rank || counts[c] <= 0)
+            continue;
+        each = each < 0 ? type_bytes(t) : each;
+        sum += (double)counts[c] * each;
     }
-    double m = most[0] > most[1] ? most[0] : most[1];
-    *b = n > 1 ? m / (n - 1) : m;
-    return MPI_SUCCESS;
+    return sum;
+}
+
+/* The busiest rank's bytes sent to and received from the others: one MPI_Allreduce of 2
+   doubles, the library's path's only cost (level 1, where the last call was the library's). */
+static int busiest_alone(const aapc_cluster_comm_t *cc, const void *sendbuf,
+                         const int sendcounts[], MPI_Datatype sendtype, const int recvcounts[],
+                         MPI_Datatype recvtype, double most[2])
+{
+    int inplace = sendbuf == MPI_IN_PLACE;
+    most[0] = others_bytes(cc, inplace ? recvcounts : sendcounts, inplace ? recvtype : sendtype);
+    most[1] = others_bytes(cc, recvcounts, recvtype);
+    return PMPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_DOUBLE, MPI_MAX, cc->dup);
 }
 
 /* The log rounds in the tree's digits can run: the communicator's ranks have digits and what
@@ -529,21 +528,30 @@ static int digits_fit(const aapc_job_shape_t *shape, double b)
 
 /* The way of this call, the same on every rank: AAPC_WAY_LIBRARY, AAPC_WAY_PHASES or
    AAPC_WAY_LOGROUND (-1: not a communicator these ways take; the checks and the caller
-   decide); *block: the busiest rank's block (computed for the log rounds). */
+   decide); *block: the busiest rank's block (computed for the log rounds). Level 1 agrees on
+   the block with one reduction: where the last call on the communicator took one of our ways,
+   the argument checks' (*checked = 1: the checks ran, and with *done = 1 the call is complete,
+   its result returned, errors raised; *copies = 1: some rank passed MPI_IN_PLACE,
+   aapc_args_alltoallv_most), so that a call of ours makes one reduction, not two; otherwise
+   the block's alone (busiest_alone), so that a call handed to the library runs no checks. */
 static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
-                       const int sendcounts[], MPI_Datatype sendtype, const int recvcounts[],
+                       const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                       const void *recvbuf, const int recvcounts[], const int rdispls[],
                        MPI_Datatype recvtype, MPI_Comm comm, int *way, double *block,
-                       aapc_cluster_comm_t **state)
+                       aapc_cluster_comm_t **state, int *checked, int *copies, int *done)
 {
     static int warned = 0;
     aapc_cluster_comm_t *cc = NULL;
     const aapc_job_shape_t *shape = NULL;
     *way = -1;
     *block = 0;
+    *checked = *copies = *done = 0;
     int rc = aapc_cluster_comm_choice(prog ? prog->cluster : NULL, comm, prog ? prog->name : "?",
                                       "MPI_Alltoallv", 0, &cc, &shape);
-    if (rc != MPI_SUCCESS || shape == NULL || cc->size < 2)
-        return rc;
+    if (rc != MPI_SUCCESS || shape == NULL || cc->size < 2) {
+        *done = rc != MPI_SUCCESS;
+        return rc != MPI_SUCCESS ? aapc_args_raise_alone(comm, rc) : rc;
+    }
     const char *v = aapc_setting(comm, "AAPC_ALLTOALLV"), *e = aapc_setting(comm, "AAPC_WAY");
     int forced = v != NULL && v[0] != '\0' ? AAPC_WAY_PHASES /* a routine named: it runs */
                                            : aapc_way_forced(e);
@@ -557,10 +565,23 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
         *way = forced == AAPC_WAY_LIBRARY ? AAPC_WAY_LIBRARY : AAPC_WAY_PHASES;
         return MPI_SUCCESS;
     }
-    double b = 0;
-    if ((rc = busiest_block(cc, bytes, sendbuf, sendcounts, sendtype, recvcounts, recvtype,
-                            &b)) != MPI_SUCCESS)
-        return rc;
+    double b = 0, most[2];
+    if (bytes != NULL) {
+        b = aapc_alltoallv_busiest(bytes, cc->size);
+    } else if (cc->vours) { /* likely ours again: the checks' reduction takes the block too */
+        *checked = 1;
+        rc = aapc_args_alltoallv_most(prog ? prog->key->name : "?", sendbuf, sendcounts, sdispls,
+                                      sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                                      most, copies, done);
+        if (rc != MPI_SUCCESS || *done)
+            return rc;
+    } else if ((rc = busiest_alone(cc, sendbuf, sendcounts, sendtype, recvcounts, recvtype,
+                                   most)) != MPI_SUCCESS) {
+        *done = 1;
+        return aapc_args_raise_alone(comm, rc);
+    }
+    if (bytes == NULL)
+        b = (most[0] > most[1] ? most[0] : most[1]) / (cc->size - 1);
     *block = b;
     *way = forced >= 0 ? forced
                        : aapc_way_choose(prog->cluster->model, shape, b,
@@ -569,6 +590,8 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
                                              AAPC_WAYS_ALLTOALLV);
     if (*way == AAPC_WAY_LOGROUND && !digits_fit(shape, b))
         *way = AAPC_WAY_PHASES; /* no digits, or too much to hold: the phases */
+    if (bytes == NULL) /* the same on every rank: the way is */
+        cc->vours = *way != AAPC_WAY_LIBRARY;
     return MPI_SUCCESS;
 }
 
@@ -601,15 +624,16 @@ int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const
                          void *recvbuf, const int recvcounts[], const int rdispls[],
                          MPI_Datatype recvtype, MPI_Comm comm, int *done)
 {
-    int way = -1;
+    int way = -1, checked = 0, copies = 0;
     double b = 0;
     aapc_cluster_comm_t *cc = NULL;
-    *done = 0;
-    int rc = select_vway(prog, bytes, sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm,
-                         &way, &b, &cc);
-    if (rc != MPI_SUCCESS) {
+    const char *name = prog ? prog->key->name : "?";
+    int rc = select_vway(prog, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                         recvcounts, rdispls, recvtype, comm, &way, &b, &cc, &checked, &copies,
+                         done);
+    if (rc != MPI_SUCCESS || *done) {
         *done = 1;
-        return aapc_args_raise_alone(comm, rc);
+        return rc;
     }
     if (way == AAPC_WAY_LIBRARY) {
         *done = 1;
@@ -618,8 +642,12 @@ int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm);
     }
-    rc = aapc_args_alltoallv(prog ? prog->key->name : "?", sendbuf, sendcounts, sdispls,
-                             sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, done);
+    if (!checked)
+        rc = aapc_args_alltoallv(name, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                 recvcounts, rdispls, recvtype, comm, done);
+    else if (copies)
+        rc = aapc_args_alltoallv_inplace(name, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                         recvcounts, rdispls, recvtype, comm, done);
     if (rc != MPI_SUCCESS || *done || way != AAPC_WAY_LOGROUND)
         return rc;
     *done = 1;

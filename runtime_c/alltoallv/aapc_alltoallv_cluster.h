@@ -33,9 +33,9 @@ int aapc_alltoallv_cluster(const aapc_vprog_t *prog, const long long *bytes, con
 
 /* The entry of a level-1/2 routine, before aapc_alltoallv_level1/2: the way of this call
    (the MPI library's MPI_Alltoallv or the phases, the same on every rank: the cost model of
-   cluster/aapc_cluster_select.c with the busiest rank's block, which level 1 agrees on with one
-   MPI_Allreduce; AAPC_WAY or AAPC_ALLTOALLV forces it), then the argument checks
-   (aapc_args_alltoallv). *done = 1: the call is complete (the library ran it, or an error was
+   cluster/aapc_cluster_select.c with the busiest rank's block, which level 1 agrees on in the
+   argument checks' one MPI_Allreduce, aapc_args_alltoallv_most; AAPC_WAY or AAPC_ALLTOALLV
+   forces it, and the checks, aapc_args_alltoallv, follow). *done = 1: the call is complete (the library ran it, or an error was
    raised, or nothing is to move) and the result is returned; 0: run the level. */
 int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
                          const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,

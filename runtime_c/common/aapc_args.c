@@ -423,6 +423,13 @@ int aapc_args_committed(MPI_Comm comm, MPI_Datatype t)
     return probe == MPI_COMM_NULL || PMPI_Pack(out, 0, t, out, 0, &pos, probe) == MPI_SUCCESS;
 }
 
+/* The probe communicator for checks of these datatypes: none for predefined ones (committed by
+   definition: a call the library serves pays for no probe). */
+static MPI_Comm probe_for(MPI_Comm comm, MPI_Datatype a, MPI_Datatype b)
+{
+    return predefined(a) && predefined(b) ? MPI_COMM_NULL : probe_of(comm);
+}
+
 /* A datatype usable for communication: not NULL, committed. *size (64-bit) and *tlb when it
    is. */
 static int type_ok(MPI_Datatype t, const char *arg, MPI_Comm probe, struct finding *f,
@@ -653,8 +660,8 @@ int aapc_args_alltoall(const char *name, const void *sendbuf, int sendcount,
                              comm);
     if (*done)
         return rc;
-    check_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, probe_of(comm),
-                   &f, &sb, &rb);
+    check_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                   probe_for(comm, sendtype, recvtype), &f, &sb, &rb);
     if (!agree_enabled(comm)) {
         *done = f.cls != 0;
         return f.cls ? raise_finding(comm, "MPI_Alltoall", &f, 0, 0) : MPI_SUCCESS;
@@ -691,8 +698,8 @@ int aapc_args_alltoall_carried(const char *name, const void *sendbuf, int sendco
                              comm);
     if (*done)
         return rc;
-    check_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, probe_of(comm),
-                   &f, &sb, &rb);
+    check_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                   probe_for(comm, sendtype, recvtype), &f, &sb, &rb);
     *done = 1;
     if ((rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS)
@@ -721,9 +728,13 @@ static uint64_t msg_hash(int i, int j, int64_t bytes)
     return mix(mix(((uint64_t)(uint32_t)i << 32) | (uint32_t)j) ^ (uint64_t)bytes);
 }
 
-enum { VLEN = 4 }; /* error key, hash, any data, in-place allocation failed (key) */
+/* The Alltoallv vote: {error key, hash, any data, in-place copy failed (key), in place, bytes
+   sent, bytes received}. "In place": 1 from a rank that passed MPI_IN_PLACE. The two byte
+   counts are the busiest rank's (the selection's, aapc_args_alltoallv_most; 0 otherwise),
+   doubles >= 0 kept in their bits, which order as the int64 they read as. */
+enum { VLEN = 7, V_KEY = 0, V_HASH, V_DATA, V_NOMEM, V_INPLACE, V_SENT, V_RECV };
 
-/* Reduction of {error key, hash, any data, no memory}: max, sum modulo 2^64, max, max. */
+/* Reduction of the vote: the maximum of each element but the hash, summed modulo 2^64. */
 static void vreduce(void *in, void *inout, int *len, MPI_Datatype *type)
 {
     (void)type;
@@ -731,11 +742,10 @@ static void vreduce(void *in, void *inout, int *len, MPI_Datatype *type)
         int64_t a[VLEN], b[VLEN];
         memcpy(a, (char *)in + (size_t)k * sizeof a, sizeof a);
         memcpy(b, (char *)inout + (size_t)k * sizeof b, sizeof b);
-        uint64_t h = (uint64_t)a[1] + (uint64_t)b[1];
-        b[0] = a[0] > b[0] ? a[0] : b[0];
-        memcpy(&b[1], &h, sizeof h);
-        b[2] = a[2] > b[2] ? a[2] : b[2];
-        b[3] = a[3] > b[3] ? a[3] : b[3];
+        uint64_t h = (uint64_t)a[V_HASH] + (uint64_t)b[V_HASH];
+        for (int e = 0; e < VLEN; e++)
+            b[e] = a[e] > b[e] ? a[e] : b[e];
+        memcpy(&b[V_HASH], &h, sizeof h);
         memcpy((char *)inout + (size_t)k * sizeof b, b, sizeof b);
     }
 }
@@ -767,10 +777,12 @@ static int vagree_setup(MPI_Comm comm, MPI_Op *op, MPI_Datatype *type)
     return rc;
 }
 
-/* Local checks of one side (send or receive) of MPI_Alltoallv; adds its hashes to *h. */
+/* Local checks of one side (send or receive) of MPI_Alltoallv; adds its hashes to *h and
+   sets *others to its bytes to or from the other ranks (what a count or type it refuses
+   counts as 0). */
 static void check_side(int send, const void *buf, const int counts[], const int displs[],
                        MPI_Datatype type, int rank, int size, MPI_Comm probe, struct finding *f,
-                       uint64_t *h, int *data)
+                       uint64_t *h, int *data, double *others)
 {
     const char *side = send ? "send" : "recv";
     int64_t tsize = 0;
@@ -782,6 +794,7 @@ static void check_side(int send, const void *buf, const int counts[], const int 
     }
     snprintf(arg, sizeof arg, "%stype", side);
     int typed = type_ok(type, arg, probe, f, &tsize, &tlb);
+    *others = 0;
     for (int i = 0; i < size; i++) {
         if (counts[i] < 0) {
             found(f, MPI_ERR_COUNT, "%scounts[%d] = %d is negative", side, i, counts[i]);
@@ -792,6 +805,7 @@ static void check_side(int send, const void *buf, const int counts[], const int 
                   counts[i]);
         int64_t bytes = (int64_t)counts[i] * tsize;
         *data |= bytes > 0;
+        *others += i != rank ? (double)counts[i] * (double)tsize : 0;
         uint64_t x = send ? msg_hash(rank, i, bytes) : msg_hash(i, rank, bytes);
         *h = send ? *h + x : *h - x;
     }
@@ -821,14 +835,98 @@ static MPI_Aint vspan(const int counts[], const int displs[], MPI_Datatype type,
     return hi - lo;
 }
 
+/* This rank's checks of an MPI_Alltoallv (rank of size) and its vote: the in-place copy left
+   0, its bytes sent to and received from the other ranks as the busiest. */
+static void vote_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                           MPI_Datatype sendtype, const void *recvbuf, const int recvcounts[],
+                           const int rdispls[], MPI_Datatype recvtype, int rank, int size,
+                           MPI_Comm probe, struct finding *f, int64_t v[VLEN])
+{
+    int data = 0, inplace = sendbuf == MPI_IN_PLACE;
+    uint64_t h = 0;
+    double most[2] = {0, 0};
+    if (inplace)
+        check_side(1, recvbuf, recvcounts, rdispls, recvtype, rank, size, probe, f, &h, &data,
+                   &most[0]);
+    else
+        check_side(1, sendbuf, sendcounts, sdispls, sendtype, rank, size, probe, f, &h, &data,
+                   &most[0]);
+    check_side(0, recvbuf, recvcounts, rdispls, recvtype, rank, size, probe, f, &h, &data,
+               &most[1]);
+    if (recvbuf == MPI_IN_PLACE && any_positive(recvcounts, size))
+        found(f, MPI_ERR_BUFFER, "recvbuf is MPI_IN_PLACE (only sendbuf may be)");
+    if (!inplace && sendbuf == recvbuf && sendbuf != NULL && any_positive(sendcounts, size) &&
+        any_positive(recvcounts, size))
+        found(f, MPI_ERR_BUFFER,
+              "sendbuf and recvbuf are the same buffer (aliased; pass MPI_IN_PLACE as sendbuf "
+              "to exchange in place)");
+    int64_t w[VLEN] = {f->cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f->cls : 0, 0, data,
+                       0, inplace, 0, 0};
+    memcpy(&w[V_HASH], &h, sizeof h);
+    memcpy(&w[V_SENT], &most[0], sizeof most[0]);
+    memcpy(&w[V_RECV], &most[1], sizeof most[1]);
+    memcpy(v, w, sizeof w);
+}
+
+/* The vote's reduction on comm (*done = 1 when it failed: the library raised it on comm). */
+static int vagree(MPI_Comm comm, int64_t v[VLEN], int *done)
+{
+    MPI_Op vop = MPI_OP_NULL;
+    MPI_Datatype vtype = MPI_DATATYPE_NULL;
+    int rc = vagree_setup(comm, &vop, &vtype);
+    *done = rc != MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) /* every rank: the same local objects fail the same way */
+        return aapc_args_raise_code(comm, rc);
+    rc = agree(v, 1, vtype, vop, comm);
+    *done = rc != MPI_SUCCESS;
+    return rc;
+}
+
+/* What every rank decides from the agreed vote v (this rank's finding f; copy: the span of its
+   in-place copy, for the warning). */
+static int decide_alltoallv(const char *name, const void *sendbuf, const int sendcounts[],
+                            const int sdispls[], MPI_Datatype sendtype, const void *recvbuf,
+                            const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                            MPI_Comm comm, const struct finding *f, const int64_t v[VLEN],
+                            int size, MPI_Aint copy, int *done)
+{
+    *done = 1;
+    if (v[V_KEY] != 0)
+        return raise_finding(comm, "MPI_Alltoallv", f, v[V_KEY], size);
+    if (v[V_HASH] != 0)
+        return raise_on(comm, MPI_ERR_TRUNCATE,
+                        "aapcgen MPI_Alltoallv: counts do not match across ranks: for some "
+                        "ranks i and j, sendcounts[j] x size of sendtype on rank i differs from "
+                        "recvcounts[i] x size of recvtype on rank j");
+    if (v[V_DATA] == 0)
+        return MPI_SUCCESS; /* no rank has a byte to move */
+    if (v[V_NOMEM] != 0) {
+        warn_inplace(comm, name, "MPI_Alltoallv", size - (int)v[V_NOMEM], copy);
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, (void *)recvbuf,
+                              recvcounts, rdispls, recvtype, comm);
+    }
+    *done = 0;
+    return MPI_SUCCESS;
+}
+
+/* The copy of this rank's receive span an in-place call's executors make: can it be made?
+   (0 when the call is not in place, has no data, or failed a check.) */
+static MPI_Aint vcopy(const void *sendbuf, const int recvcounts[], const int rdispls[],
+                      MPI_Datatype recvtype, int size, const struct finding *f)
+{
+    MPI_Aint copy = f->cls == 0 && sendbuf == MPI_IN_PLACE && any_positive(recvcounts, size)
+                        ? vspan(recvcounts, rdispls, recvtype, size)
+                        : 0;
+    return copy;
+}
+
 int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcounts[],
                         const int sdispls[], MPI_Datatype sendtype, const void *recvbuf,
                         const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                         MPI_Comm comm, int *done)
 {
     struct finding f = {0, ""};
-    int rc = MPI_SUCCESS, rank = 0, size = 0, data = 0, inplace = sendbuf == MPI_IN_PLACE;
-    uint64_t h = 0;
+    int rc = MPI_SUCCESS, rank = 0, size = 0;
     if (to_library(comm, name, "MPI_Alltoallv", done, &rc))
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, (void *)recvbuf,
                               recvcounts, rdispls, recvtype, comm);
@@ -839,52 +937,79 @@ int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcou
         *done = 1;
         return rc;
     }
-    MPI_Comm probe = probe_of(comm);
-    if (inplace)
-        check_side(1, recvbuf, recvcounts, rdispls, recvtype, rank, size, probe, &f, &h, &data);
-    else
-        check_side(1, sendbuf, sendcounts, sdispls, sendtype, rank, size, probe, &f, &h, &data);
-    check_side(0, recvbuf, recvcounts, rdispls, recvtype, rank, size, probe, &f, &h, &data);
-    if (recvbuf == MPI_IN_PLACE && any_positive(recvcounts, size))
-        found(&f, MPI_ERR_BUFFER, "recvbuf is MPI_IN_PLACE (only sendbuf may be)");
-    if (!inplace && sendbuf == recvbuf && sendbuf != NULL && any_positive(sendcounts, size) &&
-        any_positive(recvcounts, size))
-        found(&f, MPI_ERR_BUFFER,
-              "sendbuf and recvbuf are the same buffer (aliased; pass MPI_IN_PLACE as sendbuf "
-              "to exchange in place)");
+    int64_t v[VLEN];
+    vote_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                   recvtype, rank, size, probe_for(comm, sendtype, recvtype), &f, v);
     if (!agree_enabled(comm)) {
         *done = f.cls != 0;
         return f.cls ? raise_finding(comm, "MPI_Alltoallv", &f, 0, 0) : MPI_SUCCESS;
     }
-    MPI_Op vop = MPI_OP_NULL;
-    MPI_Datatype vtype = MPI_DATATYPE_NULL;
-    if ((rc = vagree_setup(comm, &vop, &vtype)) != MPI_SUCCESS) {
-        *done = 1; /* every rank: the same local objects fail the same way */
-        return aapc_args_raise_code(comm, rc);
-    }
-    MPI_Aint copy = f.cls == 0 && inplace && data ? vspan(recvcounts, rdispls, recvtype, size) : 0;
-    int64_t v[VLEN] = {f.cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f.cls : 0, 0, data,
-                       can_allocate(copy) ? 0 : size - rank};
-    memcpy(&v[1], &h, sizeof h);
-    if ((rc = agree(v, 1, vtype, vop, comm)) != MPI_SUCCESS) {
+    MPI_Aint copy = vcopy(sendbuf, recvcounts, rdispls, recvtype, size, &f);
+    v[V_NOMEM] = can_allocate(copy) ? 0 : size - rank;
+    if ((rc = vagree(comm, v, done)) != MPI_SUCCESS || *done)
+        return rc;
+    return decide_alltoallv(name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                            rdispls, recvtype, comm, &f, v, size, copy, done);
+}
+
+int aapc_args_alltoallv_most(const char *name, const void *sendbuf, const int sendcounts[],
+                             const int sdispls[], MPI_Datatype sendtype, const void *recvbuf,
+                             const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                             MPI_Comm comm, double most[2], int *copies, int *done)
+{
+    struct finding f = {0, ""};
+    int rc = MPI_SUCCESS, rank = 0, size = 0;
+    *copies = 0;
+    if (to_library(comm, name, "MPI_Alltoallv", done, &rc))
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, (void *)recvbuf,
+                              recvcounts, rdispls, recvtype, comm);
+    if (*done)
+        return rc;
+    if ((rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS) {
         *done = 1;
         return rc;
     }
-    *done = 1;
-    if (v[0] != 0)
-        return raise_finding(comm, "MPI_Alltoallv", &f, v[0], size);
-    if (v[1] != 0)
-        return raise_on(comm, MPI_ERR_TRUNCATE,
-                        "aapcgen MPI_Alltoallv: counts do not match across ranks: for some "
-                        "ranks i and j, sendcounts[j] x size of sendtype on rank i differs from "
-                        "recvcounts[i] x size of recvtype on rank j");
-    if (v[2] == 0)
-        return MPI_SUCCESS; /* no rank has a byte to move */
-    if (v[3] != 0) {
-        warn_inplace(comm, name, "MPI_Alltoallv", size - (int)v[3], copy);
-        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, (void *)recvbuf,
-                              recvcounts, rdispls, recvtype, comm);
+    int64_t v[VLEN];
+    vote_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                   recvtype, rank, size, probe_for(comm, sendtype, recvtype), &f, v);
+    memcpy(&most[0], &v[V_SENT], sizeof most[0]);
+    memcpy(&most[1], &v[V_RECV], sizeof most[1]);
+    if (!agree_enabled(comm)) { /* the bytes alone, then this rank's checks */
+        rc = PMPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_DOUBLE, MPI_MAX, comm);
+        *done = rc != MPI_SUCCESS || f.cls != 0;
+        if (rc != MPI_SUCCESS || f.cls == 0)
+            return rc;
+        return raise_finding(comm, "MPI_Alltoallv", &f, 0, 0);
     }
+    if ((rc = vagree(comm, v, done)) != MPI_SUCCESS || *done)
+        return rc;
+    memcpy(&most[0], &v[V_SENT], sizeof most[0]);
+    memcpy(&most[1], &v[V_RECV], sizeof most[1]);
+    *copies = v[V_INPLACE] != 0;
+    return decide_alltoallv(name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                            rdispls, recvtype, comm, &f, v, size, 0, done);
+}
+
+int aapc_args_alltoallv_inplace(const char *name, const void *sendbuf, const int sendcounts[],
+                                const int sdispls[], MPI_Datatype sendtype, const void *recvbuf,
+                                const int recvcounts[], const int rdispls[],
+                                MPI_Datatype recvtype, MPI_Comm comm, int *done)
+{
+    struct finding f = {0, ""};
+    int rc = MPI_SUCCESS, rank = 0, size = 0;
     *done = 0;
-    return MPI_SUCCESS;
+    if (!agree_enabled(comm))
+        return MPI_SUCCESS;
+    if ((rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS) {
+        *done = 1;
+        return rc;
+    }
+    MPI_Aint copy = vcopy(sendbuf, recvcounts, rdispls, recvtype, size, &f);
+    int64_t v[VLEN] = {0, 0, 1, can_allocate(copy) ? 0 : size - rank, 0, 0, 0};
+    if ((rc = vagree(comm, v, done)) != MPI_SUCCESS || *done)
+        return rc;
+    return decide_alltoallv(name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                            rdispls, recvtype, comm, &f, v, size, copy, done);
 }

@@ -52,6 +52,8 @@ typedef struct aapc_cluster_comm {
     unsigned memo_ways;            /* again: no cost model evaluated): its allowed ways, */
     long long memo_bytes;          /* block bytes */
     int memo_way;                  /* and way */
+    int vours;                     /* the last level-1 MPI_Alltoallv on it took one of our ways:
+                                      the next agrees on its block in the checks' reduction */
     int tree_state;                /* 0: not built, 1: built, -1: the scheduler refused */
     aapc_job_tree_t tree;
     char tree_error[160];

@@ -14,6 +14,10 @@
  *     library_watch(comm);
  *     rc = routine(..., comm);
  *     long handed_over = library_unwatch();   calls made on comm meanwhile (this rank)
+ *
+ * It also defines PMPI_Allreduce and PMPI_Iallreduce, which count every reduction on any
+ * communicator (the routines' agreements, on the user's communicator or a private duplicate)
+ * in library_reductions, and are not counted as calls handed over.
  */
 #ifndef LIBRARY_CALLS_H
 #define LIBRARY_CALLS_H
@@ -91,5 +95,27 @@ LIBRARY_FORWARD(PMPI_Allgather,
                 (const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
                  MPI_Comm comm),
                 (sb, sc, st, rb, rc, rt, comm), comm)
+
+/* The reductions made so far by this rank (PMPI_Allreduce and PMPI_Iallreduce, any
+   communicator). */
+static long library_reductions = 0;
+
+#define LIBRARY_REDUCTION(NAME, PARAMS, ARGS)                                                      \
+    int NAME PARAMS                                                                                \
+    {                                                                                              \
+        static int(*next) PARAMS = NULL;                                                           \
+        if (next == NULL)                                                                          \
+            *(void **)(&next) = library_next(#NAME);                                               \
+        library_reductions++;                                                                      \
+        return next ARGS;                                                                          \
+    }
+
+LIBRARY_REDUCTION(PMPI_Allreduce,
+                  (const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm),
+                  (sb, rb, c, t, op, comm))
+LIBRARY_REDUCTION(PMPI_Iallreduce,
+                  (const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *req),
+                  (sb, rb, c, t, op, comm, req))
 
 #endif

@@ -16,7 +16,9 @@
  * With --alltoallv, then the same for MPI_Alltoallv with every count the block (the ways of
  * aapc_alltoallv_ways_served(): the library, chosen by size, the phases or the log rounds in
  * the tree's digits), printed as
- * "vway COMM BYTES WAY".
+ * "vway COMM BYTES WAY", and the reductions the call made (library_calls.h: PMPI_Allreduce and
+ * PMPI_Iallreduce on any communicator, the fewest and the most of any rank) as
+ * "vreductions COMM BYTES MIN MAX".
  *
  * Rank 0 prints, per call, "way COMM BYTES WAY" (COMM: world, dup, halves, parity, reversed;
  * for the sub-communicators the line of the part holding world rank 0), failures as
@@ -24,6 +26,8 @@
  *
  * usage: select_check [--max-bytes N] [--alltoallv]
  */
+#include "library_calls.h" /* first: it sets _GNU_SOURCE */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,16 +86,18 @@ static void one(const char *cname, MPI_Comm comm, int bytes, MPI_Datatype four, 
     void (*served)(long long *) = v ? aapc_alltoallv_ways_served : aapc_alltoall_ways_served;
     long long before[AAPC_N_WAYS];
     served(before);
+    long reductions = library_reductions;
     int rc = v ? MPI_Alltoallv(send, counts, displs, type, got, counts, displs, type, comm)
                : MPI_Alltoall(send, count, type, got, count, type, comm);
     int way = way_taken(before, served);
+    reductions = library_reductions - reductions;
     int rrc = PMPI_Alltoall(send, bytes, MPI_BYTE, want, bytes, MPI_BYTE, comm);
     free(counts);
     free(displs);
     int bad = rc != MPI_SUCCESS || rrc != MPI_SUCCESS || memcmp(got, want, total) != 0 ||
               got[total] != 0xa5;
-    int mm[3] = {way, -way, bad}, all[3];
-    MPI_Allreduce(mm, all, 3, MPI_INT, MPI_MAX, comm);
+    int mm[5] = {way, -way, bad, (int)reductions, -(int)reductions}, all[5];
+    PMPI_Allreduce(mm, all, 5, MPI_INT, MPI_MAX, comm);
     int same = all[0] == -all[1];
     if (all[2] || !same) {
         failed++;
@@ -103,6 +109,8 @@ static void one(const char *cname, MPI_Comm comm, int bytes, MPI_Datatype four, 
     }
     if (world_rank == 0)
         printf("%s %s %d %s\n", v ? "vway" : "way", cname, bytes, way_name(way));
+    if (world_rank == 0 && v)
+        printf("vreductions %s %d %d %d\n", cname, bytes, -all[4], all[3]);
     free(send);
     free(got);
     free(want);
