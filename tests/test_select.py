@@ -13,6 +13,7 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,9 +62,13 @@ def python_shape(topo, rank_machine: list[int]) -> Shape:  # noqa: ANN001
     else:
         machine_phases = machine_load = 0
     bound = max(link.seconds_per_byte for link in jt.links)
+    # one message per link and phase (MPI_Alltoallv's schedulers): seed 002's load, at the
+    # slowest machine link's speed (or the topology's reference)
+    bref = topo.reference_bandwidth or min(topo.machine_bandwidth[m] for m in machines)
     return Shape(
         len(rank_machine), len(machines), max(counts), int(min(counts) == max(counts)),
-        float(rank_phases), float(machine_phases), bound, float(machine_load),
+        float(rank_phases), float(machine_phases), bound, float(machine_load), float(jt.load),
+        jt.load / bref,
         int(machine_phases >= machine_load),  # seed 002's phases stream (C adds its groups')
     )  # fmt: skip
 
@@ -76,6 +81,8 @@ def test_c_shape_is_the_python_pipelines(case):
     assert dataclasses.astuple(c)[:6] == dataclasses.astuple(py)[:6]
     assert math.isclose(c.bound_s_per_byte, py.bound_s_per_byte, rel_tol=1e-12)
     assert c.machine_load == py.machine_load
+    assert c.rank_load == py.rank_load
+    assert math.isclose(c.unit_s_per_byte, py.unit_s_per_byte, rel_tol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -112,7 +119,7 @@ def shapes() -> st.SearchStrategy[Shape]:
     return st.builds(
         lambda n, r, bound, extra: Shape(
             n * r, n, r, 1, float(max(n * r - 1, extra)), float(max(n - 1, extra // (r * r))),
-            bound, float(max(n - 1, extra // (r * r))), 1,
+            bound, float(max(n - 1, extra // (r * r))), float(max(n * r - 1, extra)), bound, 1,
         ),
         st.integers(2, 64),
         st.integers(1, 16),
@@ -133,7 +140,7 @@ def test_the_leaders_take_4096_machines_where_they_stream_their_phases(
     """The aggregated ways take up to 1024 machines whose phases are computed whole (the
     general capacity-aware ones), up to 4096 where they stream (seed 002's, or the groups'
     construction: three-level-4096's file speeds); never one machine."""
-    shape = Shape(machines * 16, machines, 16, 1, 1e9, phases, 1e-9, load, streamed)
+    shape = Shape(machines * 16, machines, 16, 1, 1e9, phases, 1e-9, load, 1e9, 1e-9, streamed)
     assert ("leaders" in way_costs(default_model(), shape, 1 << 20)) == fits
 
 
@@ -620,3 +627,32 @@ def test_the_per_message_constant_replayed_on_the_cpu_fair_chain_run():
     assert [p.way for p in now if p.block != 4096] == [p.way for p in old if p.block != 4096]
     fair = [p for p in now if p.cpu_fair()]
     assert fair and all(p.ratio >= 0.95 for p in fair), fair
+
+
+def test_alltoallv_is_priced_by_the_phases_its_schedulers_make():
+    """MPI_Alltoallv's job-tree schedulers put one message on a link per phase, so where the
+    leaf switches' uplinks are faster than the machines' (two-level-16x: 10 Gbit/s over 1
+    Gbit/s) a uniform exchange of 16 machines, one rank each, takes the uplinks' load in phases
+    (4 x 12 = 48), not the 15 of the capacity-aware MPI_Alltoall: the selection prices those 48,
+    and hands MPI_Alltoallv to the library where MPI_Alltoall takes its phases (under SimGrid the
+    48 phases took 178 ms a call at 256 KiB, the library's 43). Where no link is faster than the
+    machines' (4+4) both count the same."""
+    from aapcgen.alltoallv.schedule import greedy
+    from aapcgen.core.topology import load_topology
+
+    topo, ranks = load_topology(TOPOS / "two-level-16x.yaml"), list(range(16))
+    shape = job_shape(topo, ranks)
+    pattern = np.full((16, 16), 1 << 18, dtype=np.int64)
+    np.fill_diagonal(pattern, 0)
+    made = greedy(job_topology(topo, ranks), pattern).n_phases  # what the C scheduler makes
+    assert (shape.rank_phases, shape.rank_load, made) == (15, 48, 48)
+    assert shape.unit_s_per_byte == pytest.approx(48 / topo.machine_bandwidth[0])
+    ways_v = ("library", "phases", "loground")
+    for b in (1 << 16, 1 << 18, 1 << 20):
+        assert choose_way(default_model(), shape, b, ways_v, windows=False, alltoallv=True) == (
+            "library"
+        )
+    assert choose_way(default_model(), shape, 1 << 18, WAYS) == "phases"
+    even = job_shape(star_of_subtrees([4, 4]), [m for m in range(8) for _ in range(2)])
+    assert even.rank_load == even.rank_phases == 64
+    assert even.unit_s_per_byte == pytest.approx(even.bound_s_per_byte)

@@ -79,6 +79,8 @@ class _Shape(ctypes.Structure):
         ("machine_phases", ctypes.c_double),
         ("bound_s_per_byte", ctypes.c_double),
         ("machine_load", ctypes.c_double),
+        ("rank_load", ctypes.c_double),
+        ("unit_s_per_byte", ctypes.c_double),
         ("machine_streamed", ctypes.c_int32),
         ("digits", _Digits),
         ("rank_digits", _Digits),
@@ -276,6 +278,8 @@ class Shape:
     machine_phases: float
     bound_s_per_byte: float
     machine_load: float
+    rank_load: float
+    unit_s_per_byte: float
     machine_streamed: int
     digits: Digits = field(default_factory=lambda: Digits((), (), ()))
     rank_digits: Digits = field(default_factory=lambda: Digits((), (), ()))

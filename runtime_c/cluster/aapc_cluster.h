@@ -180,6 +180,12 @@ typedef struct aapc_job_shape {
     double machine_load;       /* the most machine pairs a link carries each way: seed 002's
                                   phases, which machine_phases reaches when no link is fast
                                   enough to carry two in a phase (the leaders stream them) */
+    double rank_load;          /* the most rank pairs a link carries each way (at least P - 1):
+                                  the phases of a per-rank schedule that puts one message on
+                                  a link per phase, as MPI_Alltoallv's job-tree schedulers do
+                                  (runtime_c/vsched/: faster links carry no more) */
+    double unit_s_per_byte;    /* that schedule's seconds per byte of block: rank_load over
+                                  the slowest machine link's bandwidth */
     int32_t machine_streamed;  /* 1: the leaders stream their machine-level phases (seed 002's,
                                   or the exact ones of aapc_cluster_groups.c where faster root
                                   links set the bound); 0: they compute them whole */
@@ -202,8 +208,10 @@ enum { AAPC_WAY_LIBRARY = 0, AAPC_WAY_PHASES, AAPC_WAY_LEADERS, AAPC_WAY_LOGROUN
 /* With the ways of aapc_way_choose: the phased ways run one phase at a time (MPI_Alltoallv and
    the non-blocking calls, which keep AAPC_WINDOW's rows): their costs count no windows. */
 #define AAPC_WAYS_NO_WINDOWS (1u << 16)
-/* ... and for MPI_Alltoallv: the log-round way runs among the ranks (no aggregation) and only
-   in the tree's digits (shape rank_digits; there is no radix-2 form of it). */
+/* ... and for MPI_Alltoallv (blocking or not): the phases are those of its job-tree schedulers,
+   one message on a link per phase (shape rank_load, unit_s_per_byte); the log-round way runs
+   among the ranks (no aggregation) and only in the tree's digits (shape rank_digits; there is
+   no radix-2 form of it). */
 #define AAPC_WAYS_ALLTOALLV (1u << 17)
 
 extern const aapc_cost_model_t aapc_cost_model_default;

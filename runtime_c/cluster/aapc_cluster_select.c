@@ -174,7 +174,8 @@ static double ours_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, i
                         unsigned flags);
 
 /* The cost of `way`; flags: AAPC_WAYS_NO_WINDOWS (the phases run one at a time),
-   AAPC_WAYS_ALLTOALLV (the log rounds among the ranks in the tree's digits, or not at all). */
+   AAPC_WAYS_ALLTOALLV (the phases of a unit-capacity schedule; the log rounds among the ranks
+   in the tree's digits, or not at all). */
 static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int way, double b,
                        unsigned flags)
 {
@@ -194,11 +195,15 @@ static double ours_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, i
     int windowed = !(flags & AAPC_WAYS_NO_WINDOWS);
     double P = s->ranks, R = s->max_per_machine, S = s->bound_s_per_byte;
     switch (way) {
-    case AAPC_WAY_PHASES:
-        return m->phase_alpha *
-                   windows(s->rank_phases,
-                           windowed ? aapc_inflight_window(b, s->rank_phases, 0) : 1) +
-               m->msg_alpha * s->rank_phases + m->phase_beta * S * b;
+    case AAPC_WAY_PHASES: {
+        /* MPI_Alltoallv's job-tree schedules put one message on a link per phase: a link
+           faster than the machines' carries no more, so their phases and time per byte are
+           the unit-capacity schedule's (rank_load, unit_s_per_byte), not the bound's */
+        int unit = (flags & AAPC_WAYS_ALLTOALLV) != 0;
+        double ph = unit ? s->rank_load : s->rank_phases, Sp = unit ? s->unit_s_per_byte : S;
+        return m->phase_alpha * windows(ph, windowed ? aapc_inflight_window(b, ph, 0) : 1) +
+               m->msg_alpha * ph + m->phase_beta * Sp * b;
+    }
     case AAPC_WAY_LEADERS:
         return m->phase_alpha *
                    windows(s->machine_phases,

@@ -19,7 +19,9 @@
  * phases: machine_phases reaches it when no link carries two machine pairs in a phase, and the
  * leaders then stream their rows), and bound_s_per_byte = max over links of rank load / bw: no
  * schedule moves blocks of b bytes in less than b x bound_s_per_byte seconds (seed 002
- * section 3). machine_streamed says whether the leaders stream the machine-level phases: seed
+ * section 3). rank_load, the largest rank load, is the phases of a schedule that puts one
+ * message on every link per phase (MPI_Alltoallv's, runtime_c/vsched/), and unit_s_per_byte
+ * = rank_load / bref its time per byte of block. machine_streamed says whether the leaders stream the machine-level phases: seed
  * 002's, or where faster links make them capacity-aware, aapc_cluster_groups.c's when its plan
  * fits the machine-level tree (built and planned here: O(N d + machine_phases) more). digits:
  * the log-round exchange's digits over the job's machines (aapc_cluster_digits.c).
@@ -127,18 +129,18 @@ int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t
     }
     if (aapc_cluster_hang(c, order, up, uplink) != S)
         goto done; /* not a tree */
-    int64_t rph = P - 1, mph = N - 1, mmost = 0;
+    int64_t rph = P - 1, mph = N - 1, mmost = 0, rmost = P - 1;
     double rs = 0, ms = 0;
     for (int32_t m = 0; m < M; m++) {
         if (on[m] == 0)
             continue;
         /* a machine of one rank is that rank's own link; of several, a link of the job tree */
-        account(on[m], P, c->machine_bw[m], bref, on[m] > 1, &rph, &rs, NULL);
+        account(on[m], P, c->machine_bw[m], bref, on[m] > 1, &rph, &rs, &rmost);
         account(1, N, c->machine_bw[m], bref, 0, &mph, &ms, &mmost);
     }
     for (int32_t k = S - 1; k > 0; k--) {
         int32_t s = order[k], l = uplink[s];
-        account(rbelow[s], P, c->link_bw[l], bref, 1, &rph, &rs, NULL);
+        account(rbelow[s], P, c->link_bw[l], bref, 1, &rph, &rs, &rmost);
         account(mbelow[s], N, c->link_bw[l], bref, 1, &mph, &ms, &mmost);
         rbelow[up[s]] += rbelow[s];
         mbelow[up[s]] += mbelow[s];
@@ -151,6 +153,8 @@ int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t
     out->machine_phases = (double)mph;
     out->bound_s_per_byte = rs;
     out->machine_load = (double)(mmost > N - 1 ? mmost : N - 1);
+    out->rank_load = (double)rmost;
+    out->unit_s_per_byte = bref > 0 ? (double)rmost / bref : rs;
     /* seed 002's phases (machine_phases reaches the load), or faster links whose phases the
        leaders stream where aapc_cluster_groups.c's construction fits */
     out->machine_streamed = mph >= out->machine_load;

@@ -242,7 +242,7 @@ static int decide(struct vcall *c, int *wait)
                          ? forced
                          : aapc_way_choose(c->prog->cluster->model, shape, b,
                                            (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES) |
-                                               AAPC_WAYS_NO_WINDOWS);
+                                               AAPC_WAYS_NO_WINDOWS | AAPC_WAYS_ALLTOALLV);
         if (choice == AAPC_WAY_PHASES && c->plan == NULL && c->rreq == NULL) {
             *wait = 1; /* step 3: the rows first */
             return post_rows(c);
