@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.model import Topology
 from aapcgen.core.topology import load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,10 +42,11 @@ def build(
     mpicc: Path = BIN / "mpicc",
     extra: tuple[str, ...] = (),
     default: str = "receiver-all",
+    topo: Topology = TOPO,
 ) -> Path:
     gen = tmp / "gen"
     if not gen.exists():
-        generate(TOPO, variant_specs(default, None), gen)
+        generate(topo, variant_specs(default, None), gen)
     exe = tmp / f"nbc{len(extra)}{mpicc.parent.parent.name}"
     sources = sorted(str(p) for p in gen.glob("*.c"))
     cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
@@ -52,11 +54,14 @@ def build(
     return exe
 
 
-def run(exe: Path, machines: list[int], env: dict[str, str], *args: str, ompi: bool = False):  # noqa: ANN201
+def run(  # noqa: ANN201
+    exe: Path, machines: list[int], env: dict[str, str], *args: str, ompi: bool = False,
+    topo: Topology = TOPO,
+):  # fmt: skip
     launcher = [str(OMPI / "mpiexec"), "--oversubscribe"] if ompi else [str(BIN / "mpiexec")]
     cmd = list(launcher)
     for r, m in enumerate(machines):
-        extra = {"AAPC_MACHINE": TOPO.machines[m], **env}
+        extra = {"AAPC_MACHINE": topo.machines[m], **env}
         flags = [
             x for k, v in extra.items() for x in (("-x", f"{k}={v}") if ompi else ("-env", k, v))
         ]
@@ -127,6 +132,23 @@ def test_always_agreeing_hands_the_non_blocking_alltoall_to_the_library(exe):
         lib > 0 and ours == 0 and lin > 0 and ph > 0 for lib, ours, lin, ph in ways.values()
     ), ways
     assert "AAPC_AGREE=always (a non-blocking call may not wait" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_alltoallv_goes_to_the_library_at_once_where_it_takes_every_size(tmp_path):
+    """16 ranks on the 16 machines of a tree whose uplinks are faster than its machines' links
+    (two-level-16x): the model gives MPI_Alltoallv the library at every block size on every
+    communicator of the harness, so once a communicator's machines are known its
+    MPI_Ialltoallv and MPI_Alltoallv_init go to the library's own at once (the report:
+    "chosen by size") instead of agreeing first and running a linear exchange of ours."""
+    fat = load_topology(ROOT / "topologies" / "two-level-16x.yaml")
+    exe = build(tmp_path, topo=fat)
+    proc = run(exe, list(range(16)), {"AAPC_REPORT": "1"}, "--max-bytes", "1024", topo=fat)
+    ways = outcome(proc)
+    assert len(ways) == 16
+    # decided by us: at most the first call on each communicator (its machines being gathered)
+    assert all(ph == 0 and lin <= 6 for _, _, lin, ph in ways.values()), ways
+    rows = [ln for ln in proc.stderr.splitlines() if ln.strip().startswith("MPI_Ialltoallv")]
+    assert any("chosen by size" in r for r in rows), rows
 
 
 def test_unequal_subset(exe):

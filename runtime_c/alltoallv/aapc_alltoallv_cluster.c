@@ -34,8 +34,10 @@
  * (common/aapc_args.c aapc_args_alltoallv_most), so that a call of ours makes one reduction
  * instead of two where the way stays (an in-place call agrees once more that every rank
  * passing MPI_IN_PLACE can copy its receive span; a call whose way changes pays the other
- * form's cost once). AAPC_WAY=library|phases|loground or a routine named by AAPC_ALLTOALLV
- * forces it (the checks' reduction then comes after the way).
+ * form's cost once); where the model gives the library every block size on the
+ * communicator's shape (aapc_way_library_only: fast uplinks, whose capacity MPI_Alltoallv's
+ * phases do not use), no reduction at all. AAPC_WAY=library|phases|loground or a routine named
+ * by AAPC_ALLTOALLV forces it (the checks' reduction then comes after the way).
  * Everything is cached on the communicator (slots of aapc_cluster_comm.c) and freed with it.
  * Cost: first call the dup and an Allgather of N ints (lg N alpha + 4 N beta), O(N^2 d) for the
  * template (4 N^2 bytes); level 1 adds lg N alpha + 8 N (N - 1) beta per call; scheduling
@@ -526,6 +528,29 @@ static int digits_fit(const aapc_job_shape_t *shape, double b)
     return shape->rank_digits.levels > 0 && b * (P - 1) * P <= (double)(INT_MAX / 2);
 }
 
+/* The ways of MPI_Alltoallv by size. */
+#define VWAYS                                                                                  \
+    ((1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES) | (1u << AAPC_WAY_LOGROUND) |          \
+     AAPC_WAYS_NO_WINDOWS | AAPC_WAYS_ALLTOALLV)
+
+/* The model gives MPI_Alltoallv the library at every block size on the communicator's shape
+   (aapc_way_library_only, once per communicator: alike on every rank). */
+static int library_only(aapc_cluster_comm_t *cc, const aapc_cluster_t *cl,
+                        const aapc_job_shape_t *shape)
+{
+    if (cc->vlibrary == 0)
+        cc->vlibrary = aapc_way_library_only(cl->model, shape, VWAYS) ? 1 : -1;
+    return cc->vlibrary == 1;
+}
+
+int aapc_alltoallv_library_only(aapc_cluster_comm_t *cc, const aapc_cluster_t *cl)
+{
+    int nomem = 0;
+    const aapc_job_shape_t *shape =
+        cc != NULL && cl != NULL && cc->all_known ? aapc_cluster_comm_shape(cc, &nomem) : NULL;
+    return shape != NULL && library_only(cc, cl, shape);
+}
+
 /* The way of this call, the same on every rank: AAPC_WAY_LIBRARY, AAPC_WAY_PHASES or
    AAPC_WAY_LOGROUND (-1: not a communicator these ways take; the checks and the caller
    decide); *block: the busiest rank's block (computed for the log rounds). Level 1 agrees on
@@ -533,7 +558,9 @@ static int digits_fit(const aapc_job_shape_t *shape, double b)
    the argument checks' (*checked = 1: the checks ran, and with *done = 1 the call is complete,
    its result returned, errors raised; *copies = 1: some rank passed MPI_IN_PLACE,
    aapc_args_alltoallv_most), so that a call of ours makes one reduction, not two; otherwise
-   the block's alone (busiest_alone), so that a call handed to the library runs no checks. */
+   the block's alone (busiest_alone), so that a call handed to the library runs no checks.
+   Where the model gives the library every block size on this communicator's shape
+   (aapc_way_library_only, once per communicator), none: the library, with no collective. */
 static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,
                        const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                        const void *recvbuf, const int recvcounts[], const int rdispls[],
@@ -565,6 +592,12 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
         *way = forced == AAPC_WAY_LIBRARY ? AAPC_WAY_LIBRARY : AAPC_WAY_PHASES;
         return MPI_SUCCESS;
     }
+    if (bytes == NULL && forced < 0 && library_only(cc, prog->cluster, shape)) {
+        /* whatever the block: no reduction */
+        *way = AAPC_WAY_LIBRARY;
+        cc->vours = 0;
+        return MPI_SUCCESS;
+    }
     double b = 0, most[2];
     if (bytes != NULL) {
         b = aapc_alltoallv_busiest(bytes, cc->size);
@@ -584,10 +617,7 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
         b = (most[0] > most[1] ? most[0] : most[1]) / (cc->size - 1);
     *block = b;
     *way = forced >= 0 ? forced
-                       : aapc_way_choose(prog->cluster->model, shape, b,
-                                         (1u << AAPC_WAY_LIBRARY) | (1u << AAPC_WAY_PHASES) |
-                                             (1u << AAPC_WAY_LOGROUND) | AAPC_WAYS_NO_WINDOWS |
-                                             AAPC_WAYS_ALLTOALLV);
+                       : aapc_way_choose(prog->cluster->model, shape, b, VWAYS);
     if (*way == AAPC_WAY_LOGROUND && !digits_fit(shape, b))
         *way = AAPC_WAY_PHASES; /* no digits, or too much to hold: the phases */
     if (bytes == NULL) /* the same on every rank: the way is */

@@ -42,6 +42,12 @@ int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const
                          void *recvbuf, const int recvcounts[], const int rdispls[],
                          MPI_Datatype recvtype, MPI_Comm comm, int *done);
 
+/* 1 when the model gives MPI_Alltoallv the library at every block size on cc's shape (its
+   ranks all known), so that a call need not agree on its block first: the blocking level 1
+   then makes no collective of ours, MPI_Ialltoallv hands the call to the library's own.
+   Computed once per communicator, alike on every rank. */
+int aapc_alltoallv_library_only(aapc_cluster_comm_t *cc, const aapc_cluster_t *cl);
+
 /* A schedule of one call's byte matrix, owned by its caller (the non-blocking entries:
    nbc/aapc_nbc_alltoallv.c): the pieces and the executor tables (tab.sched). */
 typedef struct aapc_vplan {

@@ -262,6 +262,12 @@ unsigned aapc_ways_possible(const aapc_job_shape_t *s);
    s; -1 when none. m NULL: aapc_cost_model_default (an untuned library). */
 int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
                     unsigned allowed);
+/* 1 when aapc_way_choose(m, s, b, allowed) is the library at every block size (b = 0 and
+   2^(k/16) bytes from 1 B to 2^60 B, a sixteenth of an octave apart: a way that wins nowhere
+   there wins at most between two neighbours): a caller that must agree on b before it
+   chooses (MPI_Alltoallv) need not, and hands every call to the library. O(1000) costs. */
+int aapc_way_library_only(const aapc_cost_model_t *m, const aapc_job_shape_t *s,
+                          unsigned allowed);
 /* "library", "phases", "leaders", "loground" (AAPC_WAY=...), and back (-1: no such way). */
 const char *aapc_way_name(int way);
 int aapc_way_named(const char *name);

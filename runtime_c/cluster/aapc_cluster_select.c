@@ -271,6 +271,18 @@ int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, doubl
     return best;
 }
 
+int aapc_way_library_only(const aapc_cost_model_t *m, const aapc_job_shape_t *s,
+                          unsigned allowed)
+{
+    if (aapc_way_choose(m, s, 0, allowed) != AAPC_WAY_LIBRARY)
+        return 0;
+    double b = 1; /* 2^(k/16), by products: no libm (programs link the runtime without -lm) */
+    for (int k = 0; k <= 16 * 60; k++, b *= 1.04427378242741384) /* 2^(1/16) */
+        if (aapc_way_choose(m, s, b, allowed) != AAPC_WAY_LIBRARY)
+            return 0;
+    return 1;
+}
+
 const char *aapc_way_name(int way)
 {
     static const char *const names[AAPC_N_WAYS] = {"library", "phases", "leaders", "loground"};

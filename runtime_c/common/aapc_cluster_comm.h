@@ -54,6 +54,8 @@ typedef struct aapc_cluster_comm {
     int memo_way;                  /* and way */
     int vours;                     /* the last level-1 MPI_Alltoallv on it took one of our ways:
                                       the next agrees on its block in the checks' reduction */
+    int vlibrary;                  /* MPI_Alltoallv by size: 1 the library at every size (no
+                                      agreement needed), -1 not, 0 not yet known */
     int tree_state;                /* 0: not built, 1: built, -1: the scheduler refused */
     aapc_job_tree_t tree;
     char tree_error[160];

@@ -27,7 +27,10 @@
  *   A persistent request decides once (its first MPI_Start) and keeps its schedule: later
  *   starts post the receives and take a first progress step, nothing else.
  * AAPC_WAY=library (a setting every rank shares) hands the call to the library's own
- * MPI_Ialltoallv / MPI_Alltoallv_init and nothing else happens here.
+ * MPI_Ialltoallv / MPI_Alltoallv_init and nothing else happens here; so does a communicator,
+ * gathered already, on whose shape the model gives the library every block size
+ * (aapc_alltoallv_library_only: links faster than the machines', which MPI_Alltoallv's phases
+ * do not use).
  * Cost: the agreement (lg N alpha, 32 bytes) per MPI_Ialltoallv, once per persistent request;
  * where the phases run, the rows (N - 1 messages of 8 N bytes each way, alpha + 8 N beta each
  * in flight at once) and scheduling as aapc_vsched_run per MPI_Ialltoallv (once per persistent
@@ -462,12 +465,15 @@ int aapc_nbc_alltoallv(const aapc_vprog_t *prog, const void *sendbuf, const int 
     if (usable)
         rc = aapc_cluster_comm_begin(prog->cluster, comm, &cc, &posted, &why);
     /* AAPC_WAY=library: only where every rank is known to share it (a gathered communicator) */
-    int forced_library = cc != NULL && !posted && cc->pending == NULL &&
-                         aapc_cluster_comm_agreed(comm) == 1 &&
-                         aapc_way_forced(aapc_setting(comm, "AAPC_WAY")) == AAPC_WAY_LIBRARY;
-    if (!usable || rc != MPI_SUCCESS || cc == NULL || forced_library) {
-        if (forced_library)
-            aapc_report_served("MPI library, forced");
+    int gathered = usable && rc == MPI_SUCCESS && cc != NULL && !posted && cc->pending == NULL &&
+                   aapc_cluster_comm_agreed(comm) == 1;
+    int forced = gathered ? aapc_way_forced(aapc_setting(comm, "AAPC_WAY")) : -1;
+    int forced_library = gathered && forced == AAPC_WAY_LIBRARY;
+    /* the library at every block size on this communicator: no agreement to wait for */
+    int by_size = gathered && forced < 0 && aapc_alltoallv_library_only(cc, prog->cluster);
+    if (!usable || rc != MPI_SUCCESS || cc == NULL || forced_library || by_size) {
+        if (forced_library || by_size)
+            aapc_report_served(by_size ? "MPI library, chosen by size" : "MPI library, forced");
         else
             aapc_report_fallback(fortran    ? AAPC_NBC_FORTRAN_WHY
                                  : aliased ? AAPC_ALIAS_WHY
