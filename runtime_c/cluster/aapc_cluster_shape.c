@@ -21,9 +21,10 @@
  * schedule moves blocks of b bytes in less than b x bound_s_per_byte seconds (seed 002
  * section 3). rank_load, the largest rank load, is the phases of a schedule that puts one
  * message on every link per phase (MPI_Alltoallv's, runtime_c/vsched/), and unit_s_per_byte
- * = rank_load / bref its time per byte of block. machine_streamed says whether the leaders stream the machine-level phases: seed
- * 002's, or where faster links make them capacity-aware, aapc_cluster_groups.c's when its plan
- * fits the machine-level tree (built and planned here: O(N d + machine_phases) more). digits:
+ * = rank_load / bref its time per byte of block. machine_streamed says whether the leaders
+ * stream the machine-level phases: seed 002's, or where faster links make them
+ * capacity-aware, aapc_cluster_groups.c's when its plan fits the machine-level tree (built
+ * and planned here: O(N d + machine_phases) more). digits:
  * the log-round exchange's digits over the job's machines (aapc_cluster_digits.c).
  * Cost: O(P + S + M) time and O(S + M) memory for P ranks, S switches and M machines; no
  * communication, no rank-level tree (so it holds for jobs far above AAPC_JOB_MAX_RANKS).
