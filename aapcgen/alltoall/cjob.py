@@ -343,6 +343,12 @@ NO_WINDOWS = 1 << 16  # AAPC_WAYS_NO_WINDOWS (aapc_cluster.h)
 ALLTOALLV = 1 << 17  # AAPC_WAYS_ALLTOALLV
 
 
+def _ways_mask(allowed: Sequence[str], windows: bool, alltoallv: bool) -> int:
+    """The ``allowed`` argument of aapc_way_choose: a bit per way and the flags."""
+    mask = sum(1 << WAYS.index(w) for w in allowed) | (0 if windows else NO_WINDOWS)
+    return mask | (ALLTOALLV if alltoallv else 0)
+
+
 def choose_way(
     model: dict[str, float],
     shape: Shape,
@@ -355,10 +361,8 @@ def choose_way(
     ``windows`` False: the phased ways run one phase at a time (MPI_Alltoallv, the non-blocking
     calls); ``alltoallv``: the log rounds run among the ranks in the tree's digits or not at all
     (MPI_Alltoallv)."""
-    lib = library()
-    mask = sum(1 << WAYS.index(w) for w in allowed) | (0 if windows else NO_WINDOWS)
-    mask |= ALLTOALLV if alltoallv else 0
-    way = lib.aapc_way_choose(byref(_c_model(model)), byref(_c_shape(shape)), block, mask)
+    mask = _ways_mask(allowed, windows, alltoallv)
+    way = library().aapc_way_choose(byref(_c_model(model)), byref(_c_shape(shape)), block, mask)
     return WAYS[way] if way >= 0 else "none"
 
 
@@ -371,8 +375,7 @@ def library_only(
 ) -> bool:
     """Whether choose_way gives the library every block size on ``shape`` (C:
     aapc_way_library_only; MPI_Alltoallv then skips its agreement on the block)."""
-    mask = sum(1 << WAYS.index(w) for w in allowed) | (0 if windows else NO_WINDOWS)
-    mask |= ALLTOALLV if alltoallv else 0
+    mask = _ways_mask(allowed, windows, alltoallv)
     return bool(
         library().aapc_way_library_only(byref(_c_model(model)), byref(_c_shape(shape)), mask)
     )

@@ -920,26 +920,43 @@ static MPI_Aint vcopy(const void *sendbuf, const int recvcounts[], const int rdi
     return copy;
 }
 
+/* The start of the Alltoallv checks: a call the library takes untouched goes to it (*done =
+   1, its result returned: MPI_COMM_NULL, inter-communicators, outside MPI_Init..MPI_Finalize);
+   otherwise this rank's rank and size, its finding f and its vote v. */
+static int vstart(const char *name, const void *sendbuf, const int sendcounts[],
+                  const int sdispls[], MPI_Datatype sendtype, const void *recvbuf,
+                  const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                  MPI_Comm comm, struct finding *f, int64_t v[VLEN], int *rank, int *size,
+                  int *done)
+{
+    int rc = MPI_SUCCESS;
+    if (to_library(comm, name, "MPI_Alltoallv", done, &rc))
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, (void *)recvbuf,
+                              recvcounts, rdispls, recvtype, comm);
+    if (*done)
+        return rc;
+    if ((rc = PMPI_Comm_rank(comm, rank)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_size(comm, size)) != MPI_SUCCESS) {
+        *done = 1;
+        return rc;
+    }
+    vote_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                   recvtype, *rank, *size, probe_for(comm, sendtype, recvtype), f, v);
+    return MPI_SUCCESS;
+}
+
 int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcounts[],
                         const int sdispls[], MPI_Datatype sendtype, const void *recvbuf,
                         const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                         MPI_Comm comm, int *done)
 {
     struct finding f = {0, ""};
-    int rc = MPI_SUCCESS, rank = 0, size = 0;
-    if (to_library(comm, name, "MPI_Alltoallv", done, &rc))
-        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, (void *)recvbuf,
-                              recvcounts, rdispls, recvtype, comm);
+    int rank = 0, size = 0;
+    int64_t v[VLEN];
+    int rc = vstart(name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                    recvtype, comm, &f, v, &rank, &size, done);
     if (*done)
         return rc;
-    if ((rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
-        (rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS) {
-        *done = 1;
-        return rc;
-    }
-    int64_t v[VLEN];
-    vote_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                   recvtype, rank, size, probe_for(comm, sendtype, recvtype), &f, v);
     if (!agree_enabled(comm)) {
         *done = f.cls != 0;
         return f.cls ? raise_finding(comm, "MPI_Alltoallv", &f, 0, 0) : MPI_SUCCESS;
@@ -958,21 +975,13 @@ int aapc_args_alltoallv_most(const char *name, const void *sendbuf, const int se
                              MPI_Comm comm, double most[2], int *copies, int *done)
 {
     struct finding f = {0, ""};
-    int rc = MPI_SUCCESS, rank = 0, size = 0;
+    int rank = 0, size = 0;
+    int64_t v[VLEN];
     *copies = 0;
-    if (to_library(comm, name, "MPI_Alltoallv", done, &rc))
-        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, (void *)recvbuf,
-                              recvcounts, rdispls, recvtype, comm);
+    int rc = vstart(name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                    recvtype, comm, &f, v, &rank, &size, done);
     if (*done)
         return rc;
-    if ((rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
-        (rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS) {
-        *done = 1;
-        return rc;
-    }
-    int64_t v[VLEN];
-    vote_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                   recvtype, rank, size, probe_for(comm, sendtype, recvtype), &f, v);
     memcpy(&most[0], &v[V_SENT], sizeof most[0]);
     memcpy(&most[1], &v[V_RECV], sizeof most[1]);
     if (!agree_enabled(comm)) { /* the bytes alone, then this rank's checks */
