@@ -31,6 +31,7 @@ from aapcgen.alltoall.cjob import (
     inflight_window,
     job_phases,
     job_shape,
+    library_only,
     machine_order,
     way_costs,
 )
@@ -653,6 +654,10 @@ def test_alltoallv_is_priced_by_the_phases_its_schedulers_make():
             "library"
         )
     assert choose_way(default_model(), shape, 1 << 18, WAYS) == "phases"
+    # the library at every size there: MPI_Alltoallv need not agree on its block at all
+    assert library_only(default_model(), shape, ways_v, windows=False, alltoallv=True)
+    assert not library_only(default_model(), shape, WAYS)  # MPI_Alltoall's phases win there
     even = job_shape(star_of_subtrees([4, 4]), [m for m in range(8) for _ in range(2)])
     assert even.rank_load == even.rank_phases == 64
     assert even.unit_s_per_byte == pytest.approx(even.bound_s_per_byte)
+    assert not library_only(default_model(), even, ways_v, windows=False, alltoallv=True)
