@@ -598,23 +598,24 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
         cc->vours = 0;
         return MPI_SUCCESS;
     }
-    double b = 0, most[2];
+    double b, most[2];
     if (bytes != NULL) {
         b = aapc_alltoallv_busiest(bytes, cc->size);
-    } else if (cc->vours) { /* likely ours again: the checks' reduction takes the block too */
-        *checked = 1;
-        rc = aapc_args_alltoallv_most(prog ? prog->key->name : "?", sendbuf, sendcounts, sdispls,
-                                      sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
-                                      most, copies, done);
-        if (rc != MPI_SUCCESS || *done)
-            return rc;
-    } else if ((rc = busiest_alone(cc, sendbuf, sendcounts, sendtype, recvcounts, recvtype,
-                                   most)) != MPI_SUCCESS) {
-        *done = 1;
-        return aapc_args_raise_alone(comm, rc);
-    }
-    if (bytes == NULL)
+    } else {
+        if (cc->vours) { /* likely ours again: the checks' reduction takes the block too */
+            *checked = 1;
+            rc = aapc_args_alltoallv_most(prog->key->name, sendbuf, sendcounts, sdispls,
+                                          sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                                          most, copies, done);
+            if (rc != MPI_SUCCESS || *done)
+                return rc;
+        } else if ((rc = busiest_alone(cc, sendbuf, sendcounts, sendtype, recvcounts, recvtype,
+                                       most)) != MPI_SUCCESS) {
+            *done = 1;
+            return aapc_args_raise_alone(comm, rc);
+        }
         b = (most[0] > most[1] ? most[0] : most[1]) / (cc->size - 1);
+    }
     *block = b;
     *way = forced >= 0 ? forced
                        : aapc_way_choose(prog->cluster->model, shape, b, VWAYS);

@@ -62,16 +62,19 @@ static inline void library_note(MPI_Comm comm)
         library_count++;
 }
 
-/* One forwarding definition: the function pointer is looked up once. */
-#define LIBRARY_FORWARD(NAME, PARAMS, ARGS, COMM)                                                  \
+/* One forwarding definition that runs COUNT first (the function pointer is looked up once). */
+#define LIBRARY_DEFINE(NAME, PARAMS, ARGS, COUNT)                                                  \
     int NAME PARAMS                                                                                \
     {                                                                                              \
         static int(*next) PARAMS = NULL;                                                           \
         if (next == NULL)                                                                          \
             *(void **)(&next) = library_next(#NAME);                                               \
-        library_note(COMM);                                                                        \
+        COUNT;                                                                                     \
         return next ARGS;                                                                          \
     }
+/* A call handed over, counted when it is on the watched communicator. */
+#define LIBRARY_FORWARD(NAME, PARAMS, ARGS, COMM)                                                  \
+    LIBRARY_DEFINE(NAME, PARAMS, ARGS, library_note(COMM))
 
 LIBRARY_FORWARD(PMPI_Alltoall,
                 (const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
@@ -101,14 +104,7 @@ LIBRARY_FORWARD(PMPI_Allgather,
 static long library_reductions = 0;
 
 #define LIBRARY_REDUCTION(NAME, PARAMS, ARGS)                                                      \
-    int NAME PARAMS                                                                                \
-    {                                                                                              \
-        static int(*next) PARAMS = NULL;                                                           \
-        if (next == NULL)                                                                          \
-            *(void **)(&next) = library_next(#NAME);                                               \
-        library_reductions++;                                                                      \
-        return next ARGS;                                                                          \
-    }
+    LIBRARY_DEFINE(NAME, PARAMS, ARGS, library_reductions++)
 
 LIBRARY_REDUCTION(PMPI_Allreduce,
                   (const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm),
