@@ -7,6 +7,7 @@ an emulated cluster or in containers."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ from test_mpi import library_calls, served
 from aapcgen.alltoall.job import job_topology
 from aapcgen.alltoallv.schedule import run_scheduler
 from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.model import Topology
 from aapcgen.core.topology import load_topology
 from aapcgen.verify.alltoallv import verify_vschedule
 
@@ -36,10 +38,12 @@ CHAIN = load_topology(ROOT / "topologies" / "chain-4x4.yaml")  # n0-n3 on s0, ..
 pytestmark = pytest.mark.mpi
 
 
-def build(tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = ()) -> Path:
+def build(
+    tmp: Path, mpicc: Path = BIN / "mpicc", extra: tuple[str, ...] = (), topo: Topology = CHAIN
+) -> Path:
     gen = tmp / "gen"
     if not gen.exists():
-        generate(CHAIN, variant_specs("receiver-all", None), gen)
+        generate(topo, variant_specs("receiver-all", None), gen)
     exe = tmp / f"check{len(extra)}{mpicc.parent.parent.name}"
     sources = sorted(str(p) for p in gen.glob("*.c"))
     cmd = [str(mpicc), *CFLAGS, *extra, f"-I{gen}", str(HARNESS), *sources, "-o", str(exe)]
@@ -564,6 +568,23 @@ def test_small_blocks_keep_several_phases_in_flight(exe, tmp_path):
     assert "aapcgen:" not in proc.stderr, proc.stderr
     windows = set(traced_windows(prefix))
     assert {1, 16} <= windows and len(windows) >= 4, sorted(windows)
+
+
+def test_the_topology_sets_what_a_rank_keeps_in_flight(tmp_path):
+    """A topology's `inflight` is the windows' budget of its library: with 1 byte every phase
+    of the leaders runs alone; AAPC_INFLIGHT still changes what runs (64 KiB: wider windows
+    again), byte-exact both ways."""
+    exe = build(tmp_path, topo=dataclasses.replace(CHAIN, inflight=1.0))
+    job = JOBS["2 ranks per machine, round robin"]
+    for name, extra in {"topology": {}, "setting": {"AAPC_INFLIGHT": "65536"}}.items():
+        prefix = tmp_path / name / "t"
+        prefix.parent.mkdir()
+        env = {"AAPC_WAY": "leaders", "AAPC_TRACE": str(prefix), **extra}
+        proc = run(exe, job, "--variant", "runtime-receiver-all", "--max-bytes", "65536",
+                   env=env)  # fmt: skip
+        passed(proc, 15)
+        windows = set(traced_windows(prefix))
+        assert windows == {1} if name == "topology" else max(windows) > 1, (name, windows)
 
 
 def test_windowed_runtime_sanitizers(tmp_path):

@@ -71,6 +71,7 @@ def python_shape(topo, rank_machine: list[int]) -> Shape:  # noqa: ANN001
         float(rank_phases), float(machine_phases), bound, float(machine_load), float(jt.load),
         jt.load / bref,
         int(machine_phases >= machine_load),  # seed 002's phases stream (C adds its groups')
+        topo.inflight or 65536.0,  # the windows' budget: the topology's, or the library's
     )  # fmt: skip
 
 
@@ -84,6 +85,7 @@ def test_c_shape_is_the_python_pipelines(case):
     assert c.machine_load == py.machine_load
     assert c.rank_load == py.rank_load
     assert math.isclose(c.unit_s_per_byte, py.unit_s_per_byte, rel_tol=1e-12)
+    assert c.inflight == py.inflight
 
 
 @pytest.mark.parametrize(
@@ -236,6 +238,27 @@ def test_small_blocks_cost_a_window_of_phases_not_one_per_phase():
     per_message = {k: 1.0 if k == "msg_alpha" else 0.0 for k in COST_FIELDS}
     assert way_costs(per_message, shape, 8)["phases"] == 64  # every message still costs
     assert way_costs(per_message, shape, 8)["leaders"] == 16
+
+
+def test_the_topology_s_inflight_is_the_budget_the_model_prices():
+    """The same job with `inflight: 16MiB` (a lossless fabric): 16 KiB blocks, whose leaders'
+    64 KiB messages run a phase per window under the default budget, fit all 16 machine phases
+    in one window; the per-rank phases' 64 phases of 64 KiB likewise; a call whose P - 1 blocks
+    then fit carries its agreement (no agree_alpha); `inflight: 1` runs one phase at a time."""
+    topo = star_of_subtrees([4, 4])
+    placement = [m for m in range(8) for _ in range(2)]
+    unit = {k: 1.0 if k == "phase_alpha" else 0.0 for k in COST_FIELDS}
+    agree = {k: 1.0 if k == "agree_alpha" else 0.0 for k in COST_FIELDS}
+    lossless = job_shape(dataclasses.replace(topo, inflight=float(1 << 24)), placement)
+    shallow = job_shape(dataclasses.replace(topo, inflight=1.0), placement)
+    assert lossless.inflight == 1 << 24 and shallow.inflight == 1
+    assert way_costs(unit, job_shape(topo, placement), 16384)["leaders"] == 16
+    assert way_costs(unit, lossless, 16384)["leaders"] == 1
+    assert way_costs(unit, lossless, 65536)["phases"] == 1
+    assert way_costs(agree, lossless, 65536)["phases"] == 0
+    assert way_costs(agree, job_shape(topo, placement), 65536)["phases"] == 4  # lg 16
+    assert way_costs(unit, shallow, 8)["leaders"] == 16
+    assert way_costs(unit, shallow, 8)["phases"] == 64
 
 
 def test_the_library_costs_bruck_rounds_up_to_256_bytes_then_a_message_per_peer():
@@ -402,8 +425,15 @@ def test_a_model_file_compiles_into_the_cluster_table_and_info_shows_it(tmp_path
     write_model(path, model, [Call(shape, "phases", 4096, 0.01)], "test")
     c = render_cluster_c(cluster_tables(topo, model), "aapc_x_cluster")
     assert "static const aapc_cost_model_t aapc_x_cluster_model = {.lib_alpha = " in c
-    assert ".tuned = 1}" in c and c.rstrip().endswith("&aapc_x_cluster_model};")
-    assert render_cluster_c(cluster_tables(topo), "aapc_x_cluster").rstrip().endswith("NULL};")
+    assert ".tuned = 1}" in c and c.rstrip().endswith("&aapc_x_cluster_model, 0x0.0p+0};")
+    plain = render_cluster_c(cluster_tables(topo), "aapc_x_cluster").rstrip()
+    assert plain.endswith("NULL, 0x0.0p+0};")
+    lossless = cluster_tables(dataclasses.replace(topo, inflight=float(1 << 24)))
+    assert (
+        render_cluster_c(lossless, "aapc_x_cluster")
+        .rstrip()
+        .endswith("NULL, 0x1.0000000000000p+24};")
+    )
     with pytest.raises(SystemExit) as done:
         main(["info", "--model", str(path)])
     assert done.value.code == 0
@@ -472,9 +502,16 @@ def test_info_gives_alltoallv_its_ways_at_the_same_crossover_with_the_phases():
     windowed = way_ranges(m, shape, ("library", "phases"))
     assert [r.way for r in windowed] == ["library", "phases"] and windowed[0].last < vr[0].last
     lines = selection_lines(dataclasses.replace(topo, ranks_per_machine=2))
-    assert lines[1].strip().startswith("phases in flight (64 KiB of messages, AAPC_INFLIGHT):")
+    assert (
+        lines[1]
+        .strip()
+        .startswith("phases in flight (64 KB of messages, the default; AAPC_INFLIGHT):")
+    )
     assert "the per-rank phases all 64 at once up to 1 KB" in lines[1]
     assert "the leaders' all 16 at once up to 1 KB, one at a time from 8193 B" in lines[1]
+    deep = selection_lines(dataclasses.replace(topo, ranks_per_machine=2, inflight=1 << 24))[1]
+    assert "(16 MB of messages, the topology's inflight; AAPC_INFLIGHT)" in deep
+    assert "the leaders' all 16 at once up to 256 KB, one at a time from 2097153 B" in deep
     assert lines[2].strip() == (
         "log-round way: among the machines' leaders in the tree's digits 4 x 2 (machines' "
         "switches first), each phase of a level in 1, 4 contention-free sub-phases"

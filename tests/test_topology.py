@@ -379,7 +379,23 @@ def test_unknown_top_level_key(tmp_path):
     message = error(tmp_path, BASE.replace("bandwidth:", "bandwith:"))
     assert "top level: unknown key 'bandwith'" in message
     assert "did you mean 'bandwidth'?" in message
-    assert "allowed: bandwidth, links, machines, name, ranks_per_machine, switches" in message
+    assert "allowed: bandwidth, inflight, links, machines, name, ranks_per_machine, switches" in (
+        message
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("64KiB", 65536), ("16MiB", 1 << 24), ("16M", 1 << 24), (4096, 4096)]
+)
+def test_inflight_is_a_number_of_bytes(tmp_path, value, expected):
+    assert load(tmp_path, f"inflight: {value}\n" + BASE).inflight == expected
+    assert load(tmp_path, BASE).inflight is None
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "yes", "16Mbit", "2TiB", "[1]", "1.5"])
+def test_inflight_that_is_not_a_number_of_bytes_names_the_key(tmp_path, value):
+    message = error(tmp_path, f"inflight: {value}\n" + BASE)
+    assert ": inflight: must be a number of bytes from 1 to 1TiB" in message, message
 
 
 def test_unknown_entry_key(tmp_path):

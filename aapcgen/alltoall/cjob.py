@@ -50,6 +50,7 @@ class _Cluster(ctypes.Structure):
         ("link_bw", _F64),
         ("reference_bw", ctypes.c_double),
         ("model", ctypes.c_void_p),  # const aapc_cost_model_t *: NULL, the defaults
+        ("inflight_bytes", ctypes.c_double),
     ]
 
 
@@ -82,6 +83,7 @@ class _Shape(ctypes.Structure):
         ("rank_load", ctypes.c_double),
         ("unit_s_per_byte", ctypes.c_double),
         ("machine_streamed", ctypes.c_int32),
+        ("inflight", ctypes.c_double),
         ("digits", _Digits),
         ("rank_digits", _Digits),
     ]
@@ -208,7 +210,7 @@ def _c_cluster(cluster: Topology, keep: list) -> _Cluster:
         t.name.encode(), len(t.machine_name), len(t.switch_name), len(t.link_a),
         names, hosts, arr(t.machine_switch, ctypes.c_int32), arr(t.machine_bw, ctypes.c_double),
         switches, arr(t.link_a, ctypes.c_int32), arr(t.link_b, ctypes.c_int32),
-        arr(t.link_bw, ctypes.c_double), t.reference_bw, None,
+        arr(t.link_bw, ctypes.c_double), t.reference_bw, None, t.inflight_bytes,
     )  # fmt: skip
 
 
@@ -287,6 +289,7 @@ class Shape:
     rank_load: float
     unit_s_per_byte: float
     machine_streamed: int
+    inflight: float = 65536.0  # windows' budget, bytes: the topology's, or AAPC_INFLIGHT_BYTES
     digits: Digits = field(default_factory=lambda: Digits((), (), ()))
     rank_digits: Digits = field(default_factory=lambda: Digits((), (), ()))
 

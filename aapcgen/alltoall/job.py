@@ -62,6 +62,7 @@ def job_topology(cluster: Topology, rank_machine: Sequence[int]) -> Topology:
         hosts=tuple(hosts),
         links=cluster.links + machine_links,
         reference_bandwidth=min(cluster.machine_bandwidth[m] for m in rank_machine),
+        inflight=cluster.inflight,
     )
 
 

@@ -95,17 +95,18 @@ def last_size(holds, lo: int = 1) -> int:  # noqa: ANN001
     return hi
 
 
-def window_text(phases: float, per_block: int) -> str:
+def window_text(phases: float, per_block: int, budget: float = 0) -> str:
     """How many of ``phases`` phases a blocking call keeps in flight by block size, its messages
-    ``per_block`` blocks each (C: aapc_inflight_window, the default budget)."""
+    ``per_block`` blocks each, within ``budget`` bytes (C: aapc_inflight_window; 0: the
+    default budget)."""
     n = int(phases)
     if n < 2:
         return "one phase"
-    every = last_size(lambda b: inflight_window(per_block * b, phases) >= phases)
-    one = last_size(lambda b: inflight_window(per_block * b, phases) > 1) + 1
+    every = last_size(lambda b: inflight_window(per_block * b, phases, budget) >= phases)
+    one = last_size(lambda b: inflight_window(per_block * b, phases, budget) > 1) + 1
     head = (
         f"all {n} at once up to {size_text(every)}"
-        if inflight_window(per_block, phases) >= phases
+        if inflight_window(per_block, phases, budget) >= phases
         else ""
     )
     tail = f"one at a time from {size_text(one)}"
@@ -149,13 +150,16 @@ def selection_lines(
         else "untuned: built-in constants measured on emulated trees (docs/measurements/selection.md); "
         "`aapcgen tune` measures this cluster's"
     )
-    windows = f"the per-rank phases {window_text(shape.rank_phases, 1)}"
+    budget = shape.inflight
+    windows = f"the per-rank phases {window_text(shape.rank_phases, 1, budget)}"
     if leaders:
-        windows += f"; the leaders' {window_text(shape.machine_phases, r * r)}"
+        windows += f"; the leaders' {window_text(shape.machine_phases, r * r, budget)}"
+    whose = "the topology's inflight" if topo.inflight else "the default"
     return [
         f"selection   the default MPI_Alltoall per block, {shape.ranks} ranks "
         f"({per}): {ranges_text(way_ranges(model, shape))}",
-        f"            phases in flight (64 KiB of messages, AAPC_INFLIGHT): {windows}",
+        f"            phases in flight ({size_text(int(budget))} of messages, {whose}; "
+        f"AAPC_INFLIGHT): {windows}",
         f"            {digits_text(shape.digits if leaders else shape.rank_digits, leaders)}",
         "            MPI_Alltoallv, by the busiest rank's bytes over P - 1: "
         f"{ranges_text(way_ranges(model, shape, ALLTOALLV_WAYS, False, True))}",

@@ -30,6 +30,7 @@ class ClusterTables:
     # the per-call selection's constants measured by `aapcgen tune` (aapc_cost_model_t field
     # order, tuned = 1); None: the library's defaults (runtime_c/cluster/aapc_cluster_select.c)
     model: tuple[float, ...] | None = None
+    inflight_bytes: float = 0.0  # the topology's `inflight`; 0: the library's default
 
 
 # aapc_cost_model_t's fields, in order (runtime_c/cluster/aapc_cluster.h)
@@ -63,6 +64,7 @@ def cluster_tables(topo: Topology, model: dict[str, float] | None = None) -> Clu
         link_bw=np.array([ln.bandwidth for ln in topo.links], dtype=np.float64),
         reference_bw=float(topo.reference_bandwidth or 0.0),
         model=None if model is None else tuple(float(model[k]) for k in COST_FIELDS),
+        inflight_bytes=float(topo.inflight or 0.0),
     )
 
 
@@ -110,6 +112,6 @@ def render_cluster_c(t: ClusterTables, ident: str) -> str:
         f"const aapc_cluster_t {ident} = {{{_c_string(t.name)}, {n}, {s}, {nl}, "
         f"{ident}_machine_name, {ident}_machine_host, {ident}_machine_switch, {ident}_machine_bw, "
         f"{ident}_switch_name, {ident}_link_a, {ident}_link_b, {ident}_link_bw, "
-        f"{float(t.reference_bw).hex()}, {model}}};",
+        f"{float(t.reference_bw).hex()}, {model}, {float(t.inflight_bytes).hex()}}};",
     ]
     return "\n".join(out) + "\n"

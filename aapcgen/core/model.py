@@ -45,6 +45,9 @@ class Topology:
     # the machines in use; None: the slowest of machine_bandwidth (a job tree sets it, since its
     # ranks on shared machines have memory links)
     reference_bandwidth: float | None = None
+    # bytes of blocks a rank keeps in flight in the windows of small blocks (the topology's
+    # `inflight`: large on a lossless fabric); None: the library's default (64 KiB)
+    inflight: float | None = None
 
     @property
     def n_machines(self) -> int:

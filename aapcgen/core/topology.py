@@ -28,7 +28,17 @@ from aapcgen.core.units import parse_bandwidth
 DEFAULT_BANDWIDTH = "1Gbit"
 BUILTIN_NAME = "paper-fig1"
 
-_TOP_KEYS = ("name", "bandwidth", "switches", "machines", "links", "ranks_per_machine")
+_TOP_KEYS = (
+    "name",
+    "bandwidth",
+    "switches",
+    "machines",
+    "links",
+    "ranks_per_machine",
+    "inflight",
+)
+# `inflight`: at most this many bytes (a rank's blocks in flight in the windows of small blocks)
+MAX_INFLIGHT = 2**40
 _REQUIRED_TOP_KEYS = ("switches", "machines")
 _MACHINE_KEYS = ("name", "switch", "host", "rank", "bandwidth")
 _LINK_KEYS = ("ends", "bandwidth")
@@ -730,6 +740,7 @@ def parse_topology(data: object, source: str, lines: Lines | None = None) -> Top
             )
     ordered = _assign_ranks(ctx, machine_list)
     ranks_per_machine = _ranks_per_machine(ctx, data.get("ranks_per_machine", 1))
+    inflight = _inflight(ctx, data["inflight"]) if "inflight" in data else None
     return Topology(
         name=name,
         source=source,
@@ -743,7 +754,21 @@ def parse_topology(data: object, source: str, lines: Lines | None = None) -> Top
         hosts=tuple(m.host for m in ordered),
         links=tuple(links),
         ranks_per_machine=ranks_per_machine,
+        inflight=inflight,
     )
+
+
+def _inflight(ctx: _Context, value: object) -> float:
+    """The bytes of `inflight:` (a whole number, or an amount such as 64KiB or 16MiB)."""
+    amount = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, str):
+        amount = limits.parse_bytes(value)
+    if amount is None or not 1 <= amount <= MAX_INFLIGHT:
+        raise ctx.error(
+            "inflight",
+            f"must be a number of bytes from 1 to 1TiB such as 64KiB or 16MiB, got {_show(value)}",
+        )
+    return float(amount)
 
 
 def _ranks_per_machine(ctx: _Context, value: object) -> int:

@@ -31,7 +31,7 @@ static const double aapc_topo_paper_fig1_cluster_link_bw[5] = {
     0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23, 0x1.7d78400000000p+23,
     0x1.7d78400000000p+23
 };
-const aapc_cluster_t aapc_topo_paper_fig1_cluster = {"paper-fig1", 5, 6, 5, aapc_topo_paper_fig1_cluster_machine_name, aapc_topo_paper_fig1_cluster_machine_host, aapc_topo_paper_fig1_cluster_machine_switch, aapc_topo_paper_fig1_cluster_machine_bw, aapc_topo_paper_fig1_cluster_switch_name, aapc_topo_paper_fig1_cluster_link_a, aapc_topo_paper_fig1_cluster_link_b, aapc_topo_paper_fig1_cluster_link_bw, 0x0.0p+0, NULL};
+const aapc_cluster_t aapc_topo_paper_fig1_cluster = {"paper-fig1", 5, 6, 5, aapc_topo_paper_fig1_cluster_machine_name, aapc_topo_paper_fig1_cluster_machine_host, aapc_topo_paper_fig1_cluster_machine_switch, aapc_topo_paper_fig1_cluster_machine_bw, aapc_topo_paper_fig1_cluster_switch_name, aapc_topo_paper_fig1_cluster_link_a, aapc_topo_paper_fig1_cluster_link_b, aapc_topo_paper_fig1_cluster_link_bw, 0x0.0p+0, NULL, 0x0.0p+0};
 
 const aapc_placement_t aapc_topo_paper_fig1_placement = {&aapc_topo_paper_fig1_cluster, aapc_cluster_place};
 int aapc_alltoall_topo_paper_fig1_runtime_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,

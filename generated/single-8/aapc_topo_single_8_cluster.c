@@ -30,7 +30,7 @@ static const int32_t aapc_topo_single_8_cluster_link_b[1] = {
 static const double aapc_topo_single_8_cluster_link_bw[1] = {
     0
 };
-const aapc_cluster_t aapc_topo_single_8_cluster = {"single-8", 8, 1, 0, aapc_topo_single_8_cluster_machine_name, aapc_topo_single_8_cluster_machine_host, aapc_topo_single_8_cluster_machine_switch, aapc_topo_single_8_cluster_machine_bw, aapc_topo_single_8_cluster_switch_name, aapc_topo_single_8_cluster_link_a, aapc_topo_single_8_cluster_link_b, aapc_topo_single_8_cluster_link_bw, 0x0.0p+0, NULL};
+const aapc_cluster_t aapc_topo_single_8_cluster = {"single-8", 8, 1, 0, aapc_topo_single_8_cluster_machine_name, aapc_topo_single_8_cluster_machine_host, aapc_topo_single_8_cluster_machine_switch, aapc_topo_single_8_cluster_machine_bw, aapc_topo_single_8_cluster_switch_name, aapc_topo_single_8_cluster_link_a, aapc_topo_single_8_cluster_link_b, aapc_topo_single_8_cluster_link_bw, 0x0.0p+0, NULL, 0x0.0p+0};
 
 const aapc_placement_t aapc_topo_single_8_placement = {&aapc_topo_single_8_cluster, aapc_cluster_place};
 int aapc_alltoall_topo_single_8_runtime_no_sync(const void *sendbuf, int sendcount, MPI_Datatype sendtype,

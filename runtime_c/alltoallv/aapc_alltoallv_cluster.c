@@ -647,7 +647,8 @@ static int run_vloground(aapc_cluster_comm_t *cc, double b, const void *sendbuf,
     return aapc_args_raise_alone(
         comm, aapc_alltoallv_treedigits(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                         recvcounts, rdispls, recvtype, cc->dup, rank_at,
-                                        &shape->rank_digits, b, aapc_inflight_budget(comm)));
+                                        &shape->rank_digits, b,
+                                        aapc_inflight_budget(comm, cc->cluster)));
 }
 
 int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,

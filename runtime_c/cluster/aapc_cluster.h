@@ -69,6 +69,9 @@ typedef struct aapc_cluster {
     double reference_bw; /* b_ref of the capacity model; 0: the slowest machine link of the
                             job (a job tree passed as a cluster sets it: aapcgen/alltoall/job.py) */
     const aapc_cost_model_t *model; /* the selection's constants; NULL: the defaults */
+    double inflight_bytes; /* the bytes of blocks a rank may keep in flight in the windows of
+                              small blocks (aapc_inflight_window): the topology's `inflight`,
+                              large on a lossless fabric; 0: AAPC_INFLIGHT_BYTES */
 } aapc_cluster_t;
 
 /* Largest communicator the run-time scheduler takes: its n(n-1) messages are indexed with
@@ -189,6 +192,8 @@ typedef struct aapc_job_shape {
     int32_t machine_streamed;  /* 1: the leaders stream their machine-level phases (seed 002's,
                                   or the exact ones of aapc_cluster_groups.c where faster root
                                   links set the bound); 0: they compute them whole */
+    double inflight;           /* the windows' budget the model prices: the cluster's
+                                  inflight_bytes, AAPC_INFLIGHT_BYTES where it gives none */
     aapc_digits_t digits;      /* the job's machines' digits (levels 0: none), the log-round
                                   exchange's over machines */
     aapc_digits_t rank_digits; /* the same over the ranks (aapc_digits_of_ranks): the machines'
@@ -224,9 +229,10 @@ double aapc_way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, int 
    AAPC_INFLIGHT_MAX_WINDOW). A window of w phases lets each receiver take w messages at once
    (incast), so the default budget stays under a shallow switch port's buffer (the emulated
    ports hold 100 KB: docs/measurements/windows.md); small blocks then cost a few latencies
-   instead of one per phase. The cost model uses the default; AAPC_INFLIGHT changes what runs
-   (lossless or deep-buffered fabrics). The same on every rank (from the block size, the shape
-   and a shared setting). */
+   instead of one per phase. A lossless or deep-buffered fabric says so in the topology
+   (`inflight`, aapc_cluster_t.inflight_bytes), which both the cost model (shape inflight) and
+   the executors use; AAPC_INFLIGHT changes what runs only. The same on every rank (from the
+   block size, the shape and a shared setting). */
 #define AAPC_INFLIGHT_BYTES 65536.0
 /* The block size up to which the MPI library's all-to-all is taken for Bruck's log rounds
    (MPICH's MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE default, SimGrid's MPICH selector's), above it a

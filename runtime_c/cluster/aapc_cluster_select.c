@@ -19,12 +19,13 @@
  *             their messages carry it
  *             (alltoall/aapc_alltoall_carried.c; 0 in the built-in constants)
  *   phases    T = phase_alpha ceil(rank_phases / w) + msg_alpha rank_phases + phase_beta S b,
- *             w = aapc_inflight_window(b, rank_phases, 64 KiB): the phases of b-byte blocks a
- *             rank keeps in flight (1 above 32 KiB); a window of w phases pays one sync and
+ *             w = aapc_inflight_window(b, rank_phases, I): the phases of b-byte blocks a
+ *             rank keeps in flight within I = the shape's inflight bytes (the topology's,
+ *             64 KiB by default: 1 above 32 KiB then); a window of w phases pays one sync and
  *             latency (phase_alpha) but w messages
  *   leaders   T = phase_alpha ceil(machine_phases / w) + msg_alpha machine_phases
  *                 + phase_beta S b + copy_beta 2 R P b,
- *             w = aapc_inflight_window(R^2 b, machine_phases, 64 KiB): the same for a leader's
+ *             w = aapc_inflight_window(R^2 b, machine_phases, I): the same for a leader's
  *             R^2 b-byte messages
  *   loground  T = round_alpha lg P           + phase_beta S b lg P P / (2 (P - 1))
  *                                             + copy_beta (2 + lg P) P b
@@ -38,7 +39,7 @@
  *             T = round_alpha sum_l ceil((f_l - 1) / w_l) + msg_alpha sum_l (f_l - 1 -
  *                 ceil((f_l - 1) / w_l)) + phase_beta S b sum_l ((f_l - 1) / f_l) n / (n - 1)
  *                 + copies as above with L levels for lg n,
- *             w_l = aapc_inflight_window(n B / f_l, f_l - 1, 64 KiB): a level's messages in
+ *             w_l = aapc_inflight_window(n B / f_l, f_l - 1, I): a level's messages in
  *             flight at once (a round per window, the window's other messages msg_alpha each)
  * The library's routine is a black box: its small-block cost grows with lg P rounds (Bruck,
  * which MPICH and Open MPI pick for small blocks) and its large-block cost is a multiple of the
@@ -146,13 +147,13 @@ int aapc_leaders_fit(const aapc_job_shape_t *s)
    sends radix - 1 messages of n / radix blocks, aapc_inflight_window of them at once (a round
    each window; the other messages of a window cost msg_alpha each); a block moves once per
    digit in which its distance is not 0: (radix - 1) / radix of the blocks per digit. */
-static void rounds_of_digits(const aapc_digits_t *d, double n, double B, double *rounds,
-                             double *extra, double *hops, double *levels)
+static void rounds_of_digits(const aapc_digits_t *d, double n, double B, double budget,
+                             double *rounds, double *extra, double *hops, double *levels)
 {
     *rounds = *extra = *hops = 0;
     *levels = d->levels;
     for (int32_t l = 0; l < d->levels; l++) {
-        double f = d->radix[l], k = f - 1, w = aapc_inflight_window(n / f * B, k, 0);
+        double f = d->radix[l], k = f - 1, w = aapc_inflight_window(n / f * B, k, budget);
         double r = windows(k, w);
         *rounds += r;
         *extra += k - r;
@@ -183,7 +184,7 @@ static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, in
         return library_cost(m, s, b);
     int carried = way == AAPC_WAY_PHASES &&
                   !(flags & (AAPC_WAYS_NO_WINDOWS | AAPC_WAYS_ALLTOALLV)) &&
-                  aapc_phases_in_one_window(s, b, 0); /* alltoall/aapc_alltoall_carried.c */
+                  aapc_phases_in_one_window(s, b, s->inflight); /* alltoall/aapc_alltoall_carried.c */
     /* the argument agreement before our exchange, unless its messages carry it */
     return (carried ? 0 : m->agree_alpha * lg(s->ranks)) + ours_cost(m, s, way, b, flags);
 }
@@ -201,13 +202,15 @@ static double ours_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, i
            the unit-capacity schedule's (rank_load, unit_s_per_byte), not the bound's */
         int unit = (flags & AAPC_WAYS_ALLTOALLV) != 0;
         double ph = unit ? s->rank_load : s->rank_phases, Sp = unit ? s->unit_s_per_byte : S;
-        return m->phase_alpha * windows(ph, windowed ? aapc_inflight_window(b, ph, 0) : 1) +
+        return m->phase_alpha * windows(ph, windowed ? aapc_inflight_window(b, ph, s->inflight) : 1) +
                m->msg_alpha * ph + m->phase_beta * Sp * b;
     }
     case AAPC_WAY_LEADERS:
         return m->phase_alpha *
                    windows(s->machine_phases,
-                           windowed ? aapc_inflight_window(R * R * b, s->machine_phases, 0) : 1) +
+                           windowed ? aapc_inflight_window(R * R * b, s->machine_phases,
+                                                            s->inflight)
+                                    : 1) +
                m->msg_alpha * s->machine_phases + m->phase_beta * S * b +
                m->copy_beta * 2 * R * P * b;
     case AAPC_WAY_LOGROUND: {
@@ -217,7 +220,7 @@ static double ours_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, i
         double rounds = lg(n), extra = 0, hops = lg(n) / 2, levels = lg(n);
         const aapc_digits_t *dg = agg ? &s->digits : &s->rank_digits;
         if (dg->levels > 0) /* the tree's digits */
-            rounds_of_digits(dg, n, B, &rounds, &extra, &hops, &levels);
+            rounds_of_digits(dg, n, B, s->inflight, &rounds, &extra, &hops, &levels);
         else if (flags & AAPC_WAYS_ALLTOALLV)
             return INFINITY;
         return m->round_alpha * rounds + m->msg_alpha * extra +

@@ -156,6 +156,7 @@ int aapc_job_shape(const aapc_cluster_t *c, const int32_t *rank_machine, int32_t
     out->machine_load = (double)(mmost > N - 1 ? mmost : N - 1);
     out->rank_load = (double)rmost;
     out->unit_s_per_byte = bref > 0 ? (double)rmost / bref : rs;
+    out->inflight = c->inflight_bytes > 0 ? c->inflight_bytes : AAPC_INFLIGHT_BYTES;
     /* seed 002's phases (machine_phases reaches the load), or faster links whose phases the
        leaders stream where aapc_cluster_groups.c's construction fits */
     out->machine_streamed = mph >= out->machine_load;

@@ -725,19 +725,21 @@ int aapc_cluster_comm_tree_order(aapc_cluster_comm_t *cc, const int **rank_at, i
 
 /* ---- AAPC_INFLIGHT ------------------------------------------------------------------------ */
 
-double aapc_inflight_budget(MPI_Comm comm)
+double aapc_inflight_budget(MPI_Comm comm, const aapc_cluster_t *cluster)
 {
     static atomic_int warned;
+    double own = cluster != NULL && cluster->inflight_bytes > 0 ? cluster->inflight_bytes
+                                                                : AAPC_INFLIGHT_BYTES;
     const char *e = aapc_setting(comm, "AAPC_INFLIGHT");
     char *end = NULL;
     long long v = e != NULL && e[0] != '\0' ? strtoll(e, &end, 10) : 0;
     if (e != NULL && e[0] != '\0' && (v < 1 || *end != '\0')) {
         if (atomic_exchange(&warned, 1) == 0)
             fprintf(stderr, "aapcgen: AAPC_INFLIGHT=%s is not a number of bytes (1 or more); "
-                            "using %.0f\n", e, AAPC_INFLIGHT_BYTES);
+                            "using %.0f\n", e, own);
         v = 0;
     }
-    return v > 0 ? (double)v : AAPC_INFLIGHT_BYTES;
+    return v > 0 ? (double)v : own;
 }
 
 /* ---- AAPC_DUMP_SCHEDULE of the log-round members --------------------------------------------- */

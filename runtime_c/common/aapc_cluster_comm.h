@@ -161,10 +161,11 @@ int aapc_cluster_comm_agreed(MPI_Comm comm);
 const aapc_job_shape_t *aapc_cluster_comm_shape(aapc_cluster_comm_t *cc, int *nomem);
 
 /* AAPC_INFLIGHT: the bytes of blocks a rank may keep in flight towards the others in the
-   windows the block size sets (cluster/aapc_cluster.h aapc_inflight_window); unset:
-   AAPC_INFLIGHT_BYTES. A setting every rank shares; a value that is not a whole number of at
-   least 1 is said once and the default runs. */
-double aapc_inflight_budget(MPI_Comm comm);
+   windows the block size sets (cluster/aapc_cluster.h aapc_inflight_window); unset: the
+   cluster's (its topology's `inflight`, cluster->inflight_bytes), AAPC_INFLIGHT_BYTES where it
+   gives none. A setting every rank shares; a value that is not a whole number of at least 1 is
+   said once and the cluster's runs. */
+double aapc_inflight_budget(MPI_Comm comm, const aapc_cluster_t *cluster);
 
 /* AAPC_DUMP_SCHEDULE: the log-round members' machines in their order, member k on machine
    machine_of[rank_at[k]] (rank_at NULL: machine_of[k]); aapcgen verify TOPO --schedule FILE
