@@ -11,9 +11,10 @@
  *   1. level l = 0 .. L-1: for d = 1 .. radix[l] - 1, one message to place i (+) d e_l with
  *      the slots whose digit l is d: a header of their lengths (n / radix[l] ints) and their
  *      bytes; from place i (-) d e_l the same slots, of a length the receiver learns from the
- *      message (MPI_Improbe, MPI_Mrecv), so no count is exchanged beforehand. A window of a
- *      level's messages is in flight at once (aapc_inflight_window on the agreed busiest
- *      block, as the uniform form), their sends posted before their receives are probed;
+ *      message (MPI_Iprobe, then MPI_Recv of that source and tag: MPI-1, which SimGrid's
+ *      SMPI also runs), so no count is exchanged beforehand. A window of a level's messages
+ *      is in flight at once (aapc_inflight_window on the agreed busiest block, as the uniform
+ *      form), their sends posted before their receives are probed;
  *   2. slot s holds the block of place i (-) s: unpack it at that rank's displacement, after
  *      checking that its length is what this rank's receive count and type say.
  * Every block moves at most once per level, inside that level's switches (the uniform form's
@@ -99,14 +100,12 @@ static int level_exchange(struct slots *sl, int n, int i, int32_t l, int unit,
                             &req[k++]);
         }
         for (int d = d0; d < hi && rc == MPI_SUCCESS; d++) {
-            MPI_Message msg;
             MPI_Status st;
             int count = 0;
             int from = rank_at[aapc_digits_add(dg, i, d * unit, -1)];
             int found = 0;
             aapc_backoff_t wait = AAPC_BACKOFF_INIT; /* the library's waiting policy */
-            while ((rc = PMPI_Improbe(from, AAPC_TAG_ROUND, comm, &found, &msg, &st)) ==
-                       MPI_SUCCESS &&
+            while ((rc = PMPI_Iprobe(from, AAPC_TAG_ROUND, comm, &found, &st)) == MPI_SUCCESS &&
                    !found)
                 aapc_backoff(&wait);
             if (rc != MPI_SUCCESS || (rc = PMPI_Get_count(&st, MPI_BYTE, &count)) != MPI_SUCCESS)
@@ -114,10 +113,13 @@ static int level_exchange(struct slots *sl, int n, int i, int32_t l, int unit,
             if ((in[d] = malloc((size_t)count + 1)) == NULL) {
                 rc = MPI_ERR_NO_MEM;
                 /* take it truncated, so that its sender completes */
-                PMPI_Mrecv(out, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+                PMPI_Recv(out, 0, MPI_BYTE, from, AAPC_TAG_ROUND, comm, MPI_STATUS_IGNORE);
                 break;
             }
-            rc = PMPI_Mrecv(in[d], count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+            /* the probed message: the first from `from` on this tag (messages between two
+               ranks on one communicator and tag do not overtake), and comm is the routines'
+               private duplicate, which no other thread receives on during a collective */
+            rc = PMPI_Recv(in[d], count, MPI_BYTE, from, AAPC_TAG_ROUND, comm, MPI_STATUS_IGNORE);
             if (rc == MPI_SUCCESS && count < per * (int)sizeof(int))
                 rc = MPI_ERR_INTERN; /* a message of another call on this tag: cannot happen */
         }
