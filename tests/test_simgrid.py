@@ -16,10 +16,12 @@ import pytest
 
 from aapcgen.cli import main
 from aapcgen.codegen.generate import generate, variant_specs
+from aapcgen.core.errors import InputError
 from aapcgen.core.topology import load_topology
 from aapcgen.measure.timer import seconds_by_candidate
 from aapcgen.platforms.simgrid import (
     bottleneck_bound,
+    check_mappings,
     compile_timer,
     export_simgrid,
     hostfile,
@@ -226,3 +228,15 @@ def test_alltoallv_log_rounds_run_in_simgrid(tmp_path: Path, monkeypatch) -> Non
     dumped = [json.loads(p.read_text()) for p in dumps.glob("aapc-loground-*.json")]
     assert [d["radix"] for d in dumped] == [[4, 4]], dumped
     assert sorted(dumped[0]["members"]) == sorted(topo.machines)
+
+
+def test_too_many_shared_malloc_mappings_are_said_before_the_run() -> None:
+    """1024 ranks of 1 GiB blocks map 2^31 pieces of 1 MiB, past any vm.max_map_count: one
+    line naming the sysctl to run, before SimGrid would abort mid-run; 2 ranks of 8 B pass."""
+    check_mappings(2, 8)
+    with pytest.raises(InputError) as err:
+        check_mappings(1024, 1 << 30)
+    assert "1024 ranks x 1073741824 B blocks need about 2147483648 memory mappings" in str(
+        err.value
+    )
+    assert "sysctl -w vm.max_map_count=" in str(err.value) and "\n" not in str(err.value)

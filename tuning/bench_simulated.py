@@ -153,15 +153,10 @@ def main() -> int:
         return 2
     n = topo.n_machines
     bound = n * (n - 1) * a.bytes / peak_of(topo, None)
-    # the timer's two shared-malloc buffers of n x bytes per rank, mapped in 1 MiB blocks
-    maps = 2 * n * -(-n * a.bytes // 2**20)
-    limit = int(Path("/proc/sys/vm/max_map_count").read_text())
-    if maps > limit - 4096:
-        print(
-            f"bench_simulated: {n} ranks x {a.bytes} B need about {maps} memory mappings, "
-            f"vm.max_map_count is {limit}: run `sysctl -w vm.max_map_count={4 * maps}` (root)",
-            file=sys.stderr,
-        )
+    try:
+        simgrid.check_mappings(n, a.bytes, "bench_simulated")
+    except AapcError as e:
+        print(e, file=sys.stderr)
         return 2
     models = [m for m in a.models.split(",") if m]
     unknown = [m for m in models if m not in ("SMPI", "CM02")]

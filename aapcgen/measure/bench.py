@@ -423,6 +423,7 @@ def runner(cfg: BenchConfig, work: cleanup.Workdir | None = None) -> Iterator[tu
     elif cfg.backend == "simulate":
         from aapcgen.platforms import simgrid
 
+        simgrid.check_mappings(n, max(cfg.sizes, default=0))
         with (
             contextlib.nullcontext(str(work.path)) if work
             else tempfile.TemporaryDirectory(prefix="aapc-sim-")

@@ -212,6 +212,23 @@ def smpicc_compile(
     return out
 
 
+def check_mappings(ranks: int, largest_block: int, who: str = "simulate") -> None:
+    """InputError where the timer's two shared-malloc buffers of ``ranks`` blocks per rank
+    (mapped in 1 MiB pieces, each rank its own mappings) need more memory mappings than
+    vm.max_map_count allows: SimGrid would abort mid-run without saying why."""
+    maps = 2 * ranks * -(-ranks * largest_block // 2**20)
+    try:
+        limit = int(Path("/proc/sys/vm/max_map_count").read_text())
+    except (OSError, ValueError):
+        return  # not Linux, or not readable: nothing to check against
+    if maps > limit - 4096:
+        raise InputError(
+            f"{who}: {ranks} ranks x {largest_block} B blocks need about {maps} memory "
+            f"mappings, vm.max_map_count is {limit}: run `sysctl -w vm.max_map_count="
+            f"{4 * maps}` (root)"
+        )
+
+
 def timer_sources(gen_dir: str | os.PathLike[str]) -> list[Path]:
     """The timing program plus every C file of a generated directory."""
     return [
