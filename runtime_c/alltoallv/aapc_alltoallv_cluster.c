@@ -28,9 +28,10 @@
  * checks), by the cost model of cluster/aapc_cluster_select.c on the
  * communicator's shape with the block of the busiest rank, b = max over ranks of max(bytes
  * sent, bytes received to and from the others) / (P - 1): level 2 reads it from the matrix
- * every rank holds, level 1 agrees on it with one MPI_Allreduce: of the block alone (2
- * doubles: the only cost of a call handed to the library) where the last call on the
- * communicator was the library's, else riding on the argument checks' reduction
+ * every rank holds, level 1 agrees on it with one MPI_Allreduce: of the block alone (3
+ * doubles, the third the largest block, for which the log rounds post their receives: the
+ * only cost of a call handed to the library) where the last call on the communicator was the
+ * library's, else riding on the argument checks' reduction
  * (common/aapc_args.c aapc_args_alltoallv_most), so that a call of ours makes one reduction
  * instead of two where the way stays (an in-place call agrees once more that every rank
  * passing MPI_IN_PLACE can copy its receive span; a call whose way changes pays the other
@@ -494,38 +495,59 @@ static double type_bytes(MPI_Datatype t)
                : 0;
 }
 
-/* This rank's bytes to the other ranks of `counts` elements of t (counts may be NULL: 0; t is
-   read only where a count is positive). */
-static double others_bytes(const aapc_cluster_comm_t *cc, const int counts[], MPI_Datatype t)
+/* This rank's bytes to the other ranks of `counts` elements of t, and the largest of its
+   blocks to them (counts may be NULL: 0; t is read only where a count is positive). */
+static double others_bytes(const aapc_cluster_comm_t *cc, const int counts[], MPI_Datatype t,
+                           double *largest)
 {
     double sum = 0, each = -1;
+    int most = 0;
     for (int c = 0; counts != NULL && c < cc->size; c++) {
         if (c == cc->rank || counts[c] <= 0)
             continue;
         each = each < 0 ? type_bytes(t) : each;
         sum += (double)counts[c] * each;
+        most = counts[c] > most ? counts[c] : most;
     }
+    *largest = most > 0 ? most * each : 0;
     return sum;
 }
 
-/* The busiest rank's bytes sent to and received from the others: one MPI_Allreduce of 2
-   doubles, the library's path's only cost (level 1, where the last call was the library's). */
-static int busiest_alone(const aapc_cluster_comm_t *cc, const void *sendbuf,
-                         const int sendcounts[], MPI_Datatype sendtype, const int recvcounts[],
-                         MPI_Datatype recvtype, double most[2])
+/* The largest block of the byte matrix between two ranks. */
+static double largest_of(const long long *bytes, int n)
 {
-    int inplace = sendbuf == MPI_IN_PLACE;
-    most[0] = others_bytes(cc, inplace ? recvcounts : sendcounts, inplace ? recvtype : sendtype);
-    most[1] = others_bytes(cc, recvcounts, recvtype);
-    return PMPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_DOUBLE, MPI_MAX, cc->dup);
+    long long most = 0;
+    for (int a = 0; a < n; a++)
+        for (int c = 0; c < n; c++)
+            if (c != a && bytes[(size_t)a * (size_t)n + (size_t)c] > most)
+                most = bytes[(size_t)a * (size_t)n + (size_t)c];
+    return (double)most;
 }
 
-/* The log rounds in the tree's digits can run: the communicator's ranks have digits and what
-   a member may hold at once (the busiest block x (P - 1) x P) stays under INT_MAX / 2. */
-static int digits_fit(const aapc_job_shape_t *shape, double b)
+/* The busiest rank's bytes sent to and received from the others, and the largest block any
+   rank sends to another: one MPI_Allreduce of 3 doubles, the library's path's only cost
+   (level 1, where the last call was the library's). */
+static int busiest_alone(const aapc_cluster_comm_t *cc, const void *sendbuf,
+                         const int sendcounts[], MPI_Datatype sendtype, const int recvcounts[],
+                         MPI_Datatype recvtype, double most[3])
+{
+    int inplace = sendbuf == MPI_IN_PLACE;
+    double out = 0, in = 0;
+    most[0] = others_bytes(cc, inplace ? recvcounts : sendcounts, inplace ? recvtype : sendtype,
+                           &out);
+    most[1] = others_bytes(cc, recvcounts, recvtype, &in);
+    most[2] = in > out ? in : out;
+    return PMPI_Allreduce(MPI_IN_PLACE, most, 3, MPI_DOUBLE, MPI_MAX, cc->dup);
+}
+
+/* The log rounds in the tree's digits can run: the communicator's ranks have digits, what a
+   member may hold at once (the busiest block x (P - 1) x P) stays under INT_MAX / 2, and so
+   do the receives a member posts at a level (at most P slots of the largest block). */
+static int digits_fit(const aapc_job_shape_t *shape, double b, double largest)
 {
     double P = shape->ranks;
-    return shape->rank_digits.levels > 0 && b * (P - 1) * P <= (double)(INT_MAX / 2);
+    return shape->rank_digits.levels > 0 && b * (P - 1) * P <= (double)(INT_MAX / 2) &&
+           (largest + (double)sizeof(int)) * P <= (double)(INT_MAX / 2);
 }
 
 /* The ways of MPI_Alltoallv by size. */
@@ -565,13 +587,14 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
                        const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                        const void *recvbuf, const int recvcounts[], const int rdispls[],
                        MPI_Datatype recvtype, MPI_Comm comm, int *way, double *block,
-                       aapc_cluster_comm_t **state, int *checked, int *copies, int *done)
+                       double *largest, aapc_cluster_comm_t **state, int *checked, int *copies,
+                       int *done)
 {
     static int warned = 0;
     aapc_cluster_comm_t *cc = NULL;
     const aapc_job_shape_t *shape = NULL;
     *way = -1;
-    *block = 0;
+    *block = *largest = 0;
     *checked = *copies = *done = 0;
     int rc = aapc_cluster_comm_choice(prog ? prog->cluster : NULL, comm, prog ? prog->name : "?",
                                       "MPI_Alltoallv", 0, &cc, &shape);
@@ -598,9 +621,10 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
         cc->vours = 0;
         return MPI_SUCCESS;
     }
-    double b, most[2];
+    double b, most[3];
     if (bytes != NULL) {
         b = aapc_alltoallv_busiest(bytes, cc->size);
+        most[2] = largest_of(bytes, cc->size);
     } else {
         if (cc->vours) { /* likely ours again: the checks' reduction takes the block too */
             *checked = 1;
@@ -617,9 +641,10 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
         b = (most[0] > most[1] ? most[0] : most[1]) / (cc->size - 1);
     }
     *block = b;
+    *largest = most[2];
     *way = forced >= 0 ? forced
                        : aapc_way_choose(prog->cluster->model, shape, b, VWAYS);
-    if (*way == AAPC_WAY_LOGROUND && !digits_fit(shape, b))
+    if (*way == AAPC_WAY_LOGROUND && !digits_fit(shape, b, most[2]))
         *way = AAPC_WAY_PHASES; /* no digits, or too much to hold: the phases */
     if (bytes == NULL) /* the same on every rank: the way is */
         cc->vours = *way != AAPC_WAY_LIBRARY;
@@ -627,10 +652,10 @@ static int select_vway(const aapc_vprog_t *prog, const long long *bytes, const v
 }
 
 /* The log rounds in the tree's digits among the communicator's ranks (after the checks). */
-static int run_vloground(aapc_cluster_comm_t *cc, double b, const void *sendbuf,
-                         const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                         void *recvbuf, const int recvcounts[], const int rdispls[],
-                         MPI_Datatype recvtype, MPI_Comm comm)
+static int run_vloground(aapc_cluster_comm_t *cc, double b, double largest,
+                         const void *sendbuf, const int sendcounts[], const int sdispls[],
+                         MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                         const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     const int *rank_at = NULL;
     int fresh = 0, nomem = 0;
@@ -647,7 +672,7 @@ static int run_vloground(aapc_cluster_comm_t *cc, double b, const void *sendbuf,
     return aapc_args_raise_alone(
         comm, aapc_alltoallv_treedigits(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                         recvcounts, rdispls, recvtype, cc->dup, rank_at,
-                                        &shape->rank_digits, b,
+                                        &shape->rank_digits, b, largest,
                                         aapc_inflight_budget(comm, cc->cluster)));
 }
 
@@ -657,12 +682,12 @@ int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const
                          MPI_Datatype recvtype, MPI_Comm comm, int *done)
 {
     int way = -1, checked = 0, copies = 0;
-    double b = 0;
+    double b = 0, largest = 0;
     aapc_cluster_comm_t *cc = NULL;
     const char *name = prog ? prog->key->name : "?";
     int rc = select_vway(prog, bytes, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                         recvcounts, rdispls, recvtype, comm, &way, &b, &cc, &checked, &copies,
-                         done);
+                         recvcounts, rdispls, recvtype, comm, &way, &b, &largest, &cc, &checked,
+                         &copies, done);
     if (rc != MPI_SUCCESS || *done) {
         *done = 1;
         return rc;
@@ -683,6 +708,6 @@ int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const
     if (rc != MPI_SUCCESS || *done || way != AAPC_WAY_LOGROUND)
         return rc;
     *done = 1;
-    return run_vloground(cc, b, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                         rdispls, recvtype, comm);
+    return run_vloground(cc, b, largest, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                         recvcounts, rdispls, recvtype, comm);
 }

@@ -10,11 +10,13 @@
  *      the block for place i (+) s, its length kept beside it;
  *   1. level l = 0 .. L-1: for d = 1 .. radix[l] - 1, one message to place i (+) d e_l with
  *      the slots whose digit l is d: a header of their lengths (n / radix[l] ints) and their
- *      bytes; from place i (-) d e_l the same slots, of a length the receiver learns from the
- *      message (MPI_Iprobe, then MPI_Recv of that source and tag: MPI-1, which SimGrid's
- *      SMPI also runs), so no count is exchanged beforehand. A window of a level's messages
- *      is in flight at once (aapc_inflight_window on the agreed busiest block, as the uniform
- *      form), their sends posted before their receives are probed;
+ *      bytes; from place i (-) d e_l the same slots, into a receive posted for n / radix[l]
+ *      slots of the largest block any rank sends (agreed with the busiest block), the
+ *      message's length then read from its header: no count is exchanged beforehand and no
+ *      message is probed for (a probe-polling receive costs SimGrid's SMPI 0.1 ms and more per
+ *      poll). A window of a level's messages is in flight at once (aapc_inflight_window on
+ *      the agreed busiest block, as the uniform form), their receives posted before their
+ *      sends;
  *   2. slot s holds the block of place i (-) s: unpack it at that rank's displacement, after
  *      checking that its length is what this rank's receive count and type say.
  * Every block moves at most once per level, inside that level's switches (the uniform form's
@@ -23,8 +25,9 @@
  * message still flows, so no rank waits for it.
  * Cost: sum over levels of ceil((radix - 1) / W) (alpha + the window's bytes beta), plus the
  * headers (n ints per level per member) and 2 copies of what a member holds per level; memory
- * 3 x the most a member holds at once plus its headers. The caller keeps every member's holding
- * under INT_MAX / 2 (the agreed busiest block x (P - 1) x P).
+ * 3 x the most a member holds at once plus its headers, and the receives of a window (at most
+ * n x the largest block). The caller keeps every member's holding and posted receives under
+ * INT_MAX / 2 (the agreed busiest block x (P - 1) x P; n x the largest block).
  */
 #include "aapc_alltoallv_treedigits.h"
 
@@ -48,13 +51,20 @@ struct slots {
 /* One level: its radix - 1 messages (`window` at once) replace the slots whose digit l is not
    0 with the ones received; the kept ones move to a fresh buffer with them. */
 static int level_exchange(struct slots *sl, int n, int i, int32_t l, int unit,
-                          const aapc_digits_t *dg, int window, const int *rank_at, MPI_Comm comm)
+                          const aapc_digits_t *dg, int window, MPI_Aint largest,
+                          const int *rank_at, MPI_Comm comm)
 {
     int f = dg->radix[l], per = n / f, rc = MPI_SUCCESS, k = 0;
+    /* what a message can hold: its header and per slots of the largest block */
+    MPI_Aint cap = (MPI_Aint)per * ((MPI_Aint)sizeof(int) + largest);
     MPI_Aint *outlen = calloc((size_t)f, sizeof *outlen), total = 0;
     char **in = calloc((size_t)f, sizeof *in), *out = NULL, *next = NULL;
-    MPI_Request *req = malloc(sizeof *req * (size_t)f);
-    if (outlen == NULL || in == NULL || req == NULL) {
+    MPI_Request *req = malloc(sizeof *req * 2 * (size_t)f);
+    int *errs = malloc(sizeof *errs * 2 * (size_t)f), *got = malloc(sizeof *got * 2 * (size_t)f);
+    int *idx = malloc(sizeof *idx * 2 * (size_t)f);
+    MPI_Status *st = malloc(sizeof *st * 2 * (size_t)f);
+    if (outlen == NULL || in == NULL || req == NULL || errs == NULL || got == NULL ||
+        idx == NULL || st == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto done;
     }
@@ -89,42 +99,39 @@ static int level_exchange(struct slots *sl, int n, int i, int32_t l, int unit,
         }
         at = bytes;
     }
-    /* the messages, a window at a time: sends posted, then each receive probed */
+    /* the messages, a window at a time: the receives posted for what a message can hold,
+       then the sends; each received message's length is what its header says */
     for (int d0 = 1; d0 < f && rc == MPI_SUCCESS; d0 += window) {
-        int hi = d0 + window < f ? d0 + window : f;
+        int hi = d0 + window < f ? d0 + window : f, nr = hi - d0, nomem = 0;
         k = 0;
+        for (int d = d0; d < hi && rc == MPI_SUCCESS; d++) {
+            int from = rank_at[aapc_digits_add(dg, i, d * unit, -1)];
+            in[d] = malloc((size_t)cap + 1);
+            nomem |= in[d] == NULL; /* taken truncated, so that its sender completes */
+            rc = PMPI_Irecv(in[d] != NULL ? in[d] : out, in[d] != NULL ? (int)cap : 0, MPI_BYTE,
+                            from, AAPC_TAG_ROUND, comm, &req[k++]);
+        }
         for (int d = d0; d < hi && rc == MPI_SUCCESS; d++) {
             MPI_Aint len = (d + 1 < f ? start[d + 1] : total) - start[d];
             rc = PMPI_Isend(out + start[d], (int)len, MPI_BYTE,
                             rank_at[aapc_digits_add(dg, i, d * unit, 1)], AAPC_TAG_ROUND, comm,
                             &req[k++]);
         }
-        for (int d = d0; d < hi && rc == MPI_SUCCESS; d++) {
-            MPI_Status st;
-            int count = 0;
-            int from = rank_at[aapc_digits_add(dg, i, d * unit, -1)];
-            int found = 0;
-            aapc_backoff_t wait = AAPC_BACKOFF_INIT; /* the library's waiting policy */
-            while ((rc = PMPI_Iprobe(from, AAPC_TAG_ROUND, comm, &found, &st)) == MPI_SUCCESS &&
-                   !found)
-                aapc_backoff(&wait);
-            if (rc != MPI_SUCCESS || (rc = PMPI_Get_count(&st, MPI_BYTE, &count)) != MPI_SUCCESS)
-                break;
-            if ((in[d] = malloc((size_t)count + 1)) == NULL) {
-                rc = MPI_ERR_NO_MEM;
-                /* take it truncated, so that its sender completes */
-                PMPI_Recv(out, 0, MPI_BYTE, from, AAPC_TAG_ROUND, comm, MPI_STATUS_IGNORE);
-                break;
+        int rc2 = aapc_waitall_counts(k, req, errs, got, idx, st);
+        rc = rc != MPI_SUCCESS ? rc : rc2 != MPI_SUCCESS ? rc2 : nomem ? MPI_ERR_NO_MEM : rc;
+        for (int q = 0; q < k && rc == MPI_SUCCESS; q++)
+            rc = errs[q]; /* MPI_ERR_TRUNCATE: a message longer than any correct one */
+        for (int d = d0; d < hi && rc == MPI_SUCCESS && k == 2 * nr; d++) {
+            int count = got[d - d0];
+            MPI_Aint said = (MPI_Aint)per * (MPI_Aint)sizeof(int);
+            for (int q = 0; q < per && count >= said; q++) {
+                int len;
+                memcpy(&len, in[d] + (size_t)q * sizeof len, sizeof len);
+                said += len >= 0 ? len : cap + 1;
             }
-            /* the probed message: the first from `from` on this tag (messages between two
-               ranks on one communicator and tag do not overtake), and comm is the routines'
-               private duplicate, which no other thread receives on during a collective */
-            rc = PMPI_Recv(in[d], count, MPI_BYTE, from, AAPC_TAG_ROUND, comm, MPI_STATUS_IGNORE);
-            if (rc == MPI_SUCCESS && count < per * (int)sizeof(int))
+            if (count == MPI_UNDEFINED || (MPI_Aint)count != said)
                 rc = MPI_ERR_INTERN; /* a message of another call on this tag: cannot happen */
         }
-        int rc2 = aapc_waitall(k, req);
-        rc = rc != MPI_SUCCESS ? rc : rc2;
     }
     free(start);
     if (rc != MPI_SUCCESS)
@@ -173,6 +180,10 @@ done:
     free(next);
     free(outlen);
     free(req);
+    free(errs);
+    free(got);
+    free(idx);
+    free(st);
     return rc;
 }
 
@@ -180,7 +191,7 @@ int aapc_alltoallv_treedigits(const void *sendbuf, const int sendcounts[], const
                               MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                               const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                               const int *rank_at, const aapc_digits_t *dg, double block,
-                              double budget)
+                              double largest, double budget)
 {
     int rc, n, me, i = -1, prod = 1;
     MPI_Aint lb, sext, rext;
@@ -240,7 +251,8 @@ int aapc_alltoallv_treedigits(const void *sendbuf, const int sendcounts[], const
     for (int32_t l = 0, unit = 1; l < dg->levels; unit *= dg->radix[l], l++) {
         int f = dg->radix[l];
         int window = aapc_inflight_window(block * (double)(n / f), f - 1, budget);
-        if ((rc = level_exchange(&sl, n, i, l, unit, dg, window, rank_at, comm)) != MPI_SUCCESS)
+        if ((rc = level_exchange(&sl, n, i, l, unit, dg, window, (MPI_Aint)largest, rank_at,
+                                 comm)) != MPI_SUCCESS)
             goto done;
     }
     /* 2. slot s holds the block of place i (-) s */

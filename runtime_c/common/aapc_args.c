@@ -732,7 +732,7 @@ static uint64_t msg_hash(int i, int j, int64_t bytes)
    sent, bytes received}. "In place": 1 from a rank that passed MPI_IN_PLACE. The two byte
    counts are the busiest rank's (the selection's, aapc_args_alltoallv_most; 0 otherwise),
    doubles >= 0 kept in their bits, which order as the int64 they read as. */
-enum { VLEN = 7, V_KEY = 0, V_HASH, V_DATA, V_NOMEM, V_INPLACE, V_SENT, V_RECV };
+enum { VLEN = 8, V_KEY = 0, V_HASH, V_DATA, V_NOMEM, V_INPLACE, V_SENT, V_RECV, V_LARGEST };
 
 /* Reduction of the vote: the maximum of each element but the hash, summed modulo 2^64. */
 static void vreduce(void *in, void *inout, int *len, MPI_Datatype *type)
@@ -782,7 +782,7 @@ static int vagree_setup(MPI_Comm comm, MPI_Op *op, MPI_Datatype *type)
    counts as 0). */
 static void check_side(int send, const void *buf, const int counts[], const int displs[],
                        MPI_Datatype type, int rank, int size, MPI_Comm probe, struct finding *f,
-                       uint64_t *h, int *data, double *others)
+                       uint64_t *h, int *data, double others[2])
 {
     const char *side = send ? "send" : "recv";
     int64_t tsize = 0;
@@ -794,7 +794,7 @@ static void check_side(int send, const void *buf, const int counts[], const int 
     }
     snprintf(arg, sizeof arg, "%stype", side);
     int typed = type_ok(type, arg, probe, f, &tsize, &tlb);
-    *others = 0;
+    others[0] = others[1] = 0; /* the bytes to or from the others, and the largest block */
     for (int i = 0; i < size; i++) {
         if (counts[i] < 0) {
             found(f, MPI_ERR_COUNT, "%scounts[%d] = %d is negative", side, i, counts[i]);
@@ -805,7 +805,9 @@ static void check_side(int send, const void *buf, const int counts[], const int 
                   counts[i]);
         int64_t bytes = (int64_t)counts[i] * tsize;
         *data |= bytes > 0;
-        *others += i != rank ? (double)counts[i] * (double)tsize : 0;
+        double b = i != rank ? (double)counts[i] * (double)tsize : 0;
+        others[0] += b;
+        others[1] = b > others[1] ? b : others[1];
         uint64_t x = send ? msg_hash(rank, i, bytes) : msg_hash(i, rank, bytes);
         *h = send ? *h + x : *h - x;
     }
@@ -844,15 +846,15 @@ static void vote_alltoallv(const void *sendbuf, const int sendcounts[], const in
 {
     int data = 0, inplace = sendbuf == MPI_IN_PLACE;
     uint64_t h = 0;
-    double most[2] = {0, 0};
+    double sent[2] = {0, 0}, recv[2] = {0, 0};
     if (inplace)
         check_side(1, recvbuf, recvcounts, rdispls, recvtype, rank, size, probe, f, &h, &data,
-                   &most[0]);
+                   sent);
     else
         check_side(1, sendbuf, sendcounts, sdispls, sendtype, rank, size, probe, f, &h, &data,
-                   &most[0]);
-    check_side(0, recvbuf, recvcounts, rdispls, recvtype, rank, size, probe, f, &h, &data,
-               &most[1]);
+                   sent);
+    check_side(0, recvbuf, recvcounts, rdispls, recvtype, rank, size, probe, f, &h, &data, recv);
+    double largest = sent[1] > recv[1] ? sent[1] : recv[1];
     if (recvbuf == MPI_IN_PLACE && any_positive(recvcounts, size))
         found(f, MPI_ERR_BUFFER, "recvbuf is MPI_IN_PLACE (only sendbuf may be)");
     if (!inplace && sendbuf == recvbuf && sendbuf != NULL && any_positive(sendcounts, size) &&
@@ -861,10 +863,12 @@ static void vote_alltoallv(const void *sendbuf, const int sendcounts[], const in
               "sendbuf and recvbuf are the same buffer (aliased; pass MPI_IN_PLACE as sendbuf "
               "to exchange in place)");
     int64_t w[VLEN] = {f->cls ? ((int64_t)(size - rank) << 32) | (uint32_t)f->cls : 0, 0, data,
-                       0, inplace, 0, 0};
+                       0, inplace, 0, 0, 0};
     memcpy(&w[V_HASH], &h, sizeof h);
-    memcpy(&w[V_SENT], &most[0], sizeof most[0]);
-    memcpy(&w[V_RECV], &most[1], sizeof most[1]);
+    /* nonnegative doubles: their bits order as the numbers do, so MAX over int64 is theirs */
+    memcpy(&w[V_SENT], &sent[0], sizeof sent[0]);
+    memcpy(&w[V_RECV], &recv[0], sizeof recv[0]);
+    memcpy(&w[V_LARGEST], &largest, sizeof largest);
     memcpy(v, w, sizeof w);
 }
 
@@ -972,7 +976,7 @@ int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcou
 int aapc_args_alltoallv_most(const char *name, const void *sendbuf, const int sendcounts[],
                              const int sdispls[], MPI_Datatype sendtype, const void *recvbuf,
                              const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                             MPI_Comm comm, double most[2], int *copies, int *done)
+                             MPI_Comm comm, double most[3], int *copies, int *done)
 {
     struct finding f = {0, ""};
     int rank = 0, size = 0;
@@ -984,8 +988,9 @@ int aapc_args_alltoallv_most(const char *name, const void *sendbuf, const int se
         return rc;
     memcpy(&most[0], &v[V_SENT], sizeof most[0]);
     memcpy(&most[1], &v[V_RECV], sizeof most[1]);
+    memcpy(&most[2], &v[V_LARGEST], sizeof most[2]);
     if (!agree_enabled(comm)) { /* the bytes alone, then this rank's checks */
-        rc = PMPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_DOUBLE, MPI_MAX, comm);
+        rc = PMPI_Allreduce(MPI_IN_PLACE, most, 3, MPI_DOUBLE, MPI_MAX, comm);
         *done = rc != MPI_SUCCESS || f.cls != 0;
         if (rc != MPI_SUCCESS || f.cls == 0)
             return rc;
@@ -995,6 +1000,7 @@ int aapc_args_alltoallv_most(const char *name, const void *sendbuf, const int se
         return rc;
     memcpy(&most[0], &v[V_SENT], sizeof most[0]);
     memcpy(&most[1], &v[V_RECV], sizeof most[1]);
+    memcpy(&most[2], &v[V_LARGEST], sizeof most[2]);
     *copies = v[V_INPLACE] != 0;
     return decide_alltoallv(name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                             rdispls, recvtype, comm, &f, v, size, 0, done);
@@ -1016,7 +1022,7 @@ int aapc_args_alltoallv_inplace(const char *name, const void *sendbuf, const int
         return rc;
     }
     MPI_Aint copy = vcopy(sendbuf, recvcounts, rdispls, recvtype, size, &f);
-    int64_t v[VLEN] = {0, 0, 1, can_allocate(copy) ? 0 : size - rank, 0, 0, 0};
+    int64_t v[VLEN] = {0, 0, 1, can_allocate(copy) ? 0 : size - rank, 0, 0, 0, 0};
     if ((rc = vagree(comm, v, done)) != MPI_SUCCESS || *done)
         return rc;
     return decide_alltoallv(name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,

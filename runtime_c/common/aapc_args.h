@@ -63,9 +63,10 @@ int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcou
                         MPI_Datatype sendtype, const void *recvbuf, const int recvcounts[],
                         const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int *done);
 
-/* aapc_args_alltoallv whose one reduction also agrees on most[2], the most bytes any rank
-   sends to and receives from the others (set when *done = 0; a count or datatype the checks
-   refuse counts as 0), for a selection that needs them before it chooses (alltoallv/
+/* aapc_args_alltoallv whose one reduction also agrees on most[3], the most bytes any rank
+   sends to and receives from the others and the largest block any rank sends to or receives
+   from another (set when *done = 0; a count or datatype the checks refuse counts as 0), for a
+   selection that needs them before it chooses (alltoallv/
    aapc_alltoallv_cluster.c): one MPI_Allreduce for both. It leaves out what only the ways of
    the run-time routine need, so that a call then handed to the MPI library allocates nothing:
    where *copies = 1 (some rank passed MPI_IN_PLACE) and one of those ways takes the call,
@@ -75,7 +76,7 @@ int aapc_args_alltoallv(const char *name, const void *sendbuf, const int sendcou
 int aapc_args_alltoallv_most(const char *name, const void *sendbuf, const int sendcounts[],
                              const int sdispls[], MPI_Datatype sendtype, const void *recvbuf,
                              const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                             MPI_Comm comm, double most[2], int *copies, int *done);
+                             MPI_Comm comm, double most[3], int *copies, int *done);
 /* After aapc_args_alltoallv_most, for the ways that copy an in-place call's receive span: the
    agreement that every rank passing MPI_IN_PLACE can allocate it (one reduction on every rank;
    the MPI library's result, with the fallback warning, where a rank cannot). */

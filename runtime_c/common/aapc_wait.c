@@ -182,14 +182,18 @@ int aapc_waitall(int n, MPI_Request *reqs)
 #endif
 }
 
-int aapc_waitall_errors(int n, MPI_Request *reqs, int *errs, int *idx, MPI_Status *st)
+int aapc_waitall_counts(int n, MPI_Request *reqs, int *errs, int *counts, int *idx,
+                        MPI_Status *st)
 {
     for (int i = 0; i < n; i++)
         errs[i] = MPI_SUCCESS;
 #ifdef SMPI_SHARED_MALLOC
     (void)idx;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         errs[i] = PMPI_Wait(&reqs[i], &st[0]);
+        if (counts != NULL && PMPI_Get_count(&st[0], MPI_BYTE, &counts[i]) != MPI_SUCCESS)
+            counts[i] = MPI_UNDEFINED;
+    }
     return MPI_SUCCESS;
 #else
     aapc_backoff_t b = AAPC_BACKOFF_INIT;
@@ -205,8 +209,16 @@ int aapc_waitall_errors(int n, MPI_Request *reqs, int *errs, int *idx, MPI_Statu
             return MPI_SUCCESS;
         for (int k = 0; rc != MPI_SUCCESS && k < out; k++)
             errs[idx[k]] = st[k].MPI_ERROR;
+        for (int k = 0; counts != NULL && k < out; k++)
+            if (PMPI_Get_count(&st[k], MPI_BYTE, &counts[idx[k]]) != MPI_SUCCESS)
+                counts[idx[k]] = MPI_UNDEFINED;
         if (out == 0 && !use_library_wait())
             aapc_backoff(&b);
     }
 #endif
+}
+
+int aapc_waitall_errors(int n, MPI_Request *reqs, int *errs, int *idx, MPI_Status *st)
+{
+    return aapc_waitall_counts(n, reqs, errs, NULL, idx, st);
 }

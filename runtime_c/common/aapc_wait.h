@@ -19,6 +19,10 @@ int aapc_waitall(int n, MPI_Request *reqs);
    MPI_ERR_TRUNCATE there, not in the return value). idx and st: scratch of n each. Returns an
    error of the waiting itself. */
 int aapc_waitall_errors(int n, MPI_Request *reqs, int *errs, int *idx, MPI_Status *st);
+/* aapc_waitall_errors that also keeps each request's count of MPI_BYTE (counts[i]: what
+   receive i took; MPI_UNDEFINED where the library cannot say; meaningless for a send). */
+int aapc_waitall_counts(int n, MPI_Request *reqs, int *errs, int *counts, int *idx,
+                        MPI_Status *st);
 
 /* The same policy between the tests of a caller's own loop: call aapc_backoff after each
    failed test, starting from AAPC_BACKOFF_INIT (nothing under SimGrid SMPI). */
