@@ -525,6 +525,16 @@ def traced_windows(prefix: Path) -> list[int]:
     return [int(h.split(" window=")[1].split()[0]) for h in heads if h.startswith("# aapc-trace")]
 
 
+def traced_leaders(exe: Path, job: list[str], prefix: Path, extra: dict) -> tuple:
+    """The leaders forced and traced (AAPC_TRACE=prefix) on ``job``, blocks up to 64 KiB, the
+    harness passed: the process and every traced call's window."""
+    prefix.parent.mkdir()
+    env = {"AAPC_WAY": "leaders", "AAPC_TRACE": str(prefix), **extra}
+    proc = run(exe, job, "--variant", "runtime-receiver-all", "--max-bytes", "65536", env=env)
+    passed(proc, 15)
+    return proc, traced_windows(prefix)
+
+
 def test_small_blocks_keep_several_phases_in_flight(exe, tmp_path):
     """The leaders' machine-level phases run in windows of as many phases as fit 64 KiB of
     aggregated blocks (cluster/aapc_cluster.h aapc_inflight_window), the per-rank phases as many
@@ -535,13 +545,7 @@ def test_small_blocks_keep_several_phases_in_flight(exe, tmp_path):
     job = JOBS["2 ranks per machine, round robin"]
     runs = {"default": {}, "one": {"AAPC_INFLIGHT": "1"}, "bad": {"AAPC_INFLIGHT": "64k"}}
     for name, extra in runs.items():
-        prefix = tmp_path / name / "t"
-        prefix.parent.mkdir()
-        env = {"AAPC_WAY": "leaders", "AAPC_TRACE": str(prefix), **extra}
-        proc = run(exe, job, "--variant", "runtime-receiver-all", "--max-bytes", "65536",
-                   env=env)  # fmt: skip
-        passed(proc, 15)
-        windows = traced_windows(prefix)
+        proc, windows = traced_leaders(exe, job, tmp_path / name / "t", extra)
         assert windows, f"{name}: no traced call"
         if name == "one":
             assert set(windows) == {1}, windows
@@ -577,14 +581,8 @@ def test_the_topology_sets_what_a_rank_keeps_in_flight(tmp_path):
     exe = build(tmp_path, topo=dataclasses.replace(CHAIN, inflight=1.0))
     job = JOBS["2 ranks per machine, round robin"]
     for name, extra in {"topology": {}, "setting": {"AAPC_INFLIGHT": "65536"}}.items():
-        prefix = tmp_path / name / "t"
-        prefix.parent.mkdir()
-        env = {"AAPC_WAY": "leaders", "AAPC_TRACE": str(prefix), **extra}
-        proc = run(exe, job, "--variant", "runtime-receiver-all", "--max-bytes", "65536",
-                   env=env)  # fmt: skip
-        passed(proc, 15)
-        windows = set(traced_windows(prefix))
-        assert windows == {1} if name == "topology" else max(windows) > 1, (name, windows)
+        windows = set(traced_leaders(exe, job, tmp_path / name / "t", extra)[1])
+        assert (windows == {1}) if name == "topology" else (max(windows) > 1), (name, windows)
 
 
 def test_windowed_runtime_sanitizers(tmp_path):
