@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < L; i++)
         if (!speeds || scanf("%lf", &lbw[i]) != 1)
             lbw[i] = 12.5e6;
-    aapc_cluster_t c = {"driver", M, S, L, NULL, NULL, msw, mbw, NULL, la, lb, lbw, 0, NULL};
+    aapc_cluster_t c = {"driver", M, S, L, NULL, NULL, msw, mbw, NULL, la, lb, lbw, 0, NULL, 0};
     int rc = first > 0  ? first_call(&c, rm, P, first)
              : rows > 0 ? print_rows(&c, rm, P, rows, window, seed)
              : repeat > 0 ? bench(&c, rm, P, repeat, sync)
