@@ -783,7 +783,7 @@ static int32_t leader_window(const struct leader_entry *le, const aapc_cluster_c
     double per_lane = (double)((le->r + lanes - 1) / lanes);
     int32_t w = aapc_inflight_window(per_lane * le->r * (double)(b > 0 ? b : 0),
                                      cc->shape.machine_phases,
-                                     aapc_inflight_budget(comm, cc->cluster));
+                                     aapc_inflight_budget(comm, &cc->shape));
     return w > user ? w : user;
 }
 
@@ -852,7 +852,7 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
     if (le != NULL) {
         long long b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
         le->digits = shape_digits(cc, 1);
-        le->budget = aapc_inflight_budget(comm, cc->cluster);
+        le->budget = aapc_inflight_budget(comm, &cc->shape);
         int lanes = call_lanes(le, shared, comm, b);
         aapc_hier_layout_t h = {le->r,    cc->size,      le->order, le->node,
                                 le->lane, leader_rounds, le,        aapc_hier_round_limit(comm),
@@ -867,11 +867,12 @@ static int run_loground(aapc_cluster_comm_t *cc, int sync, const void *sendbuf, 
     const aapc_digits_t *dg = shape_digits(cc, 0);
     aapc_report_served(dg != NULL ? "run-time, log-round in the tree's digits"
                                   : "run-time, log-round");
-    double budget = aapc_inflight_budget(comm, cc->cluster);
-    if (dg != NULL)
+    if (dg != NULL) {
+        double budget = aapc_inflight_budget(comm, &cc->shape);
         return aapc_args_raise_alone(comm, aapc_alltoall_treedigits(sendbuf, sendcount, sendtype,
                                                                     recvbuf, recvcount, recvtype,
                                                                     cc->dup, rank_at, dg, budget));
+    }
     return aapc_args_raise_alone(comm, aapc_alltoall_loground(sendbuf, sendcount, sendtype, recvbuf,
                                                               recvcount, recvtype, cc->dup,
                                                               rank_at));
@@ -892,7 +893,7 @@ static int carried_fits(const aapc_cluster_comm_t *cc, int sync, MPI_Comm comm, 
         return 0;
     return b < INT_MAX / 2 && /* a message's length is an int */
            aapc_phases_in_one_window(&cc->shape, (double)b,
-                                     aapc_inflight_budget(comm, cc->cluster));
+                                     aapc_inflight_budget(comm, &cc->shape));
 }
 
 static int run_carried(aapc_cluster_comm_t *cc, const char *name, const void *sendbuf,
@@ -930,7 +931,7 @@ static const aapc_schedule_t *rank_rows(struct cluster_entry *e, aapc_cluster_co
     if (e->info.machine_block != NULL || sync == AAPC_VSYNC_BARRIER || shape == NULL)
         return &e->rows.sched;
     int32_t w = aapc_inflight_window((double)bytes, shape->rank_phases,
-                                     aapc_inflight_budget(comm, cc->cluster));
+                                     aapc_inflight_budget(comm, shape));
     if (w <= e->rows.sched.window)
         return &e->rows.sched;
     const aapc_rows_t *r = row_sets_get(&e->more, cc->cluster, cc->rank_machine, cc->size,

@@ -673,7 +673,7 @@ static int run_vloground(aapc_cluster_comm_t *cc, double b, double largest,
         comm, aapc_alltoallv_treedigits(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                         recvcounts, rdispls, recvtype, cc->dup, rank_at,
                                         &shape->rank_digits, b, largest,
-                                        aapc_inflight_budget(comm, cc->cluster)));
+                                        aapc_inflight_budget(comm, shape)));
 }
 
 int aapc_alltoallv_begin(const aapc_vprog_t *prog, const long long *bytes, const void *sendbuf,

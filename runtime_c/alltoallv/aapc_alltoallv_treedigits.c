@@ -102,7 +102,7 @@ static int level_exchange(struct slots *sl, int n, int i, int32_t l, int unit,
     /* the messages, a window at a time: the receives posted for what a message can hold,
        then the sends; each received message's length is what its header says */
     for (int d0 = 1; d0 < f && rc == MPI_SUCCESS; d0 += window) {
-        int hi = d0 + window < f ? d0 + window : f, nr = hi - d0, nomem = 0;
+        int hi = d0 + window < f ? d0 + window : f, nomem = 0;
         k = 0;
         for (int d = d0; d < hi && rc == MPI_SUCCESS; d++) {
             int from = rank_at[aapc_digits_add(dg, i, d * unit, -1)];
@@ -118,10 +118,11 @@ static int level_exchange(struct slots *sl, int n, int i, int32_t l, int unit,
                             &req[k++]);
         }
         int rc2 = aapc_waitall_counts(k, req, errs, got, idx, st);
-        rc = rc != MPI_SUCCESS ? rc : rc2 != MPI_SUCCESS ? rc2 : nomem ? MPI_ERR_NO_MEM : rc;
+        if (rc == MPI_SUCCESS)
+            rc = rc2 != MPI_SUCCESS ? rc2 : nomem ? MPI_ERR_NO_MEM : MPI_SUCCESS;
         for (int q = 0; q < k && rc == MPI_SUCCESS; q++)
             rc = errs[q]; /* MPI_ERR_TRUNCATE: a message longer than any correct one */
-        for (int d = d0; d < hi && rc == MPI_SUCCESS && k == 2 * nr; d++) {
+        for (int d = d0; d < hi && rc == MPI_SUCCESS; d++) { /* all posted: got[d - d0] */
             int count = got[d - d0];
             MPI_Aint said = (MPI_Aint)per * (MPI_Aint)sizeof(int);
             for (int q = 0; q < per && count >= said; q++) {

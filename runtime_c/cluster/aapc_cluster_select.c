@@ -182,9 +182,9 @@ static double way_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, in
 {
     if (way == AAPC_WAY_LIBRARY)
         return library_cost(m, s, b);
-    int carried = way == AAPC_WAY_PHASES &&
+    int carried = way == AAPC_WAY_PHASES && /* alltoall/aapc_alltoall_carried.c */
                   !(flags & (AAPC_WAYS_NO_WINDOWS | AAPC_WAYS_ALLTOALLV)) &&
-                  aapc_phases_in_one_window(s, b, s->inflight); /* alltoall/aapc_alltoall_carried.c */
+                  aapc_phases_in_one_window(s, b, s->inflight);
     /* the argument agreement before our exchange, unless its messages carry it */
     return (carried ? 0 : m->agree_alpha * lg(s->ranks)) + ours_cost(m, s, way, b, flags);
 }
@@ -202,8 +202,8 @@ static double ours_cost(const aapc_cost_model_t *m, const aapc_job_shape_t *s, i
            the unit-capacity schedule's (rank_load, unit_s_per_byte), not the bound's */
         int unit = (flags & AAPC_WAYS_ALLTOALLV) != 0;
         double ph = unit ? s->rank_load : s->rank_phases, Sp = unit ? s->unit_s_per_byte : S;
-        return m->phase_alpha * windows(ph, windowed ? aapc_inflight_window(b, ph, s->inflight) : 1) +
-               m->msg_alpha * ph + m->phase_beta * Sp * b;
+        int32_t w = windowed ? aapc_inflight_window(b, ph, s->inflight) : 1;
+        return m->phase_alpha * windows(ph, w) + m->msg_alpha * ph + m->phase_beta * Sp * b;
     }
     case AAPC_WAY_LEADERS:
         return m->phase_alpha *

@@ -725,11 +725,10 @@ int aapc_cluster_comm_tree_order(aapc_cluster_comm_t *cc, const int **rank_at, i
 
 /* ---- AAPC_INFLIGHT ------------------------------------------------------------------------ */
 
-double aapc_inflight_budget(MPI_Comm comm, const aapc_cluster_t *cluster)
+double aapc_inflight_budget(MPI_Comm comm, const aapc_job_shape_t *shape)
 {
     static atomic_int warned;
-    double own = cluster != NULL && cluster->inflight_bytes > 0 ? cluster->inflight_bytes
-                                                                : AAPC_INFLIGHT_BYTES;
+    double own = shape->inflight;
     const char *e = aapc_setting(comm, "AAPC_INFLIGHT");
     char *end = NULL;
     long long v = e != NULL && e[0] != '\0' ? strtoll(e, &end, 10) : 0;

@@ -162,10 +162,10 @@ const aapc_job_shape_t *aapc_cluster_comm_shape(aapc_cluster_comm_t *cc, int *no
 
 /* AAPC_INFLIGHT: the bytes of blocks a rank may keep in flight towards the others in the
    windows the block size sets (cluster/aapc_cluster.h aapc_inflight_window); unset: the
-   cluster's (its topology's `inflight`, cluster->inflight_bytes), AAPC_INFLIGHT_BYTES where it
-   gives none. A setting every rank shares; a value that is not a whole number of at least 1 is
-   said once and the cluster's runs. */
-double aapc_inflight_budget(MPI_Comm comm, const aapc_cluster_t *cluster);
+   shape's (its cluster's, the topology's `inflight`, or AAPC_INFLIGHT_BYTES: shape->inflight).
+   A setting every rank shares; a value that is not a whole number of at least 1 is said once
+   and the shape's runs. */
+double aapc_inflight_budget(MPI_Comm comm, const aapc_job_shape_t *shape);
 
 /* AAPC_DUMP_SCHEDULE: the log-round members' machines in their order, member k on machine
    machine_of[rank_at[k]] (rank_at NULL: machine_of[k]); aapcgen verify TOPO --schedule FILE
