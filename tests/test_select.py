@@ -307,6 +307,110 @@ def test_ours_must_win_by_the_guard(shape, model, block):
         assert guarded == choose_way(bare, shape, block) != "library"
 
 
+def point_of(shape: Shape, block: float, lost: tuple[str, ...]) -> tuple:
+    """A measured point of ``shape`` at ``block`` bytes where the ``lost`` ways lost."""
+    return (shape.machines, shape.max_per_machine, shape.bound_s_per_byte, shape.inflight,
+            float(block), lost)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shapes(),
+    models,
+    st.integers(1, 1 << 20),
+    st.integers(1, 1 << 20),
+    st.sets(st.sampled_from(WAYS)),
+    st.sets(st.sampled_from(WAYS)),
+    st.integers(1, 1 << 21),
+    st.booleans(),
+)
+def test_a_way_that_lost_on_both_sides_is_not_taken(
+    shape, model, b1, b2, lost1, lost2, block, close
+):
+    """Between two measured sizes of a job's shape at most a factor 2 apart the choice is the
+    model's among the ways that did not lose at both (at a measured size: that did not lose
+    there; every way lost: the model's among all); farther apart, outside them, on
+    another shape, for MPI_Alltoallv and without windows, the model's alone."""
+    if close:  # the second size within 3x of the first, the call's near them
+        b2 = b1 + b2 % (2 * b1 + 1)
+        block = max(1, min(b1, b2) - 1 + block % (abs(b2 - b1) + 3))
+    lo, hi = sorted((b1, b2))
+    if lo == hi:
+        lost1 = lost2 = lost1 | lost2
+    points = (point_of(shape, lo, tuple(sorted(lost1))), point_of(shape, hi, tuple(sorted(lost2))))
+    tuned = {**model, "points": points}
+    gone = lost1 if block == lo else lost2 if block == hi else lost1 & lost2  # at a size: its own
+    free = [w for w in WAYS if w in way_costs(model, shape, 1.0) and w not in gone]
+    near = lo <= block <= hi and (hi <= 2 * lo or block in (lo, hi))  # AAPC_POINTS_SPAN
+    expect = choose_way(model, shape, block, free or WAYS) if near else None
+    assert choose_way(tuned, shape, block) == (expect or choose_way(model, shape, block))
+    other = dataclasses.replace(shape, machines=shape.machines + 1)
+    assert choose_way(tuned, other, block) == choose_way(model, other, block)
+    for kw in ({"windows": False}, {"alltoallv": True}):
+        assert choose_way(tuned, shape, block, **kw) == choose_way(model, shape, block, **kw)
+
+
+def test_the_measured_points_are_the_fastest_way_s_and_need_the_library():
+    """A point per shape and size where the library and one of ours were timed; a way's least
+    time counts; a tie loses nothing; a size timed for the library alone makes no point."""
+    from aapcgen.tune.model import measured_points
+
+    shape = job_shape(star_of_subtrees([4, 4]), [m for m in range(8) for _ in range(2)])
+    calls = [
+        Call(shape, "library", 64, 2.0), Call(shape, "phases", 64, 3.0),
+        Call(shape, "phases", 64, 1.0), Call(shape, "leaders", 64, 1.0),
+        Call(shape, "loground", 64, 1.5), Call(shape, "library", 512, 1.0),
+        Call(shape, "leaders", 4096, 1.0),
+    ]  # fmt: skip
+    assert measured_points(calls) == (point_of(shape, 64, ("library", "loground")),)
+    lossless = dataclasses.replace(shape, inflight=float(1 << 24))
+    more = calls + [Call(lossless, "library", 64, 1.0), Call(lossless, "phases", 64, 2.0)]
+    assert measured_points(more)[1] == point_of(lossless, 64, ("phases",))
+
+
+def test_measured_points_go_into_the_model_file_and_the_generated_table(tmp_path):
+    """fit_model keeps the points, write_model and read_model carry them, the cluster table
+    holds them as aapc_way_point_t rows that compile, and a bad entry is a one-line error."""
+    import shutil
+    import subprocess
+
+    from aapcgen.alltoall.selection import selection_lines
+    from aapcgen.codegen.cluster import cluster_tables, render_cluster_c
+    from aapcgen.tune.model import read_model, write_model
+
+    topo = star_of_subtrees([4, 4])
+    shape = job_shape(topo, list(range(8)))
+    calls = [Call(shape, "library", b, 1e-3 * b) for b in (64, 4096)]
+    calls += [Call(shape, "phases", b, 2e-3 * b if b == 64 else 5e-4 * b) for b in (64, 4096)]
+    model = fit_model(calls)
+    assert model["points"] == (
+        point_of(shape, 64, ("phases",)), point_of(shape, 4096, ("library",)),
+    )  # fmt: skip
+    path = tmp_path / "model.json"
+    write_model(path, model, calls, "test")
+    assert read_model(str(path)) == model
+    c = render_cluster_c(cluster_tables(topo, model), "aapc_x_cluster")
+    assert "static const aapc_way_point_t aapc_x_cluster_points[2] = {" in c
+    assert ", .n_points = 2, .points = aapc_x_cluster_points" in c
+    src = tmp_path / "t.c"
+    src.write_text('#include "aapc_cluster.h"\n#include <stddef.h>\n' + c)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc is not None
+    flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"]
+    subprocess.run([cc, *flags, "-Iruntime_c/cluster", str(src)], check=True)
+    assert "2 measured points, 2 of this job's shape" in " ".join(selection_lines(topo, model))
+    data = json.loads(path.read_text())
+    data["model"]["points"][1][5] = ["quick"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"model.points\[1\] must be \[machines"):
+        read_model(str(path))
+    data["model"]["points"].reverse()
+    data["model"]["points"][0][5] = []
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match="model.points must be sorted and unique"):
+        read_model(str(path))
+
+
 def test_the_guard_is_the_fits_median_error():
     from aapcgen.tune.model import MAX_GUARD, guard_of
 
@@ -450,7 +554,7 @@ def test_a_model_file_without_the_per_message_constant_reads_it_as_zero(tmp_path
     old = {k: v for k, v in default_model().items() if k not in OPTIONAL_FIELDS}
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"model": old}))
-    assert read_model(str(path)) == {**old, **dict.fromkeys(OPTIONAL_FIELDS, 0.0)}
+    assert read_model(str(path)) == {**old, **dict.fromkeys(OPTIONAL_FIELDS, 0.0), "points": ()}
     path.write_text(json.dumps({"model": {**old, "msg_alpha": -1}}))
     with pytest.raises(InputError, match="model.msg_alpha must be a number of seconds >= 0"):
         read_model(str(path))

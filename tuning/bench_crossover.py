@@ -42,7 +42,7 @@ from aapcgen.measure.bench import (  # noqa: E402
     summarize,
 )
 from aapcgen.platforms.emulate import DEFAULT_QUEUE  # noqa: E402
-from aapcgen.tune.model import Call, fit_model, read_model, relative_errors  # noqa: E402
+from aapcgen.tune.model import Call, fit_model, model_lines, read_model, relative_errors  # noqa: E402
 
 MPICH = ("native-default", "native-brucks", "native-scattered", "native-pairwise")
 
@@ -282,7 +282,7 @@ def main() -> int:
     model = fit_model(calls)
     errors = relative_errors(model, calls)
     lines = ["fitted constants (aapc_cost_model_t):"]
-    lines += [f"  {k} = {v:.4g}" for k, v in model.items()]
+    lines += model_lines(model)
     lines.append(
         f"relative error over {len(errors)} calls: median {sorted(map(abs, errors))[len(errors) // 2]:.0%}, "
         f"worst {max(map(abs, errors)):.0%}"

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tuning"))
 from bench_crossover import Summary, calls_of, replay  # noqa: E402
 
 from aapcgen.core.topology import load_topology  # noqa: E402
-from aapcgen.tune.model import fit_model, relative_errors, write_model  # noqa: E402
+from aapcgen.tune.model import fit_model, model_lines, relative_errors, write_model  # noqa: E402
 
 
 def main() -> int:
@@ -45,7 +45,7 @@ def main() -> int:
     model = fit_model(calls)
     errors = sorted(map(abs, relative_errors(model, calls)))
     print(f"{len(calls)} calls; fitted constants (aapc_cost_model_t):")
-    print("\n".join(f"  {k} = {v:.4g}" for k, v in model.items()))
+    print("\n".join(model_lines(model)))
     print(f"relative error: median {errors[len(errors) // 2]:.1%}, worst {errors[-1]:.1%}")
     for base, run in runs:
         print(f"{base.name}, {run['ranks_per_machine']} rank(s) per machine:")

@@ -15,16 +15,17 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from ctypes import byref
 from dataclasses import astuple, dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from aapcgen.alltoall.phases import Schedule
-from aapcgen.codegen.cluster import COST_FIELDS, cluster_tables
+from aapcgen.codegen.cluster import COST_FIELDS, WAY_NAMES, cluster_tables
 from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Topology
 from aapcgen.core.resources import resource_dir
@@ -54,8 +55,23 @@ class _Cluster(ctypes.Structure):
     ]
 
 
+class _WayPoint(ctypes.Structure):
+    _fields_ = [
+        ("machines", ctypes.c_int32),
+        ("per_machine", ctypes.c_int32),
+        ("s_per_byte", ctypes.c_double),
+        ("inflight", ctypes.c_double),
+        ("bytes", ctypes.c_double),
+        ("lost", ctypes.c_uint32),
+    ]
+
+
 class _CostModel(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_double) for name in COST_FIELDS] + [("tuned", ctypes.c_int)]
+    _fields_ = [(name, ctypes.c_double) for name in COST_FIELDS] + [
+        ("tuned", ctypes.c_int),
+        ("n_points", ctypes.c_int32),
+        ("points", ctypes.POINTER(_WayPoint)),
+    ]
 
 
 MAX_DIGITS = 16  # AAPC_MAX_DIGITS (aapc_cluster.h)
@@ -171,6 +187,8 @@ def library() -> ctypes.CDLL:
         ctypes.c_uint,
     ]
     lib.aapc_way_library_only.restype = ctypes.c_int
+    lib.aapc_way_points_of.argtypes = [ctypes.POINTER(_CostModel), ctypes.POINTER(_Shape)]
+    lib.aapc_way_points_of.restype = ctypes.c_int32
     lib.aapc_ways_possible.argtypes = [ctypes.POINTER(_Shape)]
     lib.aapc_ways_possible.restype = ctypes.c_uint
     lib.aapc_way_name.argtypes = [ctypes.c_int]
@@ -323,14 +341,31 @@ def default_model() -> dict[str, float]:
     return {name: float(getattr(m, name)) for name in COST_FIELDS}
 
 
-WAYS = ("library", "phases", "leaders", "loground")  # the C enum's order (aapc_cluster.h)
+WAYS = WAY_NAMES  # the C enum's order (aapc_cluster.h)
 
 
-def _c_model(model: dict[str, float]) -> _CostModel:
-    return _CostModel(*(float(model[name]) for name in COST_FIELDS), 0)
+# A measured point (aapc_way_point_t): machines, ranks per machine, the job's bound (seconds
+# per byte), its windows' budget (bytes), block bytes, the ways measured slower there than the
+# fastest. A model dict may hold a tuple of them under "points" beside its constants
+# (aapcgen/tune/model.py measured_points).
+WayPoint = tuple[int, int, float, float, float, tuple[str, ...]]
 
 
-def way_costs(model: dict[str, float], shape: Shape, block: float) -> dict[str, float]:
+def _lost_mask(lost: Sequence[str]) -> int:
+    return sum(1 << WAYS.index(w) for w in set(lost))
+
+
+def _c_model(model: Mapping[str, Any]) -> _CostModel:
+    points = tuple(model.get("points", ()))
+    array = (_WayPoint * max(len(points), 1))(
+        *(_WayPoint(n, r, s, i, b, _lost_mask(lost)) for n, r, s, i, b, lost in points)
+    )
+    m = _CostModel(*(float(model[name]) for name in COST_FIELDS), 0, len(points), array)
+    m._keep = array  # the points live as long as the struct
+    return m
+
+
+def way_costs(model: Mapping[str, Any], shape: Shape, block: float) -> dict[str, float]:
     """The model's time of every way that can run on ``shape`` for blocks of ``block`` bytes."""
     lib = library()
     m, s = _c_model(model), _c_shape(shape)
@@ -353,7 +388,7 @@ def _ways_mask(allowed: Sequence[str], windows: bool, alltoallv: bool) -> int:
 
 
 def choose_way(
-    model: dict[str, float],
+    model: Mapping[str, Any],
     shape: Shape,
     block: float,
     allowed: Sequence[str] = WAYS,
@@ -369,8 +404,13 @@ def choose_way(
     return WAYS[way] if way >= 0 else "none"
 
 
+def points_of(model: Mapping[str, Any], shape: Shape) -> int:
+    """How many of the model's measured points are of ``shape`` (C: aapc_way_points_of)."""
+    return int(library().aapc_way_points_of(byref(_c_model(model)), byref(_c_shape(shape))))
+
+
 def library_only(
-    model: dict[str, float],
+    model: Mapping[str, Any],
     shape: Shape,
     allowed: Sequence[str] = WAYS,
     windows: bool = True,

@@ -15,6 +15,7 @@ from aapcgen.alltoall.cjob import (
     default_model,
     inflight_window,
     job_shape,
+    points_of,
     way_costs,
 )
 from aapcgen.core.model import Topology
@@ -143,9 +144,16 @@ def selection_lines(
     r = shape.max_per_machine
     per = f"{r} per machine" if shape.equal_per_machine else f"1 to {r} per machine"
     leaders = "leaders" in way_costs(model, shape, 1.0)  # several on every machine, equally
+    points = len(model.get("points", ()))
+    measured = (
+        f"; {points} measured points, {points_of(model, shape)} of this job's shape: a way "
+        "measured slower at the sizes on both sides of a call's is not taken"
+        if points
+        else ""
+    )
     source = (
         f"constants measured on this cluster by aapcgen tune (ours only where the model says it "
-        f"wins by more than {model.get('guard', 0.0):.0%}, its fit's median error)"
+        f"wins by more than {model.get('guard', 0.0):.0%}, its fit's median error{measured})"
         if tuned
         else "untuned: built-in constants measured on emulated trees (docs/measurements/selection.md); "
         "`aapcgen tune` measures this cluster's"

@@ -8,7 +8,9 @@ run-time scheduler (aapcgen/alltoall/cjob.py) passes the same arrays to the same
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +33,9 @@ class ClusterTables:
     # order, tuned = 1); None: the library's defaults (runtime_c/cluster/aapc_cluster_select.c)
     model: tuple[float, ...] | None = None
     inflight_bytes: float = 0.0  # the topology's `inflight`; 0: the library's default
+    # the model's measured points (aapc_way_point_t: machines, ranks per machine, bound s/byte,
+    # windows' bytes, block bytes, the bits of the ways that lost there), the model file's order
+    points: tuple[tuple[int, int, float, float, float, int], ...] = ()
 
 
 # aapc_cost_model_t's fields, in order (runtime_c/cluster/aapc_cluster.h)
@@ -49,8 +54,13 @@ COST_FIELDS = (
 )
 
 
-def cluster_tables(topo: Topology, model: dict[str, float] | None = None) -> ClusterTables:
-    """The tables of ``topo``; ``model``: measured constants of the selection (COST_FIELDS)."""
+# aapc_cluster.h's AAPC_WAY_* order
+WAY_NAMES = ("library", "phases", "leaders", "loground")
+
+
+def cluster_tables(topo: Topology, model: Mapping[str, Any] | None = None) -> ClusterTables:
+    """The tables of ``topo``; ``model``: measured constants of the selection (COST_FIELDS)
+    and its measured winners (``points``, optional)."""
     index = {s: i for i, s in enumerate(topo.switches)}
     return ClusterTables(
         name=topo.name,
@@ -65,6 +75,17 @@ def cluster_tables(topo: Topology, model: dict[str, float] | None = None) -> Clu
         reference_bw=float(topo.reference_bandwidth or 0.0),
         model=None if model is None else tuple(float(model[k]) for k in COST_FIELDS),
         inflight_bytes=float(topo.inflight or 0.0),
+        points=tuple(
+            (
+                int(n),
+                int(r),
+                float(sb),
+                float(i),
+                float(b),
+                sum(1 << WAY_NAMES.index(w) for w in set(lost)),
+            )
+            for n, r, sb, i, b, lost in (model or {}).get("points", ())
+        ),
     )
 
 
@@ -95,6 +116,16 @@ def render_cluster_c(t: ClusterTables, ident: str) -> str:
     out = []
     if t.model is not None:
         fields = ", ".join(f".{k} = {v.hex()}" for k, v in zip(COST_FIELDS, t.model))
+        if t.points:
+            rows = [
+                f"{{{n}, {r}, {sb.hex()}, {i.hex()}, {b.hex()}, {lost}u}}"
+                for n, r, sb, i, b, lost in t.points
+            ]
+            out.append(
+                f"static const aapc_way_point_t {ident}_points[{len(rows)}] = {{\n"
+                f"{_rows(rows, 2)}\n}};"
+            )
+            fields += f", .n_points = {len(rows)}, .points = {ident}_points"
         out.append(f"static const aapc_cost_model_t {ident}_model = {{{fields}, .tuned = 1}};")
         model = f"&{ident}_model"
     out += [

@@ -16,10 +16,11 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from aapcgen.alltoall.cjob import Shape, default_model, way_costs
+from aapcgen.alltoall.cjob import WAYS, Shape, WayPoint, default_model, way_costs
 from aapcgen.codegen.cluster import COST_FIELDS
 from aapcgen.core.errors import InputError
 from aapcgen.core.inputs import read_bytes
@@ -82,14 +83,45 @@ def fit_group(calls: Sequence[Call], fields: Sequence[str]) -> dict[str, float]:
     return {k: float(x[i]) if used[i] else defaults[k] for i, k in enumerate(fields)}
 
 
-def fit_model(calls: Iterable[Call]) -> dict[str, float]:
-    """Every constant of the model from measured calls of the library and of our ways, and the
-    guard: the median of the fitted costs' relative errors (at most MAX_GUARD)."""
+def fit_model(calls: Iterable[Call]) -> dict[str, Any]:
+    """Every constant of the model from measured calls of the library and of our ways, the
+    guard (the median of the fitted costs' relative errors, at most MAX_GUARD) and the measured
+    winners (measured_points)."""
     calls = [c for c in calls if c.seconds > 0]
     library = [c for c in calls if c.way == "library"]
     ours = [c for c in calls if c.way != "library"]
     model = {**fit_group(library, LIBRARY_FIELDS), **fit_group(ours, OURS_FIELDS), "guard": 0.0}
-    return {**model, "guard": guard_of(relative_errors(model, calls))}
+    guard = guard_of(relative_errors(model, calls))
+    return {**model, "guard": guard, "points": measured_points(calls)}
+
+
+def measured_points(calls: Iterable[Call]) -> tuple[WayPoint, ...]:
+    """Each measured point (a job shape with the same ranks on every machine, its windows'
+    budget, a block size) where the library's routine and one of our ways were measured, with
+    the ways measured there slower than the fastest (each way's least time), sorted as
+    aapc_way_point_t requires. The generated library does not take a way that lost at the
+    measured sizes on both sides of a call's (runtime_c/cluster/aapc_cluster_select.c)."""
+    best: dict[tuple[int, int, float, float, float], dict[str, float]] = {}
+    for c in calls:
+        if c.seconds <= 0 or not c.shape.equal_per_machine or c.way not in WAYS:
+            continue
+        sh = c.shape
+        key = (sh.machines, sh.max_per_machine, sh.bound_s_per_byte, sh.inflight, float(c.bytes))
+        times = best.setdefault(key, {})
+        times[c.way] = min(times.get(c.way, c.seconds), c.seconds)
+    points = []
+    for key, times in sorted(best.items()):
+        if "library" in times and len(times) > 1:
+            fastest = min(times.values())
+            lost = tuple(w for w in WAYS if w in times and times[w] > fastest)
+            points.append((*key, lost))
+    return tuple(points)
+
+
+def model_lines(model: dict[str, Any]) -> list[str]:
+    """The constants, one per line, and how many measured winners the model holds."""
+    lines = [f"  {k} = {v:.4g}" for k, v in model.items() if k != "points"]
+    return lines + [f"  points = {len(model.get('points', ()))} measured points"]
 
 
 def guard_of(errors: Sequence[float]) -> float:
@@ -99,7 +131,7 @@ def guard_of(errors: Sequence[float]) -> float:
     return min(MAX_GUARD, float(np.median(np.abs(np.asarray(errors, dtype=float)))))
 
 
-def relative_errors(model: dict[str, float], calls: Iterable[Call]) -> list[float]:
+def relative_errors(model: dict[str, Any], calls: Iterable[Call]) -> list[float]:
     """(predicted - measured) / measured for each call."""
     return [
         way_costs(model, c.shape, c.bytes)[c.way] / c.seconds - 1.0
@@ -111,7 +143,7 @@ def relative_errors(model: dict[str, float], calls: Iterable[Call]) -> list[floa
 # --------------------------------------------------------------------------- model files
 
 
-def write_model(path: Path, model: dict[str, float], calls: Sequence[Call], source: str) -> None:
+def write_model(path: Path, model: dict[str, Any], calls: Sequence[Call], source: str) -> None:
     """DIR/model.json: the fitted constants (what ``--model`` compiles into a library), the calls
     they were fitted to and each call's relative error."""
     errors = relative_errors(model, calls)
@@ -127,8 +159,12 @@ def write_model(path: Path, model: dict[str, float], calls: Sequence[Call], sour
     )
 
 
-def read_model(path: str) -> dict[str, float]:
-    """The constants of a model file (``aapcgen tune`` wrote it); one-line errors."""
+MAX_POINTS = 4096  # measured winners a model file may hold (the generated table's rows)
+
+
+def read_model(path: str) -> dict[str, Any]:
+    """The constants of a model file (``aapcgen tune`` wrote it) and its measured winners
+    (``points``, optional: a file written before them has none); one-line errors."""
     try:
         data = json.loads(read_bytes(path, path, "model file").decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -146,4 +182,29 @@ def read_model(path: str) -> dict[str, float]:
         if type(v) not in (int, float) or not (0 <= v < 1e6):
             raise InputError(f"{path}: model.{k} must be a number of seconds >= 0, got {v!r}")
         out[k] = float(v)
-    return out
+    return {**out, "points": read_points(path, model.get("points", []))}
+
+
+def read_points(path: str, points: object) -> tuple[WayPoint, ...]:
+    """model.points of a model file: [machines, ranks per machine, bound s/byte, windows'
+    bytes, block bytes, [ways that lost]] each, at most MAX_POINTS, in aapc_way_point_t's order;
+    one-line errors naming the entry."""
+    if not isinstance(points, list) or len(points) > MAX_POINTS:
+        raise InputError(f"{path}: model.points must be a list of at most {MAX_POINTS} entries")
+    out = []
+    for i, p in enumerate(points):
+        ok = isinstance(p, list) and len(p) == 6
+        if ok:
+            n, r, s, budget, b, lost = p
+            ok = type(n) is int and type(r) is int and n >= 1 and r >= 1
+            ok = ok and all(type(v) in (int, float) and 0 <= v < 1e18 for v in (s, budget, b))
+            ok = ok and isinstance(lost, list) and all(w in WAYS for w in lost)
+        if not ok:
+            raise InputError(
+                f"{path}: model.points[{i}] must be [machines, ranks per machine, seconds per "
+                f"byte, inflight bytes, block bytes, [ways among {', '.join(WAYS)}]], got {p!r}"
+            )
+        out.append((n, r, float(s), float(budget), float(b), tuple(lost)))
+    if out != sorted(out, key=lambda q: q[:5]) or len({q[:5] for q in out}) < len(out):
+        raise InputError(f"{path}: model.points must be sorted and unique by their first five")
+    return tuple(out)

@@ -32,6 +32,16 @@
 extern "C" {
 #endif
 
+/* A point `aapcgen tune` measured: on a job of `machines` machines with `per_machine` ranks on
+   each, the bound s_per_byte and windows of `inflight` bytes (aapc_job_shape_t's
+   bound_s_per_byte and inflight), blocks of `bytes` bytes; `lost`: the ways (a bit per
+   AAPC_WAY_*) measured there slower than the fastest way measured there. */
+typedef struct aapc_way_point {
+    int32_t machines, per_machine;
+    double s_per_byte, inflight, bytes;
+    uint32_t lost;
+} aapc_way_point_t;
+
 /* The cost model of the per-call selection (aapc_cluster_select.c): seconds per round, phase
    and byte of the ways an all-to-all can take, measured by `aapcgen tune` on the cluster. */
 typedef struct aapc_cost_model {
@@ -54,6 +64,9 @@ typedef struct aapc_cost_model {
     double guard;         /* a way of ours is taken only where its cost is below (1 - guard)
                              times the library's: the fit's typical relative error, in [0, 1) */
     int tuned;          /* 1: measured on this cluster by aapcgen tune; 0: the defaults */
+    int32_t n_points;   /* the measured points (aapc_way_choose), by (machines, per_machine,
+                           s_per_byte, inflight, bytes) ascending; 0: the model alone */
+    const aapc_way_point_t *points;
 } aapc_cost_model_t;
 
 typedef struct aapc_cluster {
@@ -265,9 +278,16 @@ int aapc_leaders_fit(const aapc_job_shape_t *s);
    ranks, any number and placement. */
 unsigned aapc_ways_possible(const aapc_job_shape_t *s);
 /* The cheapest way among `allowed` (a bit per way, and AAPC_WAYS_NO_WINDOWS) that can run on
-   s; -1 when none. m NULL: aapc_cost_model_default (an untuned library). */
+   s; -1 when none. m NULL: aapc_cost_model_default (an untuned library). Where m holds measured
+   points of s's shape (the same machines, ranks on each, windows, and bound within 1%), a way
+   that lost at b (a measured size), or at the measured sizes nearest b on both sides when they
+   are at most AAPC_POINTS_SPAN apart, is not taken; elsewhere, and for MPI_Alltoallv and the
+   calls without windows, the model alone. */
+#define AAPC_POINTS_SPAN 2.0
 int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
                     unsigned allowed);
+/* How many of m's measured points are of s's shape (aapcgen info). */
+int32_t aapc_way_points_of(const aapc_cost_model_t *m, const aapc_job_shape_t *s);
 /* 1 when aapc_way_choose(m, s, b, allowed) is the library at every block size (b = 0 and
    2^(k/16) bytes from 1 B to 2^60 B, a sixteenth of an octave apart: a way that wins nowhere
    there wins at most between two neighbours): a caller that must agree on b before it

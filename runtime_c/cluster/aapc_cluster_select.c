@@ -55,7 +55,17 @@
  * error: ours only where the model says it wins by more than it errs); ties go to the earlier
  * way in the enum (the library first). Every rank computes the same choice from the same shape, model
  * and block size.
- * Cost: O(1) per call.
+ * Measured points: a tuned model also keeps, for each job shape and block size aapcgen tune
+ * measured, the ways that ran slower there than the fastest (aapc_way_point_t; as MPICH's
+ * tuning files and Open MPI's dynamic rules keep an algorithm per communicator and message
+ * size). On a job of that shape a way that lost at a measured size is not taken there, nor
+ * between two measured sizes at most AAPC_POINTS_SPAN (2) apart where it lost at both (a sweep
+ * by powers of two covers every size); the model chooses among the others (the guard
+ * included). So the model's error cannot send a measured call to a way measured slower. Farther
+ * apart the model alone: on SimGrid's 4+4 and chain-4x4 the library lost at 512 B and 32 KB and
+ * won at 4 KB (docs/measurements/selection.md, "Measured points"). Outside the measured sizes
+ * and shapes the model alone.
+ * Cost: O(1) per call, plus O(points) when the model holds measured points.
  */
 #include <math.h> /* INFINITY */
 #include <stddef.h>
@@ -250,12 +260,53 @@ unsigned aapc_ways_possible(const aapc_job_shape_t *s)
     return ways;
 }
 
+/* 1 when the measured point p was measured on a job of s's shape. */
+static int same_shape(const aapc_way_point_t *p, const aapc_job_shape_t *s)
+{
+    double d = p->s_per_byte - s->bound_s_per_byte;
+    return p->machines == s->machines && s->equal_per_machine &&
+           p->per_machine == s->max_per_machine && p->inflight == s->inflight &&
+           (d < 0 ? -d : d) <= 0.01 * p->s_per_byte;
+}
+
+/* `ways` without those that lost at the measured sizes of s's shape nearest b on both sides,
+   when those are at most a factor AAPC_POINTS_SPAN apart (`ways` itself when no measured size
+   lies on one side or the two are farther apart, or every way would go). */
+static unsigned measured_ways(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
+                              unsigned ways)
+{
+    const aapc_way_point_t *lo = NULL, *hi = NULL;
+    for (int32_t k = 0; m->points != NULL && k < m->n_points; k++) {
+        const aapc_way_point_t *p = &m->points[k];
+        if (!same_shape(p, s))
+            continue;
+        if (p->bytes <= b && (lo == NULL || p->bytes >= lo->bytes))
+            lo = p;
+        if (p->bytes >= b && (hi == NULL || p->bytes < hi->bytes))
+            hi = p;
+    }
+    if (lo == NULL || hi == NULL || hi->bytes > AAPC_POINTS_SPAN * lo->bytes)
+        return ways;
+    unsigned kept = ways & ~(lo->lost & hi->lost);
+    return kept != 0 ? kept : ways;
+}
+
+int32_t aapc_way_points_of(const aapc_cost_model_t *m, const aapc_job_shape_t *s)
+{
+    int32_t n = 0;
+    for (int32_t k = 0; m != NULL && m->points != NULL && k < m->n_points; k++)
+        n += same_shape(&m->points[k], s);
+    return n;
+}
+
 int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
                     unsigned allowed)
 {
     if (m == NULL)
         m = &aapc_cost_model_default;
     unsigned ways = allowed & aapc_ways_possible(s);
+    if (!(allowed & (AAPC_WAYS_NO_WINDOWS | AAPC_WAYS_ALLTOALLV)))
+        ways = measured_ways(m, s, b, ways); /* measured as MPI_Alltoall, windows and all */
     int best = -1;
     double best_t = INFINITY;
     for (int w = 0; w < AAPC_N_WAYS; w++) {
