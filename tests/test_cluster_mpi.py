@@ -201,6 +201,43 @@ def test_default_mpi_alltoall_schedules_jobs_at_run_time(tmp_path):
     assert "aapcgen:" not in whole.stderr
 
 
+def test_a_measured_point_overrules_the_model_in_the_built_library(tmp_path):
+    """A library built with a tuned model whose points say every way of ours lost at 4000-byte
+    blocks on 4 machines hands such a call to the MPI library although its constants choose the
+    phases (no schedule dumped), and a job of another shape (3 machines) still runs the
+    model's phases; byte-exact both."""
+    from aapcgen.alltoall.cjob import choose_way, default_model, job_shape
+
+    job = [2, 6, 11, 14]
+    shape = job_shape(CHAIN, job)
+    constants = default_model()
+    assert choose_way(constants, shape, 4000) == "phases"
+    point = (
+        4,
+        1,
+        shape.bound_s_per_byte,
+        shape.inflight,
+        4000.0,
+        ("phases", "leaders", "loground"),
+    )
+    model = {**constants, "points": (point,)}
+    assert choose_way(model, shape, 4000) == "library"
+    gen = tmp_path / "gen"
+    generate(CHAIN, variant_specs("receiver-all", None), gen, model=model)
+    exe = tmp_path / "plain"
+    sources = sorted(str(p) for p in gen.glob("*.c"))
+    cmd = [str(BIN / "mpicc"), *CFLAGS, "-DAAPC_INTERCEPT", f"-I{gen}"]
+    subprocess.run([*cmd, str(ROOT / "tests/c/plain_alltoall.c"), *sources, "-o", str(exe)],
+                   check=True, timeout=300)  # fmt: skip
+    for machines, dumps in ((job, 0), (job[:3], 1)):
+        dump = tmp_path / f"dump{len(machines)}"
+        dump.mkdir()
+        proc = run(exe, n(*machines), env={"AAPC_DUMP_SCHEDULE": str(dump)})
+        assert proc.returncode == 0 and "plain_alltoall: ok" in proc.stdout, proc.stderr
+        assert "aapcgen:" not in proc.stderr
+        assert len(list(dump.glob("*.json"))) == dumps, machines
+
+
 # ---- the leader-based path (ranks_per_machine): rounds past INT_MAX --------------------------
 
 
