@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from aapcgen.alltoall.phases import Schedule
-from aapcgen.codegen.cluster import COST_FIELDS, WAY_NAMES, cluster_tables
+from aapcgen.codegen.cluster import COST_FIELDS, WAY_NAMES, cluster_tables, way_bits
 from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Topology
 from aapcgen.core.resources import resource_dir
@@ -351,14 +351,10 @@ WAYS = WAY_NAMES  # the C enum's order (aapc_cluster.h)
 WayPoint = tuple[int, int, float, float, float, tuple[str, ...]]
 
 
-def _lost_mask(lost: Sequence[str]) -> int:
-    return sum(1 << WAYS.index(w) for w in set(lost))
-
-
 def _c_model(model: Mapping[str, Any]) -> _CostModel:
     points = tuple(model.get("points", ()))
     array = (_WayPoint * max(len(points), 1))(
-        *(_WayPoint(n, r, s, i, b, _lost_mask(lost)) for n, r, s, i, b, lost in points)
+        *(_WayPoint(n, r, s, i, b, way_bits(lost)) for n, r, s, i, b, lost in points)
     )
     m = _CostModel(*(float(model[name]) for name in COST_FIELDS), 0, len(points), array)
     m._keep = array  # the points live as long as the struct

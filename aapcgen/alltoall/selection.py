@@ -147,7 +147,7 @@ def selection_lines(
     points = len(model.get("points", ()))
     measured = (
         f"; {points} measured points, {points_of(model, shape)} of this job's shape: a way "
-        "measured slower at the sizes on both sides of a call's is not taken"
+        "measured slower at a call's size, or at both sides within 2x, is not taken"
         if points
         else ""
     )

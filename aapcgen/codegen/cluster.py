@@ -8,7 +8,7 @@ run-time scheduler (aapcgen/alltoall/cjob.py) passes the same arrays to the same
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,9 +58,14 @@ COST_FIELDS = (
 WAY_NAMES = ("library", "phases", "leaders", "loground")
 
 
+def way_bits(names: Iterable[str]) -> int:
+    """A bit per named way (1 << AAPC_WAY_*), as aapc_way_point_t.lost holds them."""
+    return sum(1 << WAY_NAMES.index(w) for w in set(names))
+
+
 def cluster_tables(topo: Topology, model: Mapping[str, Any] | None = None) -> ClusterTables:
     """The tables of ``topo``; ``model``: measured constants of the selection (COST_FIELDS)
-    and its measured winners (``points``, optional)."""
+    and its measured points (``points``, optional)."""
     index = {s: i for i, s in enumerate(topo.switches)}
     return ClusterTables(
         name=topo.name,
@@ -76,14 +81,7 @@ def cluster_tables(topo: Topology, model: Mapping[str, Any] | None = None) -> Cl
         model=None if model is None else tuple(float(model[k]) for k in COST_FIELDS),
         inflight_bytes=float(topo.inflight or 0.0),
         points=tuple(
-            (
-                int(n),
-                int(r),
-                float(sb),
-                float(i),
-                float(b),
-                sum(1 << WAY_NAMES.index(w) for w in set(lost)),
-            )
+            (int(n), int(r), float(sb), float(i), float(b), way_bits(lost))
             for n, r, sb, i, b, lost in (model or {}).get("points", ())
         ),
     )

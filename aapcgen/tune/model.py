@@ -86,7 +86,7 @@ def fit_group(calls: Sequence[Call], fields: Sequence[str]) -> dict[str, float]:
 def fit_model(calls: Iterable[Call]) -> dict[str, Any]:
     """Every constant of the model from measured calls of the library and of our ways, the
     guard (the median of the fitted costs' relative errors, at most MAX_GUARD) and the measured
-    winners (measured_points)."""
+    points (measured_points)."""
     calls = [c for c in calls if c.seconds > 0]
     library = [c for c in calls if c.way == "library"]
     ours = [c for c in calls if c.way != "library"]
@@ -99,8 +99,9 @@ def measured_points(calls: Iterable[Call]) -> tuple[WayPoint, ...]:
     """Each measured point (a job shape with the same ranks on every machine, its windows'
     budget, a block size) where the library's routine and one of our ways were measured, with
     the ways measured there slower than the fastest (each way's least time), sorted as
-    aapc_way_point_t requires. The generated library does not take a way that lost at the
-    measured sizes on both sides of a call's (runtime_c/cluster/aapc_cluster_select.c)."""
+    aapc_way_point_t requires. The generated library does not take a way that lost at a call's
+    size, or at the measured sizes on both sides of it when they are at most a factor 2 apart
+    (runtime_c/cluster/aapc_cluster_select.c)."""
     best: dict[tuple[int, int, float, float, float], dict[str, float]] = {}
     for c in calls:
         if c.seconds <= 0 or not c.shape.equal_per_machine or c.way not in WAYS:
@@ -119,7 +120,7 @@ def measured_points(calls: Iterable[Call]) -> tuple[WayPoint, ...]:
 
 
 def model_lines(model: dict[str, Any]) -> list[str]:
-    """The constants, one per line, and how many measured winners the model holds."""
+    """The constants, one per line, and how many measured points the model holds."""
     lines = [f"  {k} = {v:.4g}" for k, v in model.items() if k != "points"]
     return lines + [f"  points = {len(model.get('points', ()))} measured points"]
 
@@ -159,11 +160,11 @@ def write_model(path: Path, model: dict[str, Any], calls: Sequence[Call], source
     )
 
 
-MAX_POINTS = 4096  # measured winners a model file may hold (the generated table's rows)
+MAX_POINTS = 4096  # measured points a model file may hold (the generated table's rows)
 
 
 def read_model(path: str) -> dict[str, Any]:
-    """The constants of a model file (``aapcgen tune`` wrote it) and its measured winners
+    """The constants of a model file (``aapcgen tune`` wrote it) and its measured points
     (``points``, optional: a file written before them has none); one-line errors."""
     try:
         data = json.loads(read_bytes(path, path, "model file").decode("utf-8"))

@@ -209,7 +209,8 @@ def measure_model(
     guard = model["guard"]
     say(
         f"model: {len(calls)} calls fitted (median relative error {guard:.0%}, worst {worst:.0%}: "
-        f"ours only where the model says it wins by more than {guard:.0%}); wrote {path}"
+        f"ours only where the model says it wins by more than {guard:.0%}; "
+        f"{len(model['points'])} measured points: no way measured slower there); wrote {path}"
     )
     if guard >= MAX_GUARD:
         say(
