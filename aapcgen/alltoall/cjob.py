@@ -62,7 +62,7 @@ class _WayPoint(ctypes.Structure):
         ("s_per_byte", ctypes.c_double),
         ("inflight", ctypes.c_double),
         ("bytes", ctypes.c_double),
-        ("lost", ctypes.c_uint32),
+        ("best", ctypes.c_uint32),
     ]
 
 
@@ -345,8 +345,7 @@ WAYS = WAY_NAMES  # the C enum's order (aapc_cluster.h)
 
 
 # A measured point (aapc_way_point_t): machines, ranks per machine, the job's bound (seconds
-# per byte), its windows' budget (bytes), block bytes, the ways measured slower there than the
-# fastest. A model dict may hold a tuple of them under "points" beside its constants
+# per byte), its windows' budget (bytes), block bytes, the way(s) measured fastest there. A model dict may hold a tuple of them under "points" beside its constants
 # (aapcgen/tune/model.py measured_points).
 WayPoint = tuple[int, int, float, float, float, tuple[str, ...]]
 
@@ -354,7 +353,7 @@ WayPoint = tuple[int, int, float, float, float, tuple[str, ...]]
 def _c_model(model: Mapping[str, Any]) -> _CostModel:
     points = tuple(model.get("points", ()))
     array = (_WayPoint * max(len(points), 1))(
-        *(_WayPoint(n, r, s, i, b, way_bits(lost)) for n, r, s, i, b, lost in points)
+        *(_WayPoint(n, r, s, i, b, way_bits(best)) for n, r, s, i, b, best in points)
     )
     m = _CostModel(*(float(model[name]) for name in COST_FIELDS), 0, len(points), array)
     m._keep = array  # the points live as long as the struct

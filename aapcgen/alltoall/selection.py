@@ -146,8 +146,8 @@ def selection_lines(
     leaders = "leaders" in way_costs(model, shape, 1.0)  # several on every machine, equally
     points = len(model.get("points", ()))
     measured = (
-        f"; {points} measured points, {points_of(model, shape)} of this job's shape: a way "
-        "measured slower at a call's size, or at both sides within 2x, is not taken"
+        f"; {points} measured points, {points_of(model, shape)} of this job's shape: there, "
+        "and between two within 2x, the way measured fastest"
         if points
         else ""
     )

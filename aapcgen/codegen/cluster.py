@@ -34,7 +34,7 @@ class ClusterTables:
     model: tuple[float, ...] | None = None
     inflight_bytes: float = 0.0  # the topology's `inflight`; 0: the library's default
     # the model's measured points (aapc_way_point_t: machines, ranks per machine, bound s/byte,
-    # windows' bytes, block bytes, the bits of the ways that lost there), the model file's order
+    # windows' bytes, block bytes, the bits of the way(s) fastest there), the model file's order
     points: tuple[tuple[int, int, float, float, float, int], ...] = ()
 
 
@@ -59,7 +59,7 @@ WAY_NAMES = ("library", "phases", "leaders", "loground")
 
 
 def way_bits(names: Iterable[str]) -> int:
-    """A bit per named way (1 << AAPC_WAY_*), as aapc_way_point_t.lost holds them."""
+    """A bit per named way (1 << AAPC_WAY_*), as aapc_way_point_t.best holds them."""
     return sum(1 << WAY_NAMES.index(w) for w in set(names))
 
 
@@ -81,8 +81,8 @@ def cluster_tables(topo: Topology, model: Mapping[str, Any] | None = None) -> Cl
         model=None if model is None else tuple(float(model[k]) for k in COST_FIELDS),
         inflight_bytes=float(topo.inflight or 0.0),
         points=tuple(
-            (int(n), int(r), float(sb), float(i), float(b), way_bits(lost))
-            for n, r, sb, i, b, lost in (model or {}).get("points", ())
+            (int(n), int(r), float(sb), float(i), float(b), way_bits(best))
+            for n, r, sb, i, b, best in (model or {}).get("points", ())
         ),
     )
 
@@ -116,8 +116,8 @@ def render_cluster_c(t: ClusterTables, ident: str) -> str:
         fields = ", ".join(f".{k} = {v.hex()}" for k, v in zip(COST_FIELDS, t.model))
         if t.points:
             rows = [
-                f"{{{n}, {r}, {sb.hex()}, {i.hex()}, {b.hex()}, {lost}u}}"
-                for n, r, sb, i, b, lost in t.points
+                f"{{{n}, {r}, {sb.hex()}, {i.hex()}, {b.hex()}, {best}u}}"
+                for n, r, sb, i, b, best in t.points
             ]
             out.append(
                 f"static const aapc_way_point_t {ident}_points[{len(rows)}] = {{\n"

@@ -98,9 +98,9 @@ def fit_model(calls: Iterable[Call]) -> dict[str, Any]:
 def measured_points(calls: Iterable[Call]) -> tuple[WayPoint, ...]:
     """Each measured point (a job shape with the same ranks on every machine, its windows'
     budget, a block size) where the library's routine and one of our ways were measured, with
-    the ways measured there slower than the fastest (each way's least time), sorted as
-    aapc_way_point_t requires. The generated library does not take a way that lost at a call's
-    size, or at the measured sizes on both sides of it when they are at most a factor 2 apart
+    the way measured fastest there (each way's least time; several on a tie), sorted as
+    aapc_way_point_t requires. The generated library takes it at that size, and between two
+    measured sizes at most a factor 2 apart the model's choice between their fastest
     (runtime_c/cluster/aapc_cluster_select.c)."""
     best: dict[tuple[int, int, float, float, float], dict[str, float]] = {}
     for c in calls:
@@ -114,8 +114,7 @@ def measured_points(calls: Iterable[Call]) -> tuple[WayPoint, ...]:
     for key, times in sorted(best.items()):
         if "library" in times and len(times) > 1:
             fastest = min(times.values())
-            lost = tuple(w for w in WAYS if w in times and times[w] > fastest)
-            points.append((*key, lost))
+            points.append((*key, tuple(w for w in WAYS if times.get(w) == fastest)))
     return tuple(points)
 
 
@@ -188,7 +187,7 @@ def read_model(path: str) -> dict[str, Any]:
 
 def read_points(path: str, points: object) -> tuple[WayPoint, ...]:
     """model.points of a model file: [machines, ranks per machine, bound s/byte, windows'
-    bytes, block bytes, [ways that lost]] each, at most MAX_POINTS, in aapc_way_point_t's order;
+    bytes, block bytes, [the fastest way(s)]] each, at most MAX_POINTS, in aapc_way_point_t's order;
     one-line errors naming the entry."""
     if not isinstance(points, list) or len(points) > MAX_POINTS:
         raise InputError(f"{path}: model.points must be a list of at most {MAX_POINTS} entries")
@@ -196,16 +195,16 @@ def read_points(path: str, points: object) -> tuple[WayPoint, ...]:
     for i, p in enumerate(points):
         ok = isinstance(p, list) and len(p) == 6
         if ok:
-            n, r, s, budget, b, lost = p
+            n, r, s, budget, b, best = p
             ok = type(n) is int and type(r) is int and n >= 1 and r >= 1
             ok = ok and all(type(v) in (int, float) and 0 <= v < 1e18 for v in (s, budget, b))
-            ok = ok and isinstance(lost, list) and all(w in WAYS for w in lost)
+            ok = ok and isinstance(best, list) and len(best) > 0 and all(w in WAYS for w in best)
         if not ok:
             raise InputError(
                 f"{path}: model.points[{i}] must be [machines, ranks per machine, seconds per "
                 f"byte, inflight bytes, block bytes, [ways among {', '.join(WAYS)}]], got {p!r}"
             )
-        out.append((n, r, float(s), float(budget), float(b), tuple(lost)))
+        out.append((n, r, float(s), float(budget), float(b), tuple(best)))
     if out != sorted(out, key=lambda q: q[:5]) or len({q[:5] for q in out}) < len(out):
         raise InputError(f"{path}: model.points must be sorted and unique by their first five")
     return tuple(out)

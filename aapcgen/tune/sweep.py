@@ -210,7 +210,7 @@ def measure_model(
     say(
         f"model: {len(calls)} calls fitted (median relative error {guard:.0%}, worst {worst:.0%}: "
         f"ours only where the model says it wins by more than {guard:.0%}; "
-        f"{len(model['points'])} measured points: no way measured slower there); wrote {path}"
+        f"{len(model['points'])} measured points: the way measured fastest there); wrote {path}"
     )
     if guard >= MAX_GUARD:
         say(

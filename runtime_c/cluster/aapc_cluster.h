@@ -34,12 +34,12 @@ extern "C" {
 
 /* A point `aapcgen tune` measured: on a job of `machines` machines with `per_machine` ranks on
    each, the bound s_per_byte and windows of `inflight` bytes (aapc_job_shape_t's
-   bound_s_per_byte and inflight), blocks of `bytes` bytes; `lost`: the ways (a bit per
-   AAPC_WAY_*) measured there slower than the fastest way measured there. */
+   bound_s_per_byte and inflight), blocks of `bytes` bytes; `best`: the way that ran fastest
+   there among those measured (a bit per AAPC_WAY_*; several on a tie). */
 typedef struct aapc_way_point {
     int32_t machines, per_machine;
     double s_per_byte, inflight, bytes;
-    uint32_t lost;
+    uint32_t best;
 } aapc_way_point_t;
 
 /* The cost model of the per-call selection (aapc_cluster_select.c): seconds per round, phase
@@ -279,10 +279,11 @@ int aapc_leaders_fit(const aapc_job_shape_t *s);
 unsigned aapc_ways_possible(const aapc_job_shape_t *s);
 /* The cheapest way among `allowed` (a bit per way, and AAPC_WAYS_NO_WINDOWS) that can run on
    s; -1 when none. m NULL: aapc_cost_model_default (an untuned library). Where m holds measured
-   points of s's shape (the same machines, ranks on each, windows, and bound within 1%), a way
-   that lost at b (a measured size), or at the measured sizes nearest b on both sides when they
-   are at most AAPC_POINTS_SPAN apart, is not taken; elsewhere, and for MPI_Alltoallv and the
-   calls without windows, the model alone. */
+   points of s's shape (the same machines, ranks on each, windows, and bound within 1%), the
+   choice at a measured size b is the way measured fastest there, and between the two measured
+   sizes nearest b, when they are at most AAPC_POINTS_SPAN apart, the model's between the two
+   sizes' fastest; elsewhere, and for MPI_Alltoallv and the calls without windows, the model
+   alone. */
 #define AAPC_POINTS_SPAN 2.0
 int aapc_way_choose(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
                     unsigned allowed);

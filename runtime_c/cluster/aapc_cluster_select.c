@@ -55,16 +55,16 @@
  * error: ours only where the model says it wins by more than it errs); ties go to the earlier
  * way in the enum (the library first). Every rank computes the same choice from the same shape, model
  * and block size.
- * Measured points: a tuned model also keeps, for each job shape and block size aapcgen tune
- * measured, the ways that ran slower there than the fastest (aapc_way_point_t; as MPICH's
- * tuning files and Open MPI's dynamic rules keep an algorithm per communicator and message
- * size). On a job of that shape a way that lost at a measured size is not taken there, nor
- * between two measured sizes at most AAPC_POINTS_SPAN (2) apart where it lost at both (a sweep
- * by powers of two covers every size); the model chooses among the others (the guard
- * included). So the model's error cannot send a measured call to a way measured slower. Farther
- * apart the model alone: on SimGrid's 4+4 and chain-4x4 the library lost at 512 B and 32 KB and
- * won at 4 KB (docs/measurements/selection.md, "Measured points"). Outside the measured sizes
- * and shapes the model alone.
+ * Measured points: a tuned model also keeps, for each job shape and block size where the
+ * library's routine and a way of ours were timed, the way that ran fastest there
+ * (aapc_way_point_t; as MPICH's tuning files and Open MPI's dynamic rules keep an algorithm per
+ * communicator and message size). On a job of that shape a call of a measured size takes that
+ * way, and a call between two measured sizes at most AAPC_POINTS_SPAN (2) apart the model's
+ * choice between the two sizes' fastest ways (the guard included; a sweep by powers of two
+ * covers every size): a measurement outranks the model, whose error could send a measured
+ * call to a way measured slower, or to one not measured at all. Farther apart the model
+ * alone: on SimGrid's 4+4 and chain-4x4 our ways won at 512 B and at 32 KB, the library at 4 KB
+ * (docs/measurements/selection.md, "Measured points"). Other sizes and shapes: the model.
  * Cost: O(1) per call, plus O(points) when the model holds measured points.
  */
 #include <math.h> /* INFINITY */
@@ -269,9 +269,10 @@ static int same_shape(const aapc_way_point_t *p, const aapc_job_shape_t *s)
            (d < 0 ? -d : d) <= 0.01 * p->s_per_byte;
 }
 
-/* `ways` without those that lost at the measured sizes of s's shape nearest b on both sides,
-   when those are at most a factor AAPC_POINTS_SPAN apart (`ways` itself when no measured size
-   lies on one side or the two are farther apart, or every way would go). */
+/* Among `ways`, the fastest at the measured size b of s's shape, or between the measured sizes
+   nearest b on both sides, at most a factor AAPC_POINTS_SPAN apart, the fastest at either
+   (`ways` itself when no measured size lies on one side or the two are farther apart, or
+   none of those ways is among `ways`). */
 static unsigned measured_ways(const aapc_cost_model_t *m, const aapc_job_shape_t *s, double b,
                               unsigned ways)
 {
@@ -287,7 +288,7 @@ static unsigned measured_ways(const aapc_cost_model_t *m, const aapc_job_shape_t
     }
     if (lo == NULL || hi == NULL || hi->bytes > AAPC_POINTS_SPAN * lo->bytes)
         return ways;
-    unsigned kept = ways & ~(lo->lost & hi->lost);
+    unsigned kept = ways & (lo->best | hi->best);
     return kept != 0 ? kept : ways;
 }
 
