@@ -7,6 +7,9 @@ build --model`, `aapcgen info --model` and `bench_crossover.py --model`.
     .venv/bin/python tuning/fit_model.py docs/bench/loground-digits/simulated-16x-r8.json \\
         docs/bench/loground-digits/simulated-16x-r16.json [...] [--topologies DIR] [-o model.json]
 
+--constants MODEL keeps MODEL's constants and guard and takes only the measured points (the way
+measured fastest per job shape and block size) from the runs.
+
 A run's tree is read from DIR/<name>.yaml, its name being the run's "topology" (default DIR:
 topologies/).
 """
@@ -25,7 +28,13 @@ sys.path.insert(0, str(ROOT / "tuning"))
 from bench_crossover import Summary, calls_of, replay  # noqa: E402
 
 from aapcgen.core.topology import load_topology  # noqa: E402
-from aapcgen.tune.model import fit_model, model_lines, relative_errors, write_model  # noqa: E402
+from aapcgen.tune.model import (  # noqa: E402
+    fit_model,
+    model_lines,
+    read_model,
+    relative_errors,
+    write_model,
+)
 
 
 def main() -> int:
@@ -33,6 +42,11 @@ def main() -> int:
     p.add_argument("runs", nargs="+", help="crossover.json files")
     p.add_argument("--topologies", default=str(ROOT / "topologies"))
     p.add_argument("-o", "--output", help="write the fitted model here")
+    p.add_argument(
+        "--constants",
+        metavar="MODEL",
+        help="keep this model file's constants and guard; take only the measured points from the runs",
+    )
     a = p.parse_args()
     calls, runs = [], []
     for name in a.runs:
@@ -43,8 +57,12 @@ def main() -> int:
             calls += calls_of(topo, [Summary(**s) for s in run["summary"]])
             runs.append((base, run))
     model = fit_model(calls)
+    if a.constants:  # the points of these runs on another fit's constants
+        kept = {k: v for k, v in read_model(a.constants).items() if k != "points"}
+        model = {**kept, "points": model["points"]}
     errors = sorted(map(abs, relative_errors(model, calls)))
-    print(f"{len(calls)} calls; fitted constants (aapc_cost_model_t):")
+    kept = f"kept from {a.constants}" if a.constants else "fitted"
+    print(f"{len(calls)} calls; constants {kept} (aapc_cost_model_t):")
     print("\n".join(model_lines(model)))
     print(f"relative error: median {errors[len(errors) // 2]:.1%}, worst {errors[-1]:.1%}")
     for base, run in runs:
@@ -52,6 +70,7 @@ def main() -> int:
         print(replay(model, base, [run]))
     if a.output:
         source = "tuning/fit_model.py " + " ".join(a.runs)
+        source += f" --constants {a.constants}" if a.constants else ""
         write_model(Path(a.output), model, calls, source)
         print(f"wrote {a.output}")
     return 0
