@@ -412,6 +412,23 @@ def test_measured_points_go_into_the_model_file_and_the_generated_table(tmp_path
         read_model(str(path))
 
 
+def test_info_shows_a_measured_size_that_holds_a_way_of_its_own():
+    """A point alone (no measured size within 2x) binds at its size only: the ranges aapcgen
+    info prints have it as a range of one size, between the model's."""
+    from aapcgen.alltoall.selection import WayRange, ranges_text, way_ranges
+
+    topo = star_of_subtrees([4, 4])
+    shape = job_shape(topo, list(range(8)))
+    model = default_model()
+    assert choose_way(model, shape, 1 << 20) == "phases"
+    tuned = {**model, "points": (point_of(shape, 1 << 20, ("library",)),)}
+    ranges = way_ranges(tuned, shape)
+    assert WayRange("library", 1 << 20, 1 << 20) in ranges
+    assert ranges == sorted(ranges, key=lambda r: r.first) and ranges[-1].way == "phases"
+    assert "library at 1 MB" in ranges_text(ranges)
+    assert all(a.last + 1 == b.first and a.way != b.way for a, b in zip(ranges, ranges[1:]))
+
+
 def test_the_guard_is_the_fits_median_error():
     from aapcgen.tune.model import MAX_GUARD, guard_of
 

@@ -4,8 +4,9 @@ aapcgen.alltoall.cjob): for ``aapcgen info`` and the docs' tables."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aapcgen.alltoall.cjob import (
     WAYS,
@@ -34,7 +35,7 @@ ALLTOALLV_WAYS = ("library", "phases", "loground")  # what MPI_Alltoallv chooses
 
 
 def way_ranges(
-    model: dict[str, float],
+    model: Mapping[str, Any],
     shape: Shape,
     allowed: Sequence[str] = WAYS,
     windows: bool = True,
@@ -42,25 +43,29 @@ def way_ranges(
 ) -> list[WayRange]:
     """The ranges of block sizes (1 B .. LARGEST) over which one way of ``allowed`` is chosen,
     in order (MPI_Alltoall: all four; MPI_Alltoallv: ALLTOALLV_WAYS, one phase at a time, the
-    log rounds among the ranks in the tree's digits)."""
+    log rounds among the ranks in the tree's digits). The choice is probed at every power of two
+    and at the model's measured sizes and their neighbours (a measured size can hold a way of its
+    own), and the boundary bisected between two probes that differ."""
 
-    def choose_way_at(m: dict[str, float], sh: Shape, b: float) -> str:
-        return choose_way(m, sh, b, allowed, windows, alltoallv)
+    def way_at(b: int) -> str:
+        return choose_way(model, shape, b, allowed, windows, alltoallv)
 
+    marks = {1 << k for k in range(LARGEST.bit_length())}
+    for point in model.get("points", ()):
+        b = int(point[4])
+        marks |= {x for x in (b - 1, b, b + 1) if 1 <= x <= LARGEST}
+    probes = sorted(marks | {LARGEST})
     out: list[WayRange] = []
-    lo, way = 1, choose_way_at(model, shape, 1)
-    while lo <= LARGEST:
-        hi = lo  # grow, then bisect, the last size with the same way
-        while hi * 2 <= LARGEST and choose_way_at(model, shape, hi * 2) == way:
-            hi *= 2
-        top = min(hi * 2, LARGEST + 1)
-        while top - hi > 1:
-            mid = (hi + top) // 2
-            hi, top = (mid, top) if choose_way_at(model, shape, mid) == way else (hi, mid)
-        out.append(WayRange(way, lo, hi))
-        lo = hi + 1
-        if lo <= LARGEST:
-            way = choose_way_at(model, shape, lo)
+    first, way = 1, way_at(1)
+    for lo, hi in zip(probes, probes[1:]):
+        if way_at(hi) == way:
+            continue
+        while hi - lo > 1:  # way at lo, another at hi: the last size of lo's way
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if way_at(mid) == way else (lo, mid)
+        out.append(WayRange(way, first, lo))
+        first, way = hi, way_at(hi)
+    out.append(WayRange(way, first, LARGEST))
     return out
 
 
@@ -78,6 +83,8 @@ def ranges_text(ranges: Sequence[WayRange]) -> str:
             parts.append(f"{r.way} from {size_text(r.first)}")
         elif r.first == 1:
             parts.append(f"{r.way} up to {size_text(r.last)}")
+        elif r.first == r.last:
+            parts.append(f"{r.way} at {size_text(r.first)}")
         else:
             parts.append(f"{r.way} {size_text(r.first)}-{size_text(r.last)}")
     return ", ".join(parts)
