@@ -30,6 +30,7 @@ from bench_crossover import Summary, calls_of, replay  # noqa: E402
 from aapcgen.core.topology import load_topology  # noqa: E402
 from aapcgen.tune.model import (  # noqa: E402
     fit_model,
+    measured_points,
     model_lines,
     read_model,
     relative_errors,
@@ -56,10 +57,10 @@ def main() -> int:
             topo = replace(base, ranks_per_machine=run["ranks_per_machine"])
             calls += calls_of(topo, [Summary(**s) for s in run["summary"]])
             runs.append((base, run))
-    model = fit_model(calls)
     if a.constants:  # the points of these runs on another fit's constants
-        kept = {k: v for k, v in read_model(a.constants).items() if k != "points"}
-        model = {**kept, "points": model["points"]}
+        model = {**read_model(a.constants), "points": measured_points(calls)}
+    else:
+        model = fit_model(calls)
     errors = sorted(map(abs, relative_errors(model, calls)))
     kept = f"kept from {a.constants}" if a.constants else "fitted"
     print(f"{len(calls)} calls; constants {kept} (aapc_cost_model_t):")

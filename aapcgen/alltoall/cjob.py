@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from ctypes import byref
 from dataclasses import astuple, dataclass, field
 from functools import lru_cache
@@ -345,7 +345,8 @@ WAYS = WAY_NAMES  # the C enum's order (aapc_cluster.h)
 
 
 # A measured point (aapc_way_point_t): machines, ranks per machine, the job's bound (seconds
-# per byte), its windows' budget (bytes), block bytes, the way(s) measured fastest there. A model dict may hold a tuple of them under "points" beside its constants
+# per byte), its windows' budget (bytes), block bytes, the way(s) measured fastest there. A
+# model dict may hold a tuple of them under "points" beside its constants
 # (aapcgen/tune/model.py measured_points).
 WayPoint = tuple[int, int, float, float, float, tuple[str, ...]]
 
@@ -382,6 +383,25 @@ def _ways_mask(allowed: Sequence[str], windows: bool, alltoallv: bool) -> int:
     return mask | (ALLTOALLV if alltoallv else 0)
 
 
+def way_chooser(
+    model: Mapping[str, Any],
+    shape: Shape,
+    allowed: Sequence[str] = WAYS,
+    windows: bool = True,
+    alltoallv: bool = False,
+) -> Callable[[float], str]:
+    """choose_way for one model and shape at many block sizes: the C structures (the model's
+    points among them) built once."""
+    lib, m, s = library(), _c_model(model), _c_shape(shape)
+    mask = _ways_mask(allowed, windows, alltoallv)
+
+    def way_at(block: float) -> str:
+        way = lib.aapc_way_choose(byref(m), byref(s), float(block), mask)
+        return WAYS[way] if way >= 0 else "none"
+
+    return way_at
+
+
 def choose_way(
     model: Mapping[str, Any],
     shape: Shape,
@@ -394,9 +414,7 @@ def choose_way(
     ``windows`` False: the phased ways run one phase at a time (MPI_Alltoallv, the non-blocking
     calls); ``alltoallv``: the log rounds run among the ranks in the tree's digits or not at all
     (MPI_Alltoallv)."""
-    mask = _ways_mask(allowed, windows, alltoallv)
-    way = library().aapc_way_choose(byref(_c_model(model)), byref(_c_shape(shape)), block, mask)
-    return WAYS[way] if way >= 0 else "none"
+    return way_chooser(model, shape, allowed, windows, alltoallv)(block)
 
 
 def points_of(model: Mapping[str, Any], shape: Shape) -> int:

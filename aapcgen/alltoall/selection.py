@@ -12,11 +12,11 @@ from aapcgen.alltoall.cjob import (
     WAYS,
     Digits,
     Shape,
-    choose_way,
     default_model,
     inflight_window,
     job_shape,
     points_of,
+    way_chooser,
     way_costs,
 )
 from aapcgen.core.model import Topology
@@ -47,12 +47,10 @@ def way_ranges(
     and at the model's measured sizes and their neighbours (a measured size can hold a way of its
     own), and the boundary bisected between two probes that differ."""
 
-    def way_at(b: int) -> str:
-        return choose_way(model, shape, b, allowed, windows, alltoallv)
-
+    way_at = way_chooser(model, shape, allowed, windows, alltoallv)
     marks = {1 << k for k in range(LARGEST.bit_length())}
-    for point in model.get("points", ()):
-        b = int(point[4])
+    for *_, size, _fastest in model.get("points", ()):
+        b = int(size)
         marks |= {x for x in (b - 1, b, b + 1) if 1 <= x <= LARGEST}
     probes = sorted(marks | {LARGEST})
     out: list[WayRange] = []
