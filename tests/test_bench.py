@@ -11,10 +11,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from aapcgen.core.errors import InputError
 from aapcgen.core.topology import load_topology
 from aapcgen.measure.bench import (
+    MAX_SIZE,
     Measurement,
     best_ratios,
     cpu_fairness,
@@ -36,6 +39,26 @@ def test_parse_sizes():
     assert parse_sizes("1K,4K,64K,1M,100") == (1024, 4096, 65536, 2**20, 100)
     with pytest.raises(InputError, match="'1Q' is not a message size"):
         parse_sizes("1K,1Q")
+
+
+@given(lo=st.integers(1, 2**20), k=st.integers(0, 12), extra=st.integers(0, 2**20))
+def test_a_size_range_is_its_first_size_and_every_double_up_to_the_last(
+    lo: int, k: int, extra: int
+) -> None:
+    hi = min((lo << k) + extra % max(1, lo << k), MAX_SIZE)
+    sizes = parse_sizes(f"{lo}..{hi}")
+    assert sizes[0] == lo and sizes[-1] <= hi < 2 * sizes[-1]
+    assert all(b == 2 * a for a, b in zip(sizes, sizes[1:]))
+
+
+def test_size_ranges_in_a_list_and_their_errors() -> None:
+    assert parse_sizes("8..64,1K..4K,1M") == (8, 16, 32, 64, 1024, 2048, 4096, 2**20)
+    assert len(parse_sizes("8..1M")) == 18  # aapcgen tune's default: every power of two
+    for bad, says in [("1M..8", "runs downwards"), ("8..", "a size on each side"),
+                      ("..8", "a size on each side"), ("8..1Q", "'1Q' is not a message size"),
+                      ("1..4096M", "must be from 1 byte")]:  # fmt: skip
+        with pytest.raises(InputError, match=says):
+            parse_sizes(bad)
 
 
 def test_peak_and_rate_override():

@@ -179,7 +179,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         repeats_help="interleaved rounds (median and spread)",
     )
     p.add_argument(
-        "--sizes", default="1K,4K,16K,64K,256K,1M", help="bytes per block, e.g. 1K,64K,1M"
+        "--sizes",
+        default="8..1M",
+        help="bytes per block, e.g. 1K,64K,1M; A..B: A and its doubles up to B (default 8..1M: "
+        "every power of two, so the measured points bind at every size)",
     )
     p.add_argument("--variants", default="all", help="generated variants, comma-separated, or all")
     p.add_argument(

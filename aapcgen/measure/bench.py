@@ -57,21 +57,38 @@ _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 2**20, "MB": 2
 MAX_SIZE = 2**31 - 1  # the timers pass a block's bytes to MPI as an int count
 
 
+def _one_size(item: str) -> int:
+    """``4K`` -> 4096: one size, from 1 to MAX_SIZE."""
+    m = re.fullmatch(r"\s*([0-9]{1,12})\s*([A-Za-z]*)\s*", item)
+    shown = item if len(item) <= 40 else item[:37] + "..."
+    if not m or m.group(2).upper() not in _UNITS:
+        raise InputError(
+            f"--sizes: '{shown}' is not a message size (examples: 1024, 4K, 64K, 1M, 8..1M)"
+        )
+    size = int(m.group(1)) * _UNITS[m.group(2).upper()]
+    if not 1 <= size <= MAX_SIZE:
+        raise InputError(f"--sizes: '{shown}' must be from 1 byte to 2 GiB - 1 ({MAX_SIZE})")
+    return size
+
+
+def _size_range(item: str) -> tuple[int, ...]:
+    """``8..1K`` -> 8, 16, 32, ..., 1024: the first size and its doubles up to the last."""
+    lo_text, hi_text = item.split("..", 1)
+    shown = item if len(item) <= 40 else item[:37] + "..."
+    if not lo_text.strip() or not hi_text.strip():
+        raise InputError(f"--sizes: '{shown}' needs a size on each side of '..' (e.g. 8..1M)")
+    lo, hi = _one_size(lo_text), _one_size(hi_text)
+    if lo > hi:
+        raise InputError(f"--sizes: '{shown}' runs downwards (write the smaller size first)")
+    return tuple(lo << k for k in range((hi // lo).bit_length()))
+
+
 def parse_sizes(text: str) -> tuple[int, ...]:
-    """``1K,4K,64K,1M`` -> bytes (binary prefixes, as message sizes usually are); each from 1 to
-    MAX_SIZE."""
-    sizes = []
+    """``1K,4K,64K,1M`` -> bytes (binary prefixes, as message sizes usually are), each from 1 to
+    MAX_SIZE; ``A..B`` is A and its doubles up to B (``8..1M``: every power of two from 8 B)."""
+    sizes: list[int] = []
     for item in text.split(","):
-        m = re.fullmatch(r"\s*([0-9]{1,12})\s*([A-Za-z]*)\s*", item)
-        shown = item if len(item) <= 40 else item[:37] + "..."
-        if not m or m.group(2).upper() not in _UNITS:
-            raise InputError(
-                f"--sizes: '{shown}' is not a message size (examples: 1024, 4K, 64K, 1M)"
-            )
-        size = int(m.group(1)) * _UNITS[m.group(2).upper()]
-        if not 1 <= size <= MAX_SIZE:
-            raise InputError(f"--sizes: '{shown}' must be from 1 byte to 2 GiB - 1 ({MAX_SIZE})")
-        sizes.append(size)
+        sizes.extend(_size_range(item) if ".." in item else (_one_size(item),))
     return tuple(sizes)
 
 

@@ -6,27 +6,28 @@
  * aapc_inflight_window: every phase in flight, so no syncs and no order among them), the
  * agreement of the checks (common/aapc_args.c: one reduction of a 48-byte vote, lg P latencies
  * before the first block leaves) rides on the exchange instead. Every rank
- *   - writes, for each other rank, an 8-byte head followed by its block (memcpy for plain
+ *   - writes, for each other rank, a 1-byte mark followed by its block (memcpy for plain
  *     bytes, else MPI_Pack; MPI_IN_PLACE reads the receive buffer, which nothing writes before
- *     the end). The head is the rank's block size, or its finding's key, or, when its own send
- *     and receive blocks differ, a mark followed by both sizes;
- *   - posts a receive of 8 bytes plus its own block from every other rank, then its sends, the
- *     peers in the switch tree's order starting after its own place;
- *   - completes them all. Every rank then holds every rank's head: the greatest key, and the
- *     largest and smallest block sent and expected, are the reduction's result, alike on every
- *     rank (where the ranks' sizes differ, every rank sees a head unlike its own, or a message
- *     longer than its block: MPI_ERR_TRUNCATE on that receive). common/aapc_args.c decides
- *     from them as after the reduction;
+ *     the end): the message's length tells its block size. A rank that found an error, or whose
+ *     own send and receive blocks differ, writes the other mark followed by an 8-byte head
+ *     instead: its finding's key, or a flag followed by both sizes;
+ *   - posts a receive of 1 byte plus its own block (at least a head's length) from every other
+ *     rank, then its sends, the peers in the switch tree's order starting after its own place;
+ *   - completes them all. Every rank then holds every rank's block size or head: the greatest
+ *     key, and the largest and smallest block sent and expected, are the reduction's result,
+ *     alike on every rank (where the ranks' sizes differ, every rank sees a message unlike its
+ *     own block, or one longer than its slot: MPI_ERR_TRUNCATE on that receive).
+ *     common/aapc_args.c decides from them as after the reduction;
  *   - unpacks the blocks and copies its own.
- * A rank that found an error, or whose own blocks differ, sends its head alone. Every message
- * is received whatever the call's outcome, so nothing is left behind on the private
- * communicator.
- * Cost, P ranks, n-byte blocks: one latency and (P - 1)(n + 8) bytes each way, all in flight
- * (alpha + (P - 1)(n + 8) beta at the busiest link's share) instead of lg P alpha for the
+ * Every message is received whatever the call's outcome, so nothing is left behind on the
+ * private communicator.
+ * Cost, P ranks, n-byte blocks: one latency and (P - 1)(n + 1) bytes each way, all in flight
+ * (alpha + (P - 1)(n + 1) beta at the busiest link's share) instead of lg P alpha for the
  * reduction before the phases; two local copies of every block (in, out), at most the
- * window's budget (AAPC_INFLIGHT, 64 KiB by default) each way. The head is kept to 8 bytes:
- * where many small blocks share a link (4 ranks on each of 8 machines, 8-byte blocks, SimGrid)
- * a 48-byte vote in every message cost more than the reduction it replaced.
+ * window's budget (AAPC_INFLIGHT, 64 KiB by default) each way. What a valid call adds to its
+ * blocks is the one mark byte per message: where many small blocks share a link (4 ranks on
+ * each of 8 machines, 8-byte blocks, SimGrid) a 48-byte vote in every message cost more than
+ * the reduction it replaced, and an 8-byte head still made 64-byte blocks' messages 12% longer.
  */
 #include "aapc_alltoall_carried.h"
 
@@ -38,9 +39,11 @@
 #include "aapc_mpi.h"
 #include "aapc_wait.h"
 
-/* A message's head: one int64, the sender's block bytes (>= 0: sent and expected alike), or
-   its finding's key negated (aapc_args_key: 2^32 or more), or -1 when the sender's own send
-   and receive blocks differ, followed by the two (a message of the head alone otherwise). */
+/* A message's first byte: its block follows (the rest of the message, whatever its length), or
+   a head. A head is one int64, the sender's finding's key negated (aapc_args_key: 2^32 or more),
+   or -1 when the sender's own send and receive blocks differ, followed by the two, or (a rank
+   with blocks to send whose library refused their type) the sender's block bytes, >= 0. */
+enum { MARK = 1, BLOCK = 0, HEADED = 1 };
 enum { HEAD = (int)sizeof(int64_t), UNEVEN = 3 * (int)sizeof(int64_t) };
 
 /* This rank's head from its vote v (common/aapc_args.c: {key, sb, -sb, rb, -rb, 0}). */
@@ -52,22 +55,29 @@ static size_t head_of(const int64_t v[AAPC_ARGS_VOTE], int64_t h[3])
     return h[0] == -1 ? UNEVEN : HEAD;
 }
 
-/* Merge the head of one message (complete: not truncated) into the vote v. */
-static void merge_head(const char *msg, int64_t v[AAPC_ARGS_VOTE])
+/* Merge one message, len bytes at msg (complete: not truncated), into the vote v. 0 when the
+   message is no message of this routine's (too short for its mark or its head). */
+static int merge(const char *msg, int len, int64_t v[AAPC_ARGS_VOTE])
 {
-    int64_t h[3] = {0, 0, 0};
-    memcpy(h, msg, HEAD);
+    int64_t h[3] = {len - MARK, 0, 0};
+    if (len < MARK || (msg[0] != BLOCK && (msg[0] != HEADED || len < MARK + HEAD)))
+        return 0;
+    if (msg[0] == HEADED)
+        memcpy(h, msg + MARK, HEAD);
+    if (h[0] == -1 && len < MARK + UNEVEN)
+        return 0;
     if (h[0] == -1)
-        memcpy(h, msg, UNEVEN);
+        memcpy(h, msg + MARK, UNEVEN);
     else if (h[0] >= 0)
         h[1] = h[2] = h[0];
     if (h[0] < -1) {
         v[0] = -h[0] > v[0] ? -h[0] : v[0];
-        return;
+        return 1;
     }
     int64_t w[4] = {h[1], -h[1], h[2], -h[2]};
     for (int k = 0; k < 4; k++)
         v[1 + k] = w[k] > v[1 + k] ? w[k] : v[1 + k];
+    return 1;
 }
 
 /* One side of the call: count elements of type per block at buf, blocks ext bytes apart,
@@ -113,16 +123,23 @@ static int carry(void *ctx, int vote_only, int64_t v[AAPC_ARGS_VOTE], int *misma
     if (n == 0) /* one rank: its own block only */
         return MPI_SUCCESS;
     int64_t head[3];
-    size_t hlen = head_of(v, head), sslot = hlen + (size_t)v[1] * !vote_only;
-    c->rslot = HEAD + (int)(v[3] * !vote_only); /* the caller checked rb * (P - 1) */
-    /* 2n requests, their statuses, errors and indices; n peers; n send and n receive slots */
-    c->mem = malloc((size_t)2 * n * (sizeof(MPI_Request) + sizeof(MPI_Status) + 2 * sizeof(int)) +
+    size_t hlen = head_of(v, head);
+    /* a head: an error, blocks that differ, or blocks of a type the library refused (vote_only
+       otherwise leaves 0-byte blocks: a block message of the mark alone) */
+    int headed = vote_only && head[0] != 0;
+    size_t sslot = MARK + (headed ? hlen : (size_t)v[1]);
+    int64_t rb = v[3] * !vote_only; /* the caller checked rb * (P - 1) */
+    c->rslot = MARK + (int)(rb > UNEVEN ? rb : UNEVEN);
+    /* 2n requests, their statuses, errors, counts and indices; n peers; n send and n receive
+       slots */
+    c->mem = malloc((size_t)2 * n * (sizeof(MPI_Request) + sizeof(MPI_Status) + 3 * sizeof(int)) +
                     (size_t)n * sizeof(int) + (size_t)n * (sslot + (size_t)c->rslot));
     if (c->mem == NULL)
         return MPI_ERR_NO_MEM;
     MPI_Request *req = (MPI_Request *)c->mem;
     MPI_Status *st = (MPI_Status *)(req + 2 * n);
-    int *errs = (int *)(st + 2 * n), *idx = errs + 2 * n, *peer = idx + 2 * n;
+    int *errs = (int *)(st + 2 * n), *counts = errs + 2 * n, *idx = counts + 2 * n;
+    int *peer = idx + 2 * n;
     char *rbase = (char *)(peer + n), *sbase = rbase + (size_t)n * (size_t)c->rslot;
     c->peers = peer;
     c->rbase = rbase;
@@ -134,9 +151,12 @@ static int carry(void *ctx, int vote_only, int64_t v[AAPC_ARGS_VOTE], int *misma
     for (int i = 0; i < 2 * n; i++)
         req[i] = MPI_REQUEST_NULL;
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
-        memcpy(sbase + (size_t)i * sslot, head, hlen);
-        if (c->send.count > 0)
-            rc = move(1, &c->send, peer[i], sbase + (size_t)i * sslot + HEAD, c->dup);
+        char *msg = sbase + (size_t)i * sslot;
+        msg[0] = (char)(headed ? HEADED : BLOCK);
+        if (headed)
+            memcpy(msg + MARK, head, hlen);
+        else if (c->send.count > 0)
+            rc = move(1, &c->send, peer[i], msg + MARK, c->dup);
     }
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
         rc = PMPI_Irecv(rbase + (size_t)i * (size_t)c->rslot, c->rslot, MPI_BYTE, peer[i],
@@ -146,33 +166,32 @@ static int carry(void *ctx, int vote_only, int64_t v[AAPC_ARGS_VOTE], int *misma
                         c->dup, &req[n + i]);
     if (rc != MPI_SUCCESS) /* this rank alone: the caller aborts the job */
         return rc;
-    if ((rc = aapc_waitall_errors(2 * n, req, errs, idx, st)) != MPI_SUCCESS)
+    if ((rc = aapc_waitall_counts(2 * n, req, errs, counts, idx, st)) != MPI_SUCCESS)
         return rc;
     for (int i = 0; i < 2 * n; i++) {
         int cls = MPI_SUCCESS;
         if (errs[i] != MPI_SUCCESS && PMPI_Error_class(errs[i], &cls) != MPI_SUCCESS)
             cls = errs[i];
         if (i < n && cls == MPI_ERR_TRUNCATE) {
-            *mismatch = 1; /* longer than this rank's block: its head is not read */
+            *mismatch = 1; /* longer than this rank's slot: its head is not read */
             continue;
         }
         if (cls != MPI_SUCCESS)
             return errs[i];
-        if (i >= n)
-            continue;
-        merge_head(rbase + (size_t)i * (size_t)c->rslot, v);
+        if (i < n && !merge(rbase + (size_t)i * (size_t)c->rslot, counts[i], v))
+            *mismatch = 1; /* not a message of this routine's */
     }
     return MPI_SUCCESS;
 }
 
 /* Every block in place: the received ones from their messages, this rank's own copied (not
-   under MPI_IN_PLACE: it is there already). Only after every rank's head said the blocks
+   under MPI_IN_PLACE: it is there already). Only after every rank's message said the blocks
    agree, so each message holds a whole block. */
 static int deliver(aapc_carried_t *c)
 {
     int rc = MPI_SUCCESS;
     for (int i = 0; i < c->size - 1 && rc == MPI_SUCCESS && c->recv.count > 0; i++)
-        rc = move(0, &c->recv, c->peers[i], c->rbase + (size_t)i * (size_t)c->rslot + HEAD,
+        rc = move(0, &c->recv, c->peers[i], c->rbase + (size_t)i * (size_t)c->rslot + MARK,
                   c->dup);
     if (rc == MPI_SUCCESS && c->sendbuf != MPI_IN_PLACE && c->recv.count > 0) {
         char *from = aapc_at(c->sendbuf, (MPI_Aint)c->rank * c->send.count * c->send.ext);
