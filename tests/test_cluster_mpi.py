@@ -422,6 +422,14 @@ def test_timer_times_split_communicators_at_once(tmp_path):
     assert proc.returncode == 0 and "done" in proc.stdout.split(), proc.stderr[-2000:]
     names = {ln.split()[1] for ln in proc.stdout.splitlines() if ln.startswith("time ")}
     assert names == {"native", "runtime-receiver-all", "runtime-receiver-all+union"}
+    # --timing osu: each call timed alone after an untimed barrier (as OSU's osu_alltoall)
+    proc = run(exe, n(*range(4)), "--bytes", "1000", "--iters", "2", "--warmup", "1",
+               "--repeats", "1", "--only", "native", "--timing", "osu")  # fmt: skip
+    rows = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("time ")]
+    assert proc.returncode == 0 and [r[1] for r in rows] == ["native"], proc.stderr[-2000:]
+    assert float(rows[0][4]) > 0 and rows[0][5] == "2", rows
+    bad = run(exe, n(*range(4)), "--bytes", "1000", "--timing", "barrier")
+    assert bad.returncode != 0 and "--timing takes loop or osu" in bad.stderr, bad.stderr[-2000:]
 
 
 def test_split_peak():

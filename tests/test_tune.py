@@ -687,6 +687,7 @@ def test_bad_arguments_are_one_line(tmp_path):
     for extra, text in (
         (["--backend", "cloud"], "unknown backend 'cloud'"),
         (["--sizes", "1Q"], "'1Q' is not a message size"),
+        (["--sizes", "1M..8"], "'1M..8' runs downwards"),
         (["--variants", "fast"], "unknown variant 'fast'"),
         (["--budget", "-3"], "--budget must be a positive"),
     ):

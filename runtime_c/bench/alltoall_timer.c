@@ -27,6 +27,9 @@
  *
  * usage: alltoall_timer --bytes B[,B...] [--iters N] [--min-iters N] [--target-seconds T]
  *                       [--warmup N] [--repeats R] [--only a,b] [--seed K] [--split rows:K]
+ *                       [--timing loop|osu]
+ * --timing osu times each call alone after an untimed barrier, as OSU's osu_alltoall does,
+ * instead of { alltoall; barrier } (timer_common.h time_candidate).
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* readlink in timer_common.h */
@@ -93,7 +96,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *bytes_list = "65536", *only = NULL, *split = NULL;
-    int iters = 20, min_iters = 3, warmup = 2, repeats = 5, seed = 0;
+    int iters = 20, min_iters = 3, warmup = 2, repeats = 5, seed = 0, timing = 0;
     double target = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--bytes") == 0) bytes_list = argv[i + 1];
@@ -104,6 +107,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
         else if (strcmp(argv[i], "--seed") == 0) seed = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--timing") == 0) timing = timing_of(argv[i + 1]);
         else if (strcmp(argv[i], "--split") == 0) split = argv[i + 1];
     }
     MPI_Comm comm = MPI_COMM_WORLD, siblings = MPI_COMM_NULL;
@@ -118,7 +122,11 @@ int main(int argc, char **argv)
         aapc_comm_split_siblings(MPI_COMM_WORLD, color, rank, &siblings);
         MPI_Comm_size(comm, &csize);
     }
-    const struct timer_opts opts = {iters, min_iters, warmup, target};
+    if (timing < 0) {
+        if (rank == 0) fprintf(stderr, "%s: --timing takes loop or osu\n", argv[0]);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const struct timer_opts opts = {iters, min_iters, warmup, target, timing};
     int ncand = aapc_nvariants + 1;
     aapc_alltoall_fn *fns = malloc(sizeof(*fns) * (size_t)ncand);
     const char **names = malloc(sizeof(*names) * (size_t)ncand);

@@ -21,6 +21,7 @@
  *
  * usage: alltoallv_timer --pattern FILE [--iters N] [--min-iters N] [--target-seconds T]
  *                        [--warmup N] [--repeats R] [--only a,b] [--seed K] [--settle S]
+ *                        [--timing loop|osu]   (timer_common.h time_candidate)
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep here, readlink in timer_common.h */
 #include <mpi.h>
@@ -95,7 +96,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *path = NULL, *only = NULL;
-    int iters = 20, min_iters = 3, warmup = 2, repeats = 5, seed = 0;
+    int iters = 20, min_iters = 3, warmup = 2, repeats = 5, seed = 0, timing = 0;
     double target = 0.0, settle = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--pattern") == 0) path = argv[i + 1];
@@ -106,6 +107,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
         else if (strcmp(argv[i], "--seed") == 0) seed = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--timing") == 0) timing = timing_of(argv[i + 1]);
         else if (strcmp(argv[i], "--settle") == 0) settle = atof(argv[i + 1]);
     }
     long long *pattern = path ? read_pattern(path, size) : NULL;
@@ -116,7 +118,11 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     g_bytes = pattern;
-    const struct timer_opts opts = {iters, min_iters, warmup, target};
+    if (timing < 0) {
+        if (rank == 0) fprintf(stderr, "%s: --timing takes loop or osu\n", argv[0]);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const struct timer_opts opts = {iters, min_iters, warmup, target, timing};
     int nl2 = aapc_nvlevel2s < 4 ? aapc_nvlevel2s : 4;
     int ncand = 1 + aapc_nvvariants + nl2;
     aapc_alltoallv_fn *fns = malloc(sizeof(*fns) * (size_t)ncand);
