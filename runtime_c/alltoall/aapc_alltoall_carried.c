@@ -41,8 +41,8 @@
 
 /* A message's first byte: its block follows (the rest of the message, whatever its length), or
    a head. A head is one int64, the sender's finding's key negated (aapc_args_key: 2^32 or more),
-   or -1 when the sender's own send and receive blocks differ, followed by the two, or (a rank
-   with blocks to send whose library refused their type) the sender's block bytes, >= 0. */
+   or -1 when the sender's own send and receive blocks differ, followed by the two (a head of a
+   block size, >= 0, is read as that size). */
 enum { MARK = 1, BLOCK = 0, HEADED = 1 };
 enum { HEAD = (int)sizeof(int64_t), UNEVEN = 3 * (int)sizeof(int64_t) };
 
@@ -117,15 +117,18 @@ static int carry(void *ctx, int vote_only, int64_t v[AAPC_ARGS_VOTE], int *misma
                        !side_of(&c->send, inplace ? c->recvbuf : c->sendbuf,
                                 inplace ? c->recvcount : c->sendcount,
                                 inplace ? c->recvtype : c->sendtype)))
-        vote_only = 1; /* nothing to move (0-byte blocks): the heads alone */
+        vote_only = 1; /* nothing to move (0-byte blocks): the marks alone */
+    if (vote_only && v[0] == 0 && v[1] == v[3] && v[1] != 0)
+        return MPI_ERR_TYPE; /* blocks to move of a type whose size or extent the library
+                                refused after the checks: this rank alone (the caller aborts) */
     if (vote_only)
         c->send.count = c->recv.count = 0;
     if (n == 0) /* one rank: its own block only */
         return MPI_SUCCESS;
     int64_t head[3];
     size_t hlen = head_of(v, head);
-    /* a head: an error, blocks that differ, or blocks of a type the library refused (vote_only
-       otherwise leaves 0-byte blocks: a block message of the mark alone) */
+    /* a head: an error or blocks that differ (vote_only otherwise leaves 0-byte blocks: a block
+       message of the mark alone) */
     int headed = vote_only && head[0] != 0;
     size_t sslot = MARK + (headed ? hlen : (size_t)v[1]);
     int64_t rb = v[3] * !vote_only; /* the caller checked rb * (P - 1) */
