@@ -78,7 +78,8 @@ def _unit_factor(unit: str) -> float | None:
     return None
 
 
-def _shown(text: str) -> str:
+def shown_text(text: str) -> str:
+    """The user's text quoted for a one-line error, cut to SHOWN_CHARS."""
     return repr(text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "...")
 
 
@@ -89,30 +90,30 @@ def parse_bandwidth(text: str) -> float:
     unknown unit.
     """
     if not isinstance(text, str):
-        raise ValueError(f"{_shown(repr(text))} is not a bandwidth string ({_EXAMPLES})")
+        raise ValueError(f"{shown_text(repr(text))} is not a bandwidth string ({_EXAMPLES})")
     match = _NUMBER_UNIT.fullmatch(text)
     if match is None:
-        raise ValueError(f"{_shown(text)} is not a bandwidth ({_EXAMPLES})")
+        raise ValueError(f"{shown_text(text)} is not a bandwidth ({_EXAMPLES})")
     number = float(match["number"])
     unit = match["unit"]
     if not unit:
-        raise ValueError(f"{_shown(text)} has no unit ({_EXAMPLES})")
+        raise ValueError(f"{shown_text(text)} has no unit ({_EXAMPLES})")
     factor = _unit_factor(unit)
     if factor is None and any(unit == prefix for prefix, _ in _PREFIXES):
-        raise ValueError(f"{_shown(text)}: write {unit}bit or {unit}B (bits or bytes?)")
+        raise ValueError(f"{shown_text(text)}: write {unit}bit or {unit}B (bits or bytes?)")
     if factor is None and unit.lower() in ("mb", "mbps", "gb", "gbps", "kb", "kbps", "tb", "tbps"):
         big = unit[0].upper() if unit[0] != "k" else "k"
         raise ValueError(
-            f"{_shown(text)} is ambiguous: write {match['number']}{big}bit or "
+            f"{shown_text(text)} is ambiguous: write {match['number']}{big}bit or "
             f"{match['number']}{big}B/s"
         )
     if factor is None:
-        raise ValueError(f"{_shown(text)} has an unknown unit {_shown(unit)} ({_EXAMPLES})")
+        raise ValueError(f"{shown_text(text)} has an unknown unit {shown_text(unit)} ({_EXAMPLES})")
     value = number * factor
     if not math.isfinite(value):
-        raise ValueError(f"{_shown(text)} is too large")
+        raise ValueError(f"{shown_text(text)} is too large")
     if not value > 0:
-        raise ValueError(f"{_shown(text)} is not a positive bandwidth")
+        raise ValueError(f"{shown_text(text)} is not a positive bandwidth")
     return value
 
 

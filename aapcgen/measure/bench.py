@@ -43,7 +43,7 @@ from aapcgen.codegen.generate import generate
 from aapcgen.core.errors import AapcError, InputError
 from aapcgen.core.model import Link, Topology
 from aapcgen.core.resources import resource_dir
-from aapcgen.core.units import format_bandwidth, parse_rate_option
+from aapcgen.core.units import format_bandwidth, parse_rate_option, shown_text
 from aapcgen.measure import cleanup
 from aapcgen.measure.mpi import DEFAULT_NATIVES, mpi_flavour, native_env
 from aapcgen.measure.timer import parse_timer_lines
@@ -60,26 +60,31 @@ MAX_SIZE = 2**31 - 1  # the timers pass a block's bytes to MPI as an int count
 def _one_size(item: str) -> int:
     """``4K`` -> 4096: one size, from 1 to MAX_SIZE."""
     m = re.fullmatch(r"\s*([0-9]{1,12})\s*([A-Za-z]*)\s*", item)
-    shown = item if len(item) <= 40 else item[:37] + "..."
     if not m or m.group(2).upper() not in _UNITS:
         raise InputError(
-            f"--sizes: '{shown}' is not a message size (examples: 1024, 4K, 64K, 1M, 8..1M)"
+            f"--sizes: {shown_text(item)} is not a message size (examples: 1024, 4K, 64K, 1M, "
+            "8..1M)"
         )
     size = int(m.group(1)) * _UNITS[m.group(2).upper()]
     if not 1 <= size <= MAX_SIZE:
-        raise InputError(f"--sizes: '{shown}' must be from 1 byte to 2 GiB - 1 ({MAX_SIZE})")
+        raise InputError(
+            f"--sizes: {shown_text(item)} must be from 1 byte to 2 GiB - 1 ({MAX_SIZE})"
+        )
     return size
 
 
 def _size_range(item: str) -> tuple[int, ...]:
     """``8..1K`` -> 8, 16, 32, ..., 1024: the first size and its doubles up to the last."""
     lo_text, hi_text = item.split("..", 1)
-    shown = item if len(item) <= 40 else item[:37] + "..."
     if not lo_text.strip() or not hi_text.strip():
-        raise InputError(f"--sizes: '{shown}' needs a size on each side of '..' (e.g. 8..1M)")
+        raise InputError(
+            f"--sizes: {shown_text(item)} needs a size on each side of '..' (e.g. 8..1M)"
+        )
     lo, hi = _one_size(lo_text), _one_size(hi_text)
     if lo > hi:
-        raise InputError(f"--sizes: '{shown}' runs downwards (write the smaller size first)")
+        raise InputError(
+            f"--sizes: {shown_text(item)} runs downwards (write the smaller size first)"
+        )
     return tuple(lo << k for k in range((hi // lo).bit_length()))
 
 
